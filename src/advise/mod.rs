@@ -1,0 +1,10 @@
+//! `tmpfsctl advise` (issue 7). Not implemented yet.
+
+use crate::Context;
+
+#[derive(Debug, clap::Args)]
+pub struct AdviseArgs {}
+
+pub fn run(_ctx: &Context, _args: &AdviseArgs) -> anyhow::Result<u8> {
+    anyhow::bail!("`advise` is not implemented yet")
+}

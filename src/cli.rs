@@ -1,0 +1,59 @@
+//! Command-line definitions (clap derive). Each command's arguments live next to
+//! the code that implements it; this file only lists the commands.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tmpfsctl",
+    version,
+    about = "Measure, size and manage tmpfs (RAM-backed filesystems) honestly",
+    long_about = "tmpfsctl answers the usual tmpfs questions with measurements that do not lie \
+(no dd-from-/dev/zero timing the page cache, no one-off du snapshots), then acts on the answer.\n\n\
+Start with `tmpfsctl status` to see what is RAM-backed here.",
+    after_help = "Exit codes: 0 ok, 1 the command ran and reports a problem you asked about, 2 error.\n\
+Sizes accept 512M, 2G (binary units, like tmpfs) and 50% (of RAM)."
+)]
+pub struct Cli {
+    /// Read /proc and /etc under DIR instead of / (fixtures, a mounted image)
+    #[arg(long, global = true, value_name = "DIR", env = "TMPFSCTL_SYSROOT")]
+    pub sysroot: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// What is RAM-backed here, how full, and what it costs in RAM
+    Status(crate::status::StatusArgs),
+    /// tmpfs vs disk, side by side, per operation, with the memory ceiling
+    Bench(crate::bench::BenchArgs),
+    /// One snapshot of this host's /tmp usage and memory (for `fleet analyze`)
+    Collect(crate::fleet::CollectArgs),
+    /// Fleet-wide analysis: would /tmp fit in tmpfs across many hosts?
+    Fleet(crate::fleet::FleetArgs),
+    /// Show how DIR would be put on tmpfs (changes nothing)
+    Plan(crate::mounts::PlanArgs),
+    /// Put DIR on tmpfs without hiding its files, live and across reboots
+    Apply(crate::mounts::ApplyArgs),
+    /// Undo `apply`: optionally copy data back, unmount, restore config
+    Revert(crate::mounts::RevertArgs),
+    /// Run a command with a private, size-capped RAM scratch dir as TMPDIR
+    Run(crate::workspace::RunArgs),
+    /// Start $SHELL in a private, size-capped RAM scratch dir
+    Shell(crate::workspace::ShellArgs),
+    /// Tell me what to do with tmpfs on this machine
+    Advise(crate::advise::AdviseArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

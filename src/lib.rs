@@ -1,0 +1,59 @@
+//! tmpfsctl: answers questions about tmpfs (RAM-backed filesystems) honestly,
+//! then acts on the answers. All behaviour lives in this library; `main.rs`
+//! only parses arguments, calls [`run`] and maps the result to an exit code.
+
+pub mod advise;
+pub mod bench;
+pub mod cli;
+pub mod fleet;
+pub mod mounts;
+pub mod output;
+pub mod status;
+pub mod sys;
+pub mod units;
+pub mod workspace;
+
+use anyhow::Result;
+
+/// What every command gets besides its own arguments.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    pub sysroot: sys::Sysroot,
+}
+
+/// Exit codes (see README): 0 ok, 1 the command ran and reports a problem the
+/// user asked about, 2 usage or runtime error.
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_PROBLEM: u8 = 1;
+pub const EXIT_ERROR: u8 = 2;
+
+/// Run one parsed command line; returns the exit code for success paths.
+pub fn run(cli: cli::Cli) -> Result<u8> {
+    let ctx = Context {
+        sysroot: match &cli.sysroot {
+            Some(p) => {
+                if !p.is_dir() {
+                    anyhow::bail!(
+                        "--sysroot {}: not a directory; give the root of a system tree (it must contain proc/ and etc/)",
+                        p.display()
+                    );
+                }
+                sys::Sysroot::new(p)
+            }
+            None => sys::Sysroot::default(),
+        },
+    };
+    use cli::Command;
+    match cli.command {
+        Command::Status(a) => status::run(&ctx, &a),
+        Command::Bench(a) => bench::run(&ctx, &a),
+        Command::Collect(a) => fleet::collect_cmd(&ctx, &a),
+        Command::Fleet(a) => fleet::fleet_cmd(&ctx, &a),
+        Command::Plan(a) => mounts::plan_cmd(&ctx, &a),
+        Command::Apply(a) => mounts::apply_cmd(&ctx, &a),
+        Command::Revert(a) => mounts::revert_cmd(&ctx, &a),
+        Command::Run(a) => workspace::run_cmd(&ctx, &a),
+        Command::Shell(a) => workspace::shell_cmd(&ctx, &a),
+        Command::Advise(a) => advise::run(&ctx, &a),
+    }
+}

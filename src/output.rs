@@ -1,0 +1,37 @@
+//! Small shared pieces of output: terminal detection, JSON, tables.
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::{Context, Result};
+use comfy_table::{ContentArrangement, LineStyle, Table, presets};
+use serde::Serialize;
+
+pub fn stdout_is_tty() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+pub fn stderr_is_tty() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// Pretty JSON with a trailing newline on stdout.
+pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value).context("writing JSON")?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// A table in the project's house style: light rules, wrapped to the terminal.
+pub fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    // Header rule only: a table per screen, readable when piped to a file too.
+    t.load_style(presets::NOTHING.header_separator(if stdout_is_tty() {
+        LineStyle::new(' ', '─', '─', ' ')
+    } else {
+        LineStyle::new(' ', '-', '-', ' ')
+    }))
+    .set_content_arrangement(ContentArrangement::Dynamic)
+    .set_header(header.iter().map(|h| h.to_string()));
+    t
+}

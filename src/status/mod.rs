@@ -1,0 +1,449 @@
+//! `tmpfsctl status`: what is RAM-backed here, how full, and what it costs in RAM.
+
+mod render;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+
+use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, statfs, systemd};
+use crate::{Context, EXIT_OK};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  tmpfsctl status\n  tmpfsctl status --json | jq '.mounts[] | select(.fstype==\"tmpfs\")'\n  tmpfsctl status ~/build /srv/cache\n\n\
+Numbers come from statfs(2) and agree with `df -B1` and `df -i`; data under each PATH is counted like `du -s -x -B1`.")]
+pub struct StatusArgs {
+    /// Extra directories to report on, besides /tmp, /var/tmp and $TMPDIR
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Also list hugetlbfs and devtmpfs mounts
+    #[arg(long)]
+    pub all: bool,
+    /// Print a JSON document (schema_version 1) instead of tables
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MountReport {
+    pub mountpoint: String,
+    pub fstype: String,
+    pub source: String,
+    /// Size limit; null when the filesystem has none (ramfs, tmpfs size=0).
+    pub size_bytes: Option<u64>,
+    /// Null only when statfs could not be run (a --sysroot that is not the live system).
+    pub used_bytes: Option<u64>,
+    pub avail_bytes: Option<u64>,
+    pub use_percent: Option<f64>,
+    /// Inode limit; null when unlimited.
+    pub inodes_total: Option<u64>,
+    pub inodes_used: Option<u64>,
+    pub inodes_use_percent: Option<f64>,
+    /// All mount and superblock options, as the kernel shows them.
+    pub options: Vec<String>,
+    /// The options that matter for a RAM filesystem (nosuid, noswap, huge=, ...).
+    pub key_options: Vec<String>,
+    /// `major:minor` of the superblock; bind mounts of one tmpfs share it.
+    pub device: String,
+    pub bind: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FstabReport {
+    pub spec: String,
+    pub vfstype: String,
+    pub options: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PathReport {
+    pub path: String,
+    pub resolved: String,
+    pub mountpoint: String,
+    pub fstype: String,
+    pub ram_backed: bool,
+    /// Bytes under the path, like `du -s -x -B1`.
+    pub used_bytes: u64,
+    pub inodes: u64,
+    pub unreadable_dirs: u64,
+    /// The /etc/fstab entry for the path's mount point, if any.
+    pub fstab: Option<FstabReport>,
+    /// systemd's mount unit for the path itself (`tmp.mount` for /tmp).
+    pub systemd_unit: String,
+    pub systemd_state: systemd::UnitState,
+    pub systemd_dropins: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryReport {
+    pub mem_total_bytes: u64,
+    pub mem_available_bytes: u64,
+    pub shmem_bytes: u64,
+    pub swap_total_bytes: u64,
+    pub swap_free_bytes: u64,
+    /// Data held by all tmpfs/ramfs superblocks (each counted once).
+    pub ram_fs_used_bytes: u64,
+    /// Sum of tmpfs size limits (each superblock once).
+    pub tmpfs_limits_bytes: u64,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Warning {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusReport {
+    pub schema_version: u32,
+    pub sysroot: String,
+    pub mounts: Vec<MountReport>,
+    pub paths: Vec<PathReport>,
+    pub memory: MemoryReport,
+    pub warnings: Vec<Warning>,
+}
+
+/// Options worth showing for a RAM filesystem.
+fn key_options(m: &MountInfo) -> Vec<String> {
+    let mut v: Vec<String> = m
+        .all_options()
+        .into_iter()
+        .filter(|o| {
+            matches!(o.as_str(), "ro" | "nosuid" | "nodev" | "noexec" | "noswap")
+                || ["huge=", "mode=", "nr_inodes=", "size="]
+                    .iter()
+                    .any(|p| o.starts_with(p))
+        })
+        .collect();
+    v.dedup();
+    v
+}
+
+fn percent(used: u64, total: u64) -> Option<f64> {
+    (total > 0).then(|| (used as f64 * 1000.0 / total as f64).round() / 10.0)
+}
+
+/// Parse a tmpfs `size=`/`nr_inodes=` option value (`8388608k`, `2G`, `50%`).
+fn option_bytes(v: &str, mem_total: u64) -> Option<u64> {
+    crate::units::parse_size(v).ok().map(|s| s.resolve(mem_total))
+}
+
+fn mount_report(root: &Sysroot, m: &MountInfo, mem: &MemInfo) -> MountReport {
+    let live = root.is_live();
+    let stats = if live { statfs::statfs(&m.mount_point).ok() } else { None };
+    let (size, used, avail, itotal, iused) = match stats {
+        Some(s) => (
+            (s.size_bytes > 0).then_some(s.size_bytes),
+            Some(s.used_bytes),
+            Some(s.avail_bytes),
+            (s.inodes_total > 0).then_some(s.inodes_total),
+            Some(s.inodes_used),
+        ),
+        None => (
+            m.option("size")
+                .and_then(|v| option_bytes(v, mem.mem_total_bytes))
+                .filter(|&b| b > 0),
+            None,
+            None,
+            m.option("nr_inodes")
+                .and_then(|v| crate::units::parse_count(v).ok())
+                .filter(|&n| n > 0),
+            None,
+        ),
+    };
+    MountReport {
+        mountpoint: m.mount_point.to_string_lossy().into_owned(),
+        fstype: m.fstype.clone(),
+        source: m.source.clone(),
+        size_bytes: size,
+        used_bytes: used,
+        avail_bytes: avail,
+        use_percent: match (used, size) {
+            (Some(u), Some(s)) => percent(u, s),
+            _ => None,
+        },
+        inodes_total: itotal,
+        inodes_used: iused,
+        inodes_use_percent: match (iused, itotal) {
+            (Some(u), Some(t)) => percent(u, t),
+            _ => None,
+        },
+        options: m.all_options(),
+        key_options: key_options(m),
+        device: format!("{}:{}", m.major, m.minor),
+        bind: m.is_bind(),
+    }
+}
+
+/// The visible mounts: for stacked mounts on one point, the last one wins.
+fn visible(mounts: &[MountInfo]) -> Vec<&MountInfo> {
+    let mut out: Vec<&MountInfo> = Vec::new();
+    for m in mounts {
+        if let Some(i) = out.iter().position(|o| o.mount_point == m.mount_point) {
+            out.remove(i);
+        }
+        out.push(m);
+    }
+    out
+}
+
+fn resolve_in(root: &Sysroot, p: &Path) -> Result<PathBuf> {
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(p)
+    };
+    let on_host = root.path(&abs);
+    let canon = std::fs::canonicalize(&on_host).with_context(|| {
+        format!(
+            "{}: no such directory; give an existing PATH (or create it first)",
+            p.display()
+        )
+    })?;
+    Ok(if root.is_live() {
+        canon
+    } else {
+        Path::new("/").join(canon.strip_prefix(root.root()).unwrap_or(&canon))
+    })
+}
+
+fn path_report(
+    root: &Sysroot,
+    shown: &str,
+    p: &Path,
+    mounts: &[MountInfo],
+    fstab: &sys::fstab::Fstab,
+) -> Result<PathReport> {
+    let resolved = resolve_in(root, p)?;
+    let m = sys::mountinfo::mount_for(mounts, &resolved);
+    let usage = sys::du::usage(&root.path(&resolved))
+        .with_context(|| format!("{}: cannot be read; run as a user who can read it", p.display()))?;
+    let mp = m.map(|m| m.mount_point.clone()).unwrap_or_else(|| "/".into());
+    let fstab = fstab.entry_for(&mp).map(|e| FstabReport {
+        spec: e.spec.clone(),
+        vfstype: e.vfstype.clone(),
+        options: e.options.clone(),
+    });
+    let unit = systemd::unit_info(root, &systemd::mount_unit_name(&resolved));
+    let fstype = m.map(|m| m.fstype.clone()).unwrap_or_else(|| "unknown".into());
+    Ok(PathReport {
+        path: shown.to_string(),
+        resolved: resolved.to_string_lossy().into_owned(),
+        mountpoint: mp.to_string_lossy().into_owned(),
+        ram_backed: sys::is_ram_backed(&fstype),
+        fstype,
+        used_bytes: usage.bytes,
+        inodes: usage.inodes,
+        unreadable_dirs: usage.unreadable_dirs,
+        fstab,
+        systemd_unit: unit.name,
+        systemd_state: unit.state,
+        systemd_dropins: unit.dropins.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
+    })
+}
+
+/// Everything `status` reports, gathered without printing anything.
+pub fn gather(ctx: &Context, args: &StatusArgs) -> Result<StatusReport> {
+    let root = &ctx.sysroot;
+    let (mounts, mut parse_warnings) = root.mountinfo()?;
+    let (mem, w) = root.meminfo()?;
+    parse_warnings.extend(w);
+    let fstab = root.fstab()?;
+    parse_warnings.extend(fstab.warnings.iter().cloned());
+
+    let shown: Vec<MountReport> = visible(&mounts)
+        .into_iter()
+        .filter(|m| match m.fstype.as_str() {
+            "tmpfs" | "ramfs" => true,
+            "hugetlbfs" | "devtmpfs" => args.all,
+            _ => false,
+        })
+        .map(|m| mount_report(root, m, &mem))
+        .collect();
+
+    // Defaults first; a default that does not exist is not an error.
+    let mut wanted: Vec<(String, PathBuf, bool)> = vec![
+        ("/tmp".into(), "/tmp".into(), false),
+        ("/var/tmp".into(), "/var/tmp".into(), false),
+    ];
+    if let Some(t) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()) {
+        let t = PathBuf::from(t);
+        wanted.push((format!("$TMPDIR ({})", t.display()), t, false));
+    }
+    for p in &args.paths {
+        wanted.push((p.display().to_string(), p.clone(), true));
+    }
+    let mut paths: Vec<PathReport> = Vec::new();
+    for (label, p, explicit) in wanted {
+        if !explicit && !root.path(&p).exists() {
+            continue;
+        }
+        let r = path_report(root, &label, &p, &mounts, &fstab)?;
+        if !explicit && paths.iter().any(|o| o.resolved == r.resolved) {
+            continue;
+        }
+        paths.push(r);
+    }
+
+    let memory = memory_report(&shown, &mem);
+    let warnings = warnings(&shown, &paths, &memory, &parse_warnings);
+    Ok(StatusReport {
+        schema_version: SCHEMA_VERSION,
+        sysroot: root.root().to_string_lossy().into_owned(),
+        mounts: shown,
+        paths,
+        memory,
+        warnings,
+    })
+}
+
+fn memory_report(mounts: &[MountReport], mem: &MemInfo) -> MemoryReport {
+    let mut seen = HashSet::new();
+    let (mut used, mut limits) = (0u64, 0u64);
+    for m in mounts.iter().filter(|m| m.fstype == "tmpfs" || m.fstype == "ramfs") {
+        if seen.insert(m.device.clone()) {
+            used += m.used_bytes.unwrap_or(0);
+            if m.fstype == "tmpfs" {
+                limits += m.size_bytes.unwrap_or(0);
+            }
+        }
+    }
+    MemoryReport {
+        mem_total_bytes: mem.mem_total_bytes,
+        mem_available_bytes: mem.mem_available_bytes,
+        shmem_bytes: mem.shmem_bytes,
+        swap_total_bytes: mem.swap_total_bytes,
+        swap_free_bytes: mem.swap_free_bytes,
+        ram_fs_used_bytes: used,
+        tmpfs_limits_bytes: limits,
+        notes: vec![
+            "tmpfs data is counted as Shmem: free's \"shared\" column, and inside \"buff/cache\"; \
+             it does not show as \"used\" in free or htop, yet it cannot be dropped like cache."
+                .into(),
+            if mem.swap_total_bytes > 0 {
+                "tmpfs pages can be swapped out under memory pressure unless the mount has `noswap` (Linux 6.4+)."
+                    .into()
+            } else {
+                "There is no swap: every tmpfs page stays in RAM until its file is deleted.".into()
+            },
+        ],
+    }
+}
+
+const NEARLY_FULL_PERCENT: f64 = 90.0;
+
+/// Warnings, each saying what to do. Pure: tested on hand-made reports.
+pub fn warnings(
+    mounts: &[MountReport],
+    paths: &[PathReport],
+    mem: &MemoryReport,
+    parse_warnings: &[ParseWarning],
+) -> Vec<Warning> {
+    use crate::units::fmt_bytes;
+    let mut out = Vec::new();
+    let mut w = |code: &str, message: String| {
+        out.push(Warning {
+            code: code.into(),
+            message,
+        })
+    };
+    for m in mounts.iter().filter(|m| m.fstype == "ramfs") {
+        w(
+            "ramfs_unlimited",
+            format!(
+                "{} is ramfs: it has no size limit, so a runaway writer can take all RAM (and ramfs is never swapped). \
+                 Use tmpfs with a size= instead: `tmpfsctl plan {}`.",
+                m.mountpoint, m.mountpoint
+            ),
+        );
+    }
+    let ceiling = mem.mem_total_bytes.saturating_add(mem.swap_total_bytes);
+    if mem.tmpfs_limits_bytes > ceiling {
+        let mut big: Vec<&MountReport> = mounts.iter().filter(|m| m.fstype == "tmpfs" && m.size_bytes.is_some()).collect();
+        big.sort_by_key(|m| std::cmp::Reverse(m.size_bytes));
+        let top: Vec<String> = big
+            .iter()
+            .take(3)
+            .map(|m| format!("{} ({})", m.mountpoint, fmt_bytes(m.size_bytes.unwrap_or(0))))
+            .collect();
+        w(
+            "tmpfs_overcommit",
+            format!(
+                "tmpfs size limits add up to {}, more than RAM + swap ({}): filling them all would invoke the OOM killer. \
+                 Lower size= on the largest ({}) with `mount -o remount,size=NEW MOUNTPOINT` and in its fstab line.",
+                fmt_bytes(mem.tmpfs_limits_bytes),
+                fmt_bytes(ceiling),
+                top.join(", ")
+            ),
+        );
+    }
+    for m in mounts.iter().filter(|m| m.fstype == "tmpfs") {
+        if let Some(p) = m.use_percent.filter(|p| *p > NEARLY_FULL_PERCENT) {
+            w(
+                "tmpfs_nearly_full",
+                format!(
+                    "{} is {p:.0}% full ({} of {}): writers will soon get ENOSPC. Delete old files or grow it \
+                     (`mount -o remount,size=NEW {}`).",
+                    m.mountpoint,
+                    fmt_bytes(m.used_bytes.unwrap_or(0)),
+                    fmt_bytes(m.size_bytes.unwrap_or(0)),
+                    m.mountpoint
+                ),
+            );
+        }
+        if let Some(p) = m.inodes_use_percent.filter(|p| *p > NEARLY_FULL_PERCENT) {
+            w(
+                "tmpfs_inodes_nearly_full",
+                format!(
+                    "{} has used {p:.0}% of its inodes ({} of {}): creating files will soon fail with ENOSPC. \
+                     Raise nr_inodes (`mount -o remount,nr_inodes=NEW {}`) or remove small files.",
+                    m.mountpoint,
+                    m.inodes_used.unwrap_or(0),
+                    m.inodes_total.unwrap_or(0),
+                    m.mountpoint
+                ),
+            );
+        }
+    }
+    if let Some(tmp) = paths.iter().find(|p| p.resolved == "/tmp")
+        && !tmp.ram_backed
+        && mem.mem_total_bytes >= 2 << 30
+        && mem.mem_available_bytes / 4 > tmp.used_bytes
+    {
+        w(
+            "tmp_on_disk",
+            format!(
+                "/tmp is on {} (disk) while {} of RAM is available and /tmp holds only {}. \
+                 `tmpfsctl bench` shows what tmpfs would gain; `tmpfsctl plan /tmp` shows how to move it.",
+                tmp.fstype,
+                fmt_bytes(mem.mem_available_bytes),
+                fmt_bytes(tmp.used_bytes)
+            ),
+        );
+    }
+    for pw in parse_warnings {
+        w(
+            "parse_skipped",
+            format!("skipped line {}: {}", pw.line, pw.reason),
+        );
+    }
+    out
+}
+
+pub fn run(ctx: &Context, args: &StatusArgs) -> Result<u8> {
+    let report = gather(ctx, args)?;
+    if args.json {
+        crate::output::print_json(&report)?;
+    } else {
+        print!("{}", render::text(&report));
+    }
+    Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests;

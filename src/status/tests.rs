@@ -1,0 +1,176 @@
+use super::*;
+
+fn mount(mp: &str, fstype: &str, size: Option<u64>, used: u64, it: Option<u64>, iu: u64, dev: &str) -> MountReport {
+    MountReport {
+        mountpoint: mp.into(),
+        fstype: fstype.into(),
+        source: fstype.into(),
+        size_bytes: size,
+        used_bytes: Some(used),
+        avail_bytes: size.map(|s| s - used),
+        use_percent: size.and_then(|s| percent(used, s)),
+        inodes_total: it,
+        inodes_used: Some(iu),
+        inodes_use_percent: it.and_then(|t| percent(iu, t)),
+        options: vec![],
+        key_options: vec![],
+        device: dev.into(),
+        bind: false,
+    }
+}
+
+fn mem(total: u64, avail: u64, swap: u64) -> MemInfo {
+    MemInfo {
+        mem_total_bytes: total,
+        mem_available_bytes: avail,
+        swap_total_bytes: swap,
+        swap_free_bytes: swap,
+        ..Default::default()
+    }
+}
+
+fn codes(w: &[Warning]) -> Vec<&str> {
+    w.iter().map(|w| w.code.as_str()).collect()
+}
+
+const G: u64 = 1 << 30;
+
+#[test]
+fn healthy_machine_has_no_warnings() {
+    let ms = vec![mount("/tmp", "tmpfs", Some(4 * G), G, Some(1000), 10, "0:1")];
+    let m = memory_report(&ms, &mem(16 * G, 12 * G, 0));
+    assert!(warnings(&ms, &[], &m, &[]).is_empty());
+}
+
+#[test]
+fn ramfs_overcommit_and_fullness_warn() {
+    let ms = vec![
+        mount("/mnt/ram", "ramfs", None, 0, None, 1, "0:2"),
+        mount("/a", "tmpfs", Some(10 * G), 95 * G / 10, Some(100), 1, "0:3"),
+        mount("/b", "tmpfs", Some(10 * G), 0, Some(100), 95, "0:4"),
+        // A bind mount of /b: same superblock, must not count twice.
+        mount("/b2", "tmpfs", Some(10 * G), 0, Some(100), 95, "0:4"),
+    ];
+    let m = memory_report(&ms, &mem(16 * G, 8 * G, 2 * G));
+    assert_eq!(m.tmpfs_limits_bytes, 20 * G);
+    let w = warnings(&ms, &[], &m, &[]);
+    let c = codes(&w);
+    assert!(c.contains(&"ramfs_unlimited"), "{c:?}");
+    assert!(c.contains(&"tmpfs_overcommit"), "{c:?}");
+    assert!(c.contains(&"tmpfs_nearly_full"), "{c:?}");
+    assert!(c.contains(&"tmpfs_inodes_nearly_full"), "{c:?}");
+    // Each warning says what to do.
+    assert!(w.iter().all(|w| w.message.contains('`')), "{w:?}");
+}
+
+#[test]
+fn limits_within_ram_plus_swap_do_not_warn() {
+    let ms = vec![mount("/a", "tmpfs", Some(10 * G), 0, None, 1, "0:3")];
+    let m = memory_report(&ms, &mem(8 * G, 8 * G, 2 * G));
+    assert!(!codes(&warnings(&ms, &[], &m, &[])).contains(&"tmpfs_overcommit"));
+    let m = memory_report(&ms, &mem(8 * G, 8 * G, G));
+    assert!(codes(&warnings(&ms, &[], &m, &[])).contains(&"tmpfs_overcommit"));
+}
+
+fn tmp_path(fstype: &str, used: u64) -> PathReport {
+    PathReport {
+        path: "/tmp".into(),
+        resolved: "/tmp".into(),
+        mountpoint: "/".into(),
+        fstype: fstype.into(),
+        ram_backed: sys::is_ram_backed(fstype),
+        used_bytes: used,
+        inodes: 1,
+        unreadable_dirs: 0,
+        fstab: None,
+        systemd_unit: "tmp.mount".into(),
+        systemd_state: systemd::UnitState::Absent,
+        systemd_dropins: vec![],
+    }
+}
+
+#[test]
+fn tmp_on_disk_hint_only_when_ram_is_ample() {
+    let m = memory_report(&[], &mem(16 * G, 12 * G, 0));
+    assert!(codes(&warnings(&[], &[tmp_path("ext4", 100 << 20)], &m, &[])).contains(&"tmp_on_disk"));
+    assert!(!codes(&warnings(&[], &[tmp_path("tmpfs", 100 << 20)], &m, &[])).contains(&"tmp_on_disk"));
+    assert!(!codes(&warnings(&[], &[tmp_path("ext4", 4 * G)], &m, &[])).contains(&"tmp_on_disk"));
+    let small = memory_report(&[], &mem(G, G / 2, 0));
+    assert!(!codes(&warnings(&[], &[tmp_path("ext4", 1 << 20)], &small, &[])).contains(&"tmp_on_disk"));
+}
+
+#[test]
+fn key_options_pick_what_matters() {
+    let (m, _) = sys::mountinfo::parse(
+        b"30 25 0:26 / /tmp rw,nosuid,nodev,relatime - tmpfs tmpfs rw,size=1048576k,nr_inodes=1000,mode=1777,huge=within_size,noswap,inode64\n",
+    );
+    assert_eq!(
+        key_options(&m[0]),
+        vec!["nosuid", "nodev", "size=1048576k", "nr_inodes=1000", "mode=1777", "huge=within_size", "noswap"]
+    );
+}
+
+#[test]
+fn sysroot_fixture_reports_without_statfs() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    std::fs::create_dir_all(r.join("proc/self")).unwrap();
+    std::fs::create_dir_all(r.join("etc")).unwrap();
+    std::fs::create_dir_all(r.join("tmp/sub")).unwrap();
+    std::fs::write(r.join("tmp/sub/f"), vec![1u8; 10_000]).unwrap();
+    std::fs::write(
+        r.join("proc/self/mountinfo"),
+        b"25 1 253:1 / / rw,relatime - ext4 /dev/vda1 rw\n\
+30 25 0:26 / /tmp rw,nosuid,nodev - tmpfs tmpfs rw,size=2G,nr_inodes=1m\n\
+31 25 0:27 / /mnt/r\\040x rw - ramfs ramfs rw\n\
+bogus line\n",
+    )
+    .unwrap();
+    std::fs::write(r.join("proc/meminfo"), b"MemTotal: 4194304 kB\nMemAvailable: 2097152 kB\n").unwrap();
+    std::fs::write(r.join("etc/fstab"), b"tmpfs /tmp tmpfs nosuid,nodev,size=2G 0 0\n").unwrap();
+    let ctx = Context {
+        sysroot: Sysroot::new(r),
+    };
+    let rep = gather(
+        &ctx,
+        &StatusArgs {
+            paths: vec![],
+            all: false,
+            json: true,
+        },
+    )
+    .unwrap();
+    assert_eq!(rep.mounts.len(), 2);
+    assert_eq!(rep.mounts[0].size_bytes, Some(2 * G));
+    assert_eq!(rep.mounts[0].inodes_total, Some(1 << 20));
+    assert_eq!(rep.mounts[0].used_bytes, None);
+    assert_eq!(rep.mounts[1].mountpoint, "/mnt/r x");
+    assert_eq!(rep.mounts[1].size_bytes, None);
+    let tmp = rep.paths.iter().find(|p| p.path == "/tmp").unwrap();
+    assert!(tmp.ram_backed);
+    assert_eq!(tmp.mountpoint, "/tmp");
+    assert!(tmp.used_bytes >= 10_000);
+    assert_eq!(tmp.inodes, 3);
+    assert_eq!(tmp.fstab.as_ref().unwrap().options, vec!["nosuid", "nodev", "size=2G"]);
+    let c = codes(&rep.warnings);
+    assert!(c.contains(&"ramfs_unlimited"), "{c:?}");
+    assert!(c.contains(&"parse_skipped"), "{c:?}");
+    // The rendering names every mount and every warning.
+    let text = render::text(&rep);
+    assert!(text.contains("/mnt/r x") && text.contains("unlimited") && text.contains("ramfs_unlimited"));
+}
+
+#[test]
+fn missing_explicit_path_is_an_error_naming_it() {
+    let ctx = Context::default();
+    let e = gather(
+        &ctx,
+        &StatusArgs {
+            paths: vec!["/no/such/dir-xyz".into()],
+            all: false,
+            json: true,
+        },
+    )
+    .unwrap_err();
+    assert!(format!("{e:#}").contains("/no/such/dir-xyz"), "{e:#}");
+}

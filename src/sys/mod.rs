@@ -1,0 +1,100 @@
+//! Reading the machine: pure parsers over the text of /proc and /etc files, and
+//! thin readers that fetch that text relative to a [`Sysroot`] so tests and
+//! `--sysroot DIR` can point them at fixtures or a mounted image.
+
+pub mod du;
+pub mod fstab;
+pub mod meminfo;
+pub mod mountinfo;
+pub mod statfs;
+pub mod systemd;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+pub use meminfo::MemInfo;
+pub use mountinfo::MountInfo;
+
+/// A line a parser skipped, and why. Parsers never panic on hostile input: they
+/// skip what they cannot read and say so.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ParseWarning {
+    /// 1-based line number in the source file.
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Filesystem types whose data lives in RAM (page cache / shmem) with no backing store.
+pub fn is_ram_backed(fstype: &str) -> bool {
+    matches!(fstype, "tmpfs" | "ramfs" | "hugetlbfs" | "devtmpfs")
+}
+
+/// Where the machine's files are read from: `/` normally, a fixture tree in tests.
+#[derive(Debug, Clone)]
+pub struct Sysroot {
+    root: PathBuf,
+}
+
+impl Default for Sysroot {
+    fn default() -> Self {
+        Sysroot {
+            root: PathBuf::from("/"),
+        }
+    }
+}
+
+impl Sysroot {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Sysroot { root: root.into() }
+    }
+
+    /// True when reading the live machine (statfs and tree walks are meaningful).
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Map an absolute path on the inspected system to a path we can open.
+    pub fn path(&self, abs: impl AsRef<Path>) -> PathBuf {
+        let abs = abs.as_ref();
+        let rel = abs.strip_prefix("/").unwrap_or(abs);
+        self.root.join(rel)
+    }
+
+    /// Read a whole file, naming it in the error.
+    pub fn read(&self, abs: &str) -> Result<Vec<u8>> {
+        let p = self.path(abs);
+        std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))
+    }
+
+    pub fn mountinfo(&self) -> Result<(Vec<MountInfo>, Vec<ParseWarning>)> {
+        let text = self.read("/proc/self/mountinfo")?;
+        Ok(mountinfo::parse(&text))
+    }
+
+    pub fn meminfo(&self) -> Result<(MemInfo, Vec<ParseWarning>)> {
+        let text = self.read("/proc/meminfo")?;
+        let (m, w) = meminfo::parse(&text);
+        if m.mem_total_bytes == 0 {
+            anyhow::bail!(
+                "{} has no MemTotal line; is it a real /proc/meminfo?",
+                self.path("/proc/meminfo").display()
+            );
+        }
+        Ok((m, w))
+    }
+
+    /// /etc/fstab; a missing file is an empty table (containers often have none).
+    pub fn fstab(&self) -> Result<fstab::Fstab> {
+        let p = self.path("/etc/fstab");
+        match std::fs::read(&p) {
+            Ok(t) => Ok(fstab::Fstab::parse(&t)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(fstab::Fstab::parse(b"")),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", p.display())),
+        }
+    }
+}
