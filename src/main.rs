@@ -12,7 +12,11 @@ fn main() -> ExitCode {
     let cli = match tmpfsctl::cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { tmpfsctl::EXIT_ERROR } else { 0 };
+            let code = if e.use_stderr() {
+                tmpfsctl::EXIT_ERROR
+            } else {
+                0
+            };
             let _ = e.print();
             return ExitCode::from(code);
         }

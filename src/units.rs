@@ -162,7 +162,7 @@ pub fn fmt_count(n: u64) -> String {
 /// A size as a tmpfs `size=` option value: the largest exact unit (`2G`, `512M`, `1536k`).
 pub fn tmpfs_size_option(b: u64) -> String {
     for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "k")] {
-        if b >= (1u64 << shift) && b % (1u64 << shift) == 0 {
+        if b >= (1u64 << shift) && b.is_multiple_of(1u64 << shift) {
             return format!("{}{unit}", b >> shift);
         }
     }
@@ -213,7 +213,10 @@ mod tests {
             parse_size("99999999999999999999"),
             Err(SizeError::Overflow(_))
         ));
-        assert!(matches!(parse_size("99999999P"), Err(SizeError::Overflow(_))));
+        assert!(matches!(
+            parse_size("99999999P"),
+            Err(SizeError::Overflow(_))
+        ));
         assert!(matches!(
             parse_bytes("50%"),
             Err(SizeError::PercentNotAllowed(_))

@@ -14,8 +14,10 @@ use crate::{Context, EXIT_OK};
 pub const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  tmpfsctl status\n  tmpfsctl status --json | jq '.mounts[] | select(.fstype==\"tmpfs\")'\n  tmpfsctl status ~/build /srv/cache\n\n\
-Numbers come from statfs(2) and agree with `df -B1` and `df -i`; data under each PATH is counted like `du -s -x -B1`.")]
+#[command(
+    after_help = "Examples:\n  tmpfsctl status\n  tmpfsctl status --json | jq '.mounts[] | select(.fstype==\"tmpfs\")'\n  tmpfsctl status ~/build /srv/cache\n\n\
+Numbers come from statfs(2) and agree with `df -B1` and `df -i`; data under each PATH is counted like `du -s -x -B1`."
+)]
 pub struct StatusArgs {
     /// Extra directories to report on, besides /tmp, /var/tmp and $TMPDIR
     #[arg(value_name = "PATH")]
@@ -130,12 +132,18 @@ fn percent(used: u64, total: u64) -> Option<f64> {
 
 /// Parse a tmpfs `size=`/`nr_inodes=` option value (`8388608k`, `2G`, `50%`).
 fn option_bytes(v: &str, mem_total: u64) -> Option<u64> {
-    crate::units::parse_size(v).ok().map(|s| s.resolve(mem_total))
+    crate::units::parse_size(v)
+        .ok()
+        .map(|s| s.resolve(mem_total))
 }
 
 fn mount_report(root: &Sysroot, m: &MountInfo, mem: &MemInfo) -> MountReport {
     let live = root.is_live();
-    let stats = if live { statfs::statfs(&m.mount_point).ok() } else { None };
+    let stats = if live {
+        statfs::statfs(&m.mount_point).ok()
+    } else {
+        None
+    };
     let (size, used, avail, itotal, iused) = match stats {
         Some(s) => (
             (s.size_bytes > 0).then_some(s.size_bytes),
@@ -221,16 +229,24 @@ fn path_report(
 ) -> Result<PathReport> {
     let resolved = resolve_in(root, p)?;
     let m = sys::mountinfo::mount_for(mounts, &resolved);
-    let usage = sys::du::usage(&root.path(&resolved))
-        .with_context(|| format!("{}: cannot be read; run as a user who can read it", p.display()))?;
-    let mp = m.map(|m| m.mount_point.clone()).unwrap_or_else(|| "/".into());
+    let usage = sys::du::usage(&root.path(&resolved)).with_context(|| {
+        format!(
+            "{}: cannot be read; run as a user who can read it",
+            p.display()
+        )
+    })?;
+    let mp = m
+        .map(|m| m.mount_point.clone())
+        .unwrap_or_else(|| "/".into());
     let fstab = fstab.entry_for(&mp).map(|e| FstabReport {
         spec: e.spec.clone(),
         vfstype: e.vfstype.clone(),
         options: e.options.clone(),
     });
     let unit = systemd::unit_info(root, &systemd::mount_unit_name(&resolved));
-    let fstype = m.map(|m| m.fstype.clone()).unwrap_or_else(|| "unknown".into());
+    let fstype = m
+        .map(|m| m.fstype.clone())
+        .unwrap_or_else(|| "unknown".into());
     Ok(PathReport {
         path: shown.to_string(),
         resolved: resolved.to_string_lossy().into_owned(),
@@ -243,7 +259,11 @@ fn path_report(
         fstab,
         systemd_unit: unit.name,
         systemd_state: unit.state,
-        systemd_dropins: unit.dropins.iter().map(|d| d.to_string_lossy().into_owned()).collect(),
+        systemd_dropins: unit
+            .dropins
+            .iter()
+            .map(|d| d.to_string_lossy().into_owned())
+            .collect(),
     })
 }
 
@@ -305,7 +325,10 @@ pub fn gather(ctx: &Context, args: &StatusArgs) -> Result<StatusReport> {
 fn memory_report(mounts: &[MountReport], mem: &MemInfo) -> MemoryReport {
     let mut seen = HashSet::new();
     let (mut used, mut limits) = (0u64, 0u64);
-    for m in mounts.iter().filter(|m| m.fstype == "tmpfs" || m.fstype == "ramfs") {
+    for m in mounts
+        .iter()
+        .filter(|m| m.fstype == "tmpfs" || m.fstype == "ramfs")
+    {
         if seen.insert(m.device.clone()) {
             used += m.used_bytes.unwrap_or(0);
             if m.fstype == "tmpfs" {
@@ -364,12 +387,21 @@ pub fn warnings(
     }
     let ceiling = mem.mem_total_bytes.saturating_add(mem.swap_total_bytes);
     if mem.tmpfs_limits_bytes > ceiling {
-        let mut big: Vec<&MountReport> = mounts.iter().filter(|m| m.fstype == "tmpfs" && m.size_bytes.is_some()).collect();
+        let mut big: Vec<&MountReport> = mounts
+            .iter()
+            .filter(|m| m.fstype == "tmpfs" && m.size_bytes.is_some())
+            .collect();
         big.sort_by_key(|m| std::cmp::Reverse(m.size_bytes));
         let top: Vec<String> = big
             .iter()
             .take(3)
-            .map(|m| format!("{} ({})", m.mountpoint, fmt_bytes(m.size_bytes.unwrap_or(0))))
+            .map(|m| {
+                format!(
+                    "{} ({})",
+                    m.mountpoint,
+                    fmt_bytes(m.size_bytes.unwrap_or(0))
+                )
+            })
             .collect();
         w(
             "tmpfs_overcommit",

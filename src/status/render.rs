@@ -16,21 +16,36 @@ pub fn text(r: &StatusReport) -> String {
         let _ = writeln!(s, "  (none)");
     } else {
         let mut t = crate::output::table(&[
-            "mount point", "type", "size", "used", "avail", "use%", "inodes used/limit", "options",
+            "mount point",
+            "type",
+            "size",
+            "used",
+            "avail",
+            "use%",
+            "inodes used/limit",
+            "options",
         ]);
         for m in &r.mounts {
-            let limitless = if m.fstype == "ramfs" { "unlimited" } else { "none" };
+            let limitless = if m.fstype == "ramfs" {
+                "unlimited"
+            } else {
+                "none"
+            };
             t.add_row(vec![
                 m.mountpoint.clone(),
                 m.fstype.clone(),
                 opt_bytes(m.size_bytes, limitless),
                 opt_bytes(m.used_bytes, "?"),
                 opt_bytes(m.avail_bytes, "?"),
-                m.use_percent.map(|p| format!("{p:.0}%")).unwrap_or_else(|| "-".into()),
+                m.use_percent
+                    .map(|p| format!("{p:.0}%"))
+                    .unwrap_or_else(|| "-".into()),
                 format!(
                     "{} / {}",
                     m.inodes_used.map(fmt_count).unwrap_or_else(|| "?".into()),
-                    m.inodes_total.map(fmt_count).unwrap_or_else(|| "unlimited".into())
+                    m.inodes_total
+                        .map(fmt_count)
+                        .unwrap_or_else(|| "unlimited".into())
                 ),
                 m.key_options.join(","),
             ]);
@@ -39,11 +54,24 @@ pub fn text(r: &StatusReport) -> String {
     }
 
     let _ = writeln!(s, "\nTemp directories");
-    let mut t = crate::output::table(&["path", "mount", "type", "RAM?", "data", "inodes", "configured by"]);
+    let mut t = crate::output::table(&[
+        "path",
+        "mount",
+        "type",
+        "RAM?",
+        "data",
+        "inodes",
+        "configured by",
+    ]);
     for p in &r.paths {
         let mut how = Vec::new();
         if let Some(f) = &p.fstab {
-            how.push(format!("fstab: {} {} {}", f.spec, f.vfstype, f.options.join(",")));
+            how.push(format!(
+                "fstab: {} {} {}",
+                f.spec,
+                f.vfstype,
+                f.options.join(",")
+            ));
         }
         how.push(format!("{}: {}", p.systemd_unit, p.systemd_state));
         for d in &p.systemd_dropins {

@@ -1,6 +1,14 @@
 use super::*;
 
-fn mount(mp: &str, fstype: &str, size: Option<u64>, used: u64, it: Option<u64>, iu: u64, dev: &str) -> MountReport {
+fn mount(
+    mp: &str,
+    fstype: &str,
+    size: Option<u64>,
+    used: u64,
+    it: Option<u64>,
+    iu: u64,
+    dev: &str,
+) -> MountReport {
     MountReport {
         mountpoint: mp.into(),
         fstype: fstype.into(),
@@ -37,7 +45,15 @@ const G: u64 = 1 << 30;
 
 #[test]
 fn healthy_machine_has_no_warnings() {
-    let ms = vec![mount("/tmp", "tmpfs", Some(4 * G), G, Some(1000), 10, "0:1")];
+    let ms = vec![mount(
+        "/tmp",
+        "tmpfs",
+        Some(4 * G),
+        G,
+        Some(1000),
+        10,
+        "0:1",
+    )];
     let m = memory_report(&ms, &mem(16 * G, 12 * G, 0));
     assert!(warnings(&ms, &[], &m, &[]).is_empty());
 }
@@ -46,7 +62,15 @@ fn healthy_machine_has_no_warnings() {
 fn ramfs_overcommit_and_fullness_warn() {
     let ms = vec![
         mount("/mnt/ram", "ramfs", None, 0, None, 1, "0:2"),
-        mount("/a", "tmpfs", Some(10 * G), 95 * G / 10, Some(100), 1, "0:3"),
+        mount(
+            "/a",
+            "tmpfs",
+            Some(10 * G),
+            95 * G / 10,
+            Some(100),
+            1,
+            "0:3",
+        ),
         mount("/b", "tmpfs", Some(10 * G), 0, Some(100), 95, "0:4"),
         // A bind mount of /b: same superblock, must not count twice.
         mount("/b2", "tmpfs", Some(10 * G), 0, Some(100), 95, "0:4"),
@@ -92,11 +116,17 @@ fn tmp_path(fstype: &str, used: u64) -> PathReport {
 #[test]
 fn tmp_on_disk_hint_only_when_ram_is_ample() {
     let m = memory_report(&[], &mem(16 * G, 12 * G, 0));
-    assert!(codes(&warnings(&[], &[tmp_path("ext4", 100 << 20)], &m, &[])).contains(&"tmp_on_disk"));
-    assert!(!codes(&warnings(&[], &[tmp_path("tmpfs", 100 << 20)], &m, &[])).contains(&"tmp_on_disk"));
+    assert!(
+        codes(&warnings(&[], &[tmp_path("ext4", 100 << 20)], &m, &[])).contains(&"tmp_on_disk")
+    );
+    assert!(
+        !codes(&warnings(&[], &[tmp_path("tmpfs", 100 << 20)], &m, &[])).contains(&"tmp_on_disk")
+    );
     assert!(!codes(&warnings(&[], &[tmp_path("ext4", 4 * G)], &m, &[])).contains(&"tmp_on_disk"));
     let small = memory_report(&[], &mem(G, G / 2, 0));
-    assert!(!codes(&warnings(&[], &[tmp_path("ext4", 1 << 20)], &small, &[])).contains(&"tmp_on_disk"));
+    assert!(
+        !codes(&warnings(&[], &[tmp_path("ext4", 1 << 20)], &small, &[])).contains(&"tmp_on_disk")
+    );
 }
 
 #[test]
@@ -106,7 +136,15 @@ fn key_options_pick_what_matters() {
     );
     assert_eq!(
         key_options(&m[0]),
-        vec!["nosuid", "nodev", "size=1048576k", "nr_inodes=1000", "mode=1777", "huge=within_size", "noswap"]
+        vec![
+            "nosuid",
+            "nodev",
+            "size=1048576k",
+            "nr_inodes=1000",
+            "mode=1777",
+            "huge=within_size",
+            "noswap"
+        ]
     );
 }
 
@@ -126,8 +164,16 @@ fn sysroot_fixture_reports_without_statfs() {
 bogus line\n",
     )
     .unwrap();
-    std::fs::write(r.join("proc/meminfo"), b"MemTotal: 4194304 kB\nMemAvailable: 2097152 kB\n").unwrap();
-    std::fs::write(r.join("etc/fstab"), b"tmpfs /tmp tmpfs nosuid,nodev,size=2G 0 0\n").unwrap();
+    std::fs::write(
+        r.join("proc/meminfo"),
+        b"MemTotal: 4194304 kB\nMemAvailable: 2097152 kB\n",
+    )
+    .unwrap();
+    std::fs::write(
+        r.join("etc/fstab"),
+        b"tmpfs /tmp tmpfs nosuid,nodev,size=2G 0 0\n",
+    )
+    .unwrap();
     let ctx = Context {
         sysroot: Sysroot::new(r),
     };
@@ -151,13 +197,18 @@ bogus line\n",
     assert_eq!(tmp.mountpoint, "/tmp");
     assert!(tmp.used_bytes >= 10_000);
     assert_eq!(tmp.inodes, 3);
-    assert_eq!(tmp.fstab.as_ref().unwrap().options, vec!["nosuid", "nodev", "size=2G"]);
+    assert_eq!(
+        tmp.fstab.as_ref().unwrap().options,
+        vec!["nosuid", "nodev", "size=2G"]
+    );
     let c = codes(&rep.warnings);
     assert!(c.contains(&"ramfs_unlimited"), "{c:?}");
     assert!(c.contains(&"parse_skipped"), "{c:?}");
     // The rendering names every mount and every warning.
     let text = render::text(&rep);
-    assert!(text.contains("/mnt/r x") && text.contains("unlimited") && text.contains("ramfs_unlimited"));
+    assert!(
+        text.contains("/mnt/r x") && text.contains("unlimited") && text.contains("ramfs_unlimited")
+    );
 }
 
 #[test]

@@ -118,7 +118,8 @@ pub fn usage(root: &Path) -> Result<Usage> {
     if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
         return Ok(w.usage);
     }
-    let fd = open_dir(None, root).with_context(|| format!("cannot open directory {}", root.display()))?;
+    let fd = open_dir(None, root)
+        .with_context(|| format!("cannot open directory {}", root.display()))?;
     let mut path = root.to_path_buf();
     w.walk(fd, &mut path, 0);
     Ok(w.usage)

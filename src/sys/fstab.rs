@@ -129,7 +129,13 @@ pub fn parse_line(raw: &[u8]) -> Result<Option<FstabEntry>, String> {
         vfstype: text(fields[2]),
         options: fields
             .get(3)
-            .map(|f| text(f).split(',').filter(|s| !s.is_empty()).map(str::to_string).collect())
+            .map(|f| {
+                text(f)
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_else(|| vec!["defaults".to_string()]),
         freq: num(4, "dump frequency")?,
         passno: num(5, "pass number")?,

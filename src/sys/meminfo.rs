@@ -50,7 +50,9 @@ pub fn parse(text: &[u8]) -> (MemInfo, Vec<ParseWarning>) {
             continue;
         };
         let Ok(n) = num.parse::<u64>() else {
-            warnings.push(warn(format!("{key} value {num:?} is not a number that fits 64 bits")));
+            warnings.push(warn(format!(
+                "{key} value {num:?} is not a number that fits 64 bits"
+            )));
             continue;
         };
         let mult = match parts.next() {

@@ -98,3 +98,44 @@ impl Sysroot {
         }
     }
 }
+
+/// A cheap, deterministic stand-in for the cargo-fuzz targets in fuzz/, run by
+/// `cargo test`: mutated real-looking inputs must never make a parser panic.
+#[cfg(test)]
+mod fuzz_smoke {
+    const SEEDS: &[&[u8]] = &[
+        b"30 25 0:26 / /tmp rw,nosuid shared:12 - tmpfs tmpfs rw,size=8388608k\n25 1 253:1 / / rw - ext4 /dev/vda1 rw\n",
+        b"MemTotal: 1000 kB\nMemAvailable: 10 kB\nSwapTotal: 0 kB\n",
+        b"# c\nUUID=1 / ext4 defaults 0 1\ntmpfs /tmp\\040x tmpfs size=1G 0 0\n",
+    ];
+
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    #[test]
+    fn parsers_survive_mutations() {
+        let mut s = 0x9e3779b97f4a7c15u64;
+        for round in 0..20_000 {
+            let mut data = SEEDS[round % SEEDS.len()].to_vec();
+            for _ in 0..(next(&mut s) % 8) {
+                let pos = (next(&mut s) as usize) % (data.len() + 1);
+                match next(&mut s) % 4 {
+                    0 if pos < data.len() => data[pos] = next(&mut s) as u8,
+                    1 if pos < data.len() => {
+                        data.remove(pos);
+                    }
+                    2 => data.insert(pos, b"\\ -:\n9\xff"[(next(&mut s) % 7) as usize]),
+                    _ => data.truncate(pos),
+                }
+            }
+            let _ = super::mountinfo::parse(&data);
+            let _ = super::meminfo::parse(&data);
+            let f = super::fstab::Fstab::parse(&data);
+            assert_eq!(f.to_bytes(), data);
+        }
+    }
+}

@@ -115,7 +115,12 @@ pub fn parse_line(line: &[u8]) -> Result<MountInfo, String> {
         std::str::from_utf8(fields[i])
             .ok()
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| format!("{what} {:?} is not a number", String::from_utf8_lossy(fields[i])))
+            .ok_or_else(|| {
+                format!(
+                    "{what} {:?} is not a number",
+                    String::from_utf8_lossy(fields[i])
+                )
+            })
     };
     let mount_id = num(0, "mount ID")?;
     let parent_id = num(1, "parent ID")?;
@@ -251,8 +256,17 @@ mod tests {
     #[test]
     fn finds_the_mount_of_a_path() {
         let (m, _) = parse(SAMPLE);
-        assert_eq!(mount_for(&m, Path::new("/tmp/x/y")).unwrap().fstype, "tmpfs");
-        assert_eq!(mount_for(&m, Path::new("/tmpx")).unwrap().mount_point, Path::new("/"));
-        assert_eq!(mount_for(&m, Path::new("/mnt/my disk/a")).unwrap().mount_id, 31);
+        assert_eq!(
+            mount_for(&m, Path::new("/tmp/x/y")).unwrap().fstype,
+            "tmpfs"
+        );
+        assert_eq!(
+            mount_for(&m, Path::new("/tmpx")).unwrap().mount_point,
+            Path::new("/")
+        );
+        assert_eq!(
+            mount_for(&m, Path::new("/mnt/my disk/a")).unwrap().mount_id,
+            31
+        );
     }
 }

@@ -22,7 +22,11 @@ pub struct FsStats {
 
 pub fn statfs(path: &Path) -> Result<FsStats> {
     let s = rustix::fs::statvfs(path).with_context(|| format!("statfs {}", path.display()))?;
-    let fr = if s.f_frsize > 0 { s.f_frsize } else { s.f_bsize };
+    let fr = if s.f_frsize > 0 {
+        s.f_frsize
+    } else {
+        s.f_bsize
+    };
     Ok(FsStats {
         block_size: fr,
         size_bytes: s.f_blocks.saturating_mul(fr),

@@ -53,7 +53,10 @@ const UNIT_DIRS: &[&str] = &[
 pub fn mount_unit_name(mount_point: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let bytes = mount_point.as_os_str().as_bytes();
-    let trimmed: Vec<&[u8]> = bytes.split(|&b| b == b'/').filter(|s| !s.is_empty()).collect();
+    let trimmed: Vec<&[u8]> = bytes
+        .split(|&b| b == b'/')
+        .filter(|s| !s.is_empty())
+        .collect();
     if trimmed.is_empty() {
         return "-.mount".to_string();
     }
@@ -63,7 +66,8 @@ pub fn mount_unit_name(mount_point: &Path) -> String {
             out.push('-');
         }
         for (j, &b) in comp.iter().enumerate() {
-            let plain = b.is_ascii_alphanumeric() || b == b'_' || (b == b'.' && !(i == 0 && j == 0));
+            let plain =
+                b.is_ascii_alphanumeric() || b == b'_' || (b == b'.' && !(i == 0 && j == 0));
             if plain {
                 out.push(b as char);
             } else {
@@ -145,7 +149,10 @@ mod tests {
         assert_eq!(mount_unit_name(Path::new("/tmp")), "tmp.mount");
         assert_eq!(mount_unit_name(Path::new("/var/tmp/")), "var-tmp.mount");
         assert_eq!(mount_unit_name(Path::new("/")), "-.mount");
-        assert_eq!(mount_unit_name(Path::new("/mnt/my disk")), "mnt-my\\x20disk.mount");
+        assert_eq!(
+            mount_unit_name(Path::new("/mnt/my disk")),
+            "mnt-my\\x20disk.mount"
+        );
         assert_eq!(mount_unit_name(Path::new("/a-b")), "a\\x2db.mount");
     }
 
@@ -160,16 +167,26 @@ mod tests {
         std::fs::write(lib.join("tmp.mount"), "[Mount]\nWhat=tmpfs\n").unwrap();
         assert_eq!(unit_info(&root, "tmp.mount").state, UnitState::Disabled);
 
-        std::os::unix::fs::symlink("../tmp.mount", lib.join("local-fs.target.wants/tmp.mount")).unwrap();
+        std::os::unix::fs::symlink("../tmp.mount", lib.join("local-fs.target.wants/tmp.mount"))
+            .unwrap();
         let etc = t.path().join("etc/systemd/system/tmp.mount.d");
         std::fs::create_dir_all(&etc).unwrap();
         std::fs::write(etc.join("override.conf"), "[Mount]\nOptions=size=1G\n").unwrap();
         let u = unit_info(&root, "tmp.mount");
         assert_eq!(u.state, UnitState::Enabled);
-        assert_eq!(u.fragment.as_deref(), Some(Path::new("/usr/lib/systemd/system/tmp.mount")));
-        assert_eq!(u.dropins, vec![PathBuf::from("/etc/systemd/system/tmp.mount.d/override.conf")]);
+        assert_eq!(
+            u.fragment.as_deref(),
+            Some(Path::new("/usr/lib/systemd/system/tmp.mount"))
+        );
+        assert_eq!(
+            u.dropins,
+            vec![PathBuf::from(
+                "/etc/systemd/system/tmp.mount.d/override.conf"
+            )]
+        );
 
-        std::os::unix::fs::symlink("/dev/null", t.path().join("etc/systemd/system/tmp.mount")).unwrap();
+        std::os::unix::fs::symlink("/dev/null", t.path().join("etc/systemd/system/tmp.mount"))
+            .unwrap();
         assert_eq!(unit_info(&root, "tmp.mount").state, UnitState::Masked);
     }
 }

@@ -22,7 +22,10 @@ pub fn is_root() -> bool {
 macro_rules! require_root {
     () => {
         if !$crate::common::is_root() {
-            eprintln!("SKIP {}: needs root to mount tmpfs (CI runs as root)", module_path!());
+            eprintln!(
+                "SKIP {}: needs root to mount tmpfs (CI runs as root)",
+                module_path!()
+            );
             return;
         }
     };
@@ -37,7 +40,10 @@ pub struct TestMount {
 impl TestMount {
     /// Mount `fstype` with `opts` at `<tempdir>/<name>`.
     pub fn new(fstype: &str, name: &str, opts: &str) -> TestMount {
-        let dir = tempfile::Builder::new().prefix("tmpfsctl-it-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("tmpfsctl-it-")
+            .tempdir()
+            .unwrap();
         let path = dir.path().join(name);
         std::fs::create_dir_all(&path).unwrap();
         let st = Command::new("mount")
@@ -45,7 +51,11 @@ impl TestMount {
             .arg(&path)
             .status()
             .expect("run mount");
-        assert!(st.success(), "mount -t {fstype} -o {opts} {} failed", path.display());
+        assert!(
+            st.success(),
+            "mount -t {fstype} -o {opts} {} failed",
+            path.display()
+        );
         TestMount { dir, path }
     }
 
@@ -74,16 +84,36 @@ pub fn json(out: &Output) -> serde_json::Value {
 
 /// `df -B1 --output=...` style numbers for a path: (size, used, avail).
 pub fn df_bytes(p: &Path) -> (u64, u64, u64) {
-    let out = Command::new("df").args(["-B1", "--output=size,used,avail"]).arg(p).output().unwrap();
+    let out = Command::new("df")
+        .args(["-B1", "--output=size,used,avail"])
+        .arg(p)
+        .output()
+        .unwrap();
     let s = String::from_utf8_lossy(&out.stdout);
-    let v: Vec<u64> = s.lines().nth(1).unwrap().split_whitespace().map(|x| x.parse().unwrap()).collect();
+    let v: Vec<u64> = s
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
     (v[0], v[1], v[2])
 }
 
 /// `df -i --output=itotal,iused` for a path.
 pub fn df_inodes(p: &Path) -> (u64, u64) {
-    let out = Command::new("df").args(["--output=itotal,iused"]).arg(p).output().unwrap();
+    let out = Command::new("df")
+        .args(["--output=itotal,iused"])
+        .arg(p)
+        .output()
+        .unwrap();
     let s = String::from_utf8_lossy(&out.stdout);
-    let v: Vec<u64> = s.lines().nth(1).unwrap().split_whitespace().map(|x| x.parse().unwrap()).collect();
+    let v: Vec<u64> = s
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
     (v[0], v[1])
 }

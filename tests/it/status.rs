@@ -1,1 +1,259 @@
-//! Integration tests for `status`.
+//! Integration tests for `status`: real tmpfs/ramfs mounts compared with df.
+
+use std::path::Path;
+
+use crate::common::{TestMount, df_bytes, df_inodes, json, tmpfsctl};
+use crate::require_root;
+
+fn mount_json<'a>(v: &'a serde_json::Value, mp: &Path) -> &'a serde_json::Value {
+    v["mounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mountpoint"] == mp.to_str().unwrap())
+        .unwrap_or_else(|| panic!("{} not in status --json", mp.display()))
+}
+
+fn codes(v: &serde_json::Value) -> Vec<String> {
+    v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+const PAGE: i64 = 4096;
+
+fn close(a: &serde_json::Value, b: u64, what: &str) {
+    let a = a
+        .as_u64()
+        .unwrap_or_else(|| panic!("{what} is not a number: {a}"));
+    assert!(
+        (a as i64 - b as i64).abs() <= PAGE,
+        "{what}: status {a} vs df {b}"
+    );
+}
+
+#[test]
+fn tmpfs_figures_agree_with_df() {
+    require_root!();
+    let m = TestMount::tmpfs("size=16M,nr_inodes=1000,mode=1770,nosuid,nodev");
+    std::fs::write(m.path.join("data"), vec![0x5a; 8 << 20]).unwrap();
+    for i in 0..10 {
+        std::fs::write(m.path.join(format!("f{i}")), b"x").unwrap();
+    }
+    let out = tmpfsctl(&["status", "--json", m.path.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["schema_version"], 1);
+    let j = mount_json(&v, &m.path);
+    assert_eq!(j["fstype"], "tmpfs");
+    let (size, used, avail) = df_bytes(&m.path);
+    assert_eq!(size, 16 << 20);
+    close(&j["size_bytes"], size, "size_bytes");
+    close(&j["used_bytes"], used, "used_bytes");
+    close(&j["avail_bytes"], avail, "avail_bytes");
+    assert!(j["used_bytes"].as_u64().unwrap() >= 8 << 20);
+    let (itotal, iused) = df_inodes(&m.path);
+    assert_eq!(j["inodes_total"].as_u64(), Some(itotal));
+    assert_eq!(j["inodes_used"].as_u64(), Some(iused));
+    let opts: Vec<&str> = j["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap())
+        .collect();
+    assert!(
+        opts.contains(&"nosuid") && opts.contains(&"nodev") && opts.contains(&"mode=1770"),
+        "{opts:?}"
+    );
+
+    // The PATH section measures the data like `du -s -x -B1`.
+    let p = v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"] == m.path.to_str().unwrap())
+        .unwrap();
+    assert_eq!(p["ram_backed"], true);
+    assert_eq!(p["fstype"], "tmpfs");
+    assert_eq!(p["mountpoint"], m.path.to_str().unwrap());
+    let du = std::process::Command::new("du")
+        .args(["-s", "-x", "-B1"])
+        .arg(&m.path)
+        .output()
+        .unwrap();
+    let du: u64 = String::from_utf8_lossy(&du.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(p["used_bytes"].as_u64(), Some(du));
+    for k in [
+        "mem_total_bytes",
+        "mem_available_bytes",
+        "shmem_bytes",
+        "swap_total_bytes",
+        "swap_free_bytes",
+    ] {
+        assert!(v["memory"][k].is_u64(), "memory.{k} missing");
+    }
+}
+
+#[test]
+fn mount_point_with_a_space_and_a_nested_mount() {
+    require_root!();
+    let m = TestMount::new("tmpfs", "my ram disk", "size=4M");
+    std::fs::write(m.path.join("a"), vec![1u8; 100_000]).unwrap();
+    // A mount inside must not be counted in the outer path's data (du -x).
+    let inner = m.path.join("inner");
+    std::fs::create_dir(&inner).unwrap();
+    assert!(
+        std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=4M", "tmpfs"])
+            .arg(&inner)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::fs::write(inner.join("big"), vec![2u8; 2 << 20]).unwrap();
+    let out = tmpfsctl(&["status", "--json", m.path.to_str().unwrap()]);
+    let v = json(&out);
+    let j = mount_json(&v, &m.path);
+    assert_eq!(j["size_bytes"].as_u64(), Some(4 << 20));
+    let p = v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"] == m.path.to_str().unwrap())
+        .unwrap();
+    let used = p["used_bytes"].as_u64().unwrap();
+    assert!(
+        (100_000..1 << 20).contains(&used),
+        "nested mount counted: {used}"
+    );
+    // Human output names it too.
+    let text = tmpfsctl(&["status", m.path.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("my ram disk"));
+    let _ = std::process::Command::new("umount").arg(&inner).status();
+}
+
+#[test]
+fn ramfs_triggers_its_warning() {
+    require_root!();
+    let m = TestMount::new("ramfs", "ram", "mode=700");
+    let v = json(&tmpfsctl(&["status", "--json"]));
+    let j = mount_json(&v, &m.path);
+    assert_eq!(j["fstype"], "ramfs");
+    assert!(j["size_bytes"].is_null());
+    assert!(j["inodes_total"].is_null());
+    assert!(codes(&v).contains(&"ramfs_unlimited".to_string()));
+    let msg = v["warnings"].as_array().unwrap().iter().find(|w| {
+        w["code"] == "ramfs_unlimited"
+            && w["message"]
+                .as_str()
+                .unwrap()
+                .contains(m.path.to_str().unwrap())
+    });
+    assert!(msg.is_some(), "warning does not name {}", m.path.display());
+}
+
+#[test]
+fn overcommitted_mounts_trigger_their_warning() {
+    require_root!();
+    let v = json(&tmpfsctl(&["status", "--json"]));
+    let ceiling = v["memory"]["mem_total_bytes"].as_u64().unwrap()
+        + v["memory"]["swap_total_bytes"].as_u64().unwrap();
+    // Two mounts each as large as RAM + swap: together certainly over-committed.
+    let size = format!("size={}k", ceiling / 1024);
+    let _a = TestMount::tmpfs(&size);
+    let _b = TestMount::tmpfs(&size);
+    let v = json(&tmpfsctl(&["status", "--json"]));
+    assert!(v["memory"]["tmpfs_limits_bytes"].as_u64().unwrap() > ceiling);
+    assert!(
+        codes(&v).contains(&"tmpfs_overcommit".to_string()),
+        "{:?}",
+        codes(&v)
+    );
+}
+
+#[test]
+fn nearly_full_tmpfs_warns_in_bytes_and_inodes() {
+    require_root!();
+    let m = TestMount::tmpfs("size=1M,nr_inodes=20");
+    std::fs::write(m.path.join("fill"), vec![3u8; 960 << 10]).unwrap();
+    for i in 0..18 {
+        std::fs::write(m.path.join(format!("i{i}")), b"").unwrap();
+    }
+    let v = json(&tmpfsctl(&["status", "--json"]));
+    let c = codes(&v);
+    let mine = |code: &str| {
+        v["warnings"].as_array().unwrap().iter().any(|w| {
+            w["code"] == code
+                && w["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(m.path.to_str().unwrap())
+        })
+    };
+    assert!(mine("tmpfs_nearly_full"), "{c:?}");
+    assert!(mine("tmpfs_inodes_nearly_full"), "{c:?}");
+}
+
+#[test]
+fn bad_paths_exit_2_naming_them() {
+    let out = tmpfsctl(&["status", "/definitely/not/here"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/definitely/not/here"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing half-written on stdout");
+}
+
+#[test]
+fn unreadable_proc_file_is_named() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(t.path().join("proc/self")).unwrap();
+    let out = tmpfsctl(&["--sysroot", t.path().to_str().unwrap(), "status"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("proc/self/mountinfo"), "{err}");
+    let out = tmpfsctl(&["--sysroot", "/no/such/root", "status"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/root"));
+}
+
+#[test]
+fn unreadable_path_as_non_root_is_an_error() {
+    require_root!();
+    // Root reads everything; drop to nobody for an unreadable directory.
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("secret");
+    std::fs::create_dir(&d).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_tmpfsctl"),
+            "status",
+        ])
+        .arg(&d)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("secret"));
+}
