@@ -150,12 +150,12 @@ pub fn fmt_rate(bytes_per_s: f64) -> String {
 pub fn fmt_count(n: u64) -> String {
     if n < 10_000 {
         n.to_string()
-    } else if n < 10_000_000 {
+    } else if n < 1_000_000 {
         format!("{:.1}k", n as f64 / 1e3)
-    } else if n < 10_000_000_000 {
-        format!("{:.1}M", n as f64 / 1e6)
+    } else if n < 1_000_000_000 {
+        format!("{:.2}M", n as f64 / 1e6)
     } else {
-        format!("{:.1}G", n as f64 / 1e9)
+        format!("{:.2}G", n as f64 / 1e9)
     }
 }
 
@@ -234,5 +234,8 @@ mod tests {
         assert_eq!(tmpfs_size_option(1536 << 10), "1536k");
         assert_eq!(tmpfs_size_option(1000), "1000");
         assert_eq!(fmt_ns(1240.0), "1.24 µs");
+        assert_eq!(fmt_count(9999), "9999");
+        assert_eq!(fmt_count(3_085_510), "3.09M");
+        assert_eq!(fmt_count(120_500), "120.5k");
     }
 }
