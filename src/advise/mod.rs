@@ -1,5 +1,8 @@
 //! `tmpfsctl advise` (issue 7). Not implemented yet.
 
+mod verdict;
+pub use verdict::{Facts, Kind, Verdict, decide};
+
 use crate::Context;
 
 #[derive(Debug, clap::Args)]

@@ -1,0 +1,418 @@
+//! The verdict of `advise`, as a pure function of what was measured, so every
+//! rule is tested table-driven without a machine.
+
+use serde::Serialize;
+
+/// What advise knows when it decides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facts {
+    /// DIR's filesystem type now.
+    pub fstype: String,
+    /// DIR's data in bytes: the peak from history where known, else now.
+    pub used_bytes: u64,
+    pub used_is_peak: bool,
+    pub inodes: u64,
+    /// Current tmpfs size limit when DIR is on tmpfs (None: unlimited or not tmpfs).
+    pub current_limit_bytes: Option<u64>,
+    /// Size the planner recommends for a tmpfs holding DIR.
+    pub recommended_bytes: u64,
+    /// tmpfs's default inode limit for that size, or the planned nr_inodes.
+    pub recommended_inodes: u64,
+    pub mem_total_bytes: u64,
+    pub mem_available_bytes: u64,
+    pub swap_total_bytes: u64,
+    pub swap_free_bytes: u64,
+    /// tmpfs speed-up over DIR's filesystem per measured operation (name, ratio);
+    /// empty when nothing was measured.
+    pub speedups: Vec<(String, f64)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// DIR is on disk and should move to tmpfs.
+    Move,
+    /// DIR is RAM-backed but its limit should change (or ramfs should become tmpfs).
+    Resize,
+    /// DIR is already on a well-sized tmpfs.
+    NothingToChange,
+    /// DIR should stay on disk (it would not fit, or it is unsafe).
+    KeepOnDisk,
+    /// DIR could move but the disk is about as fast for these operations.
+    NotWorthIt,
+}
+
+impl Kind {
+    /// Exit code: 0 when nothing should change, 1 when a change is recommended.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Kind::Move | Kind::Resize => crate::EXIT_PROBLEM,
+            Kind::NothingToChange | Kind::KeepOnDisk | Kind::NotWorthIt => crate::EXIT_OK,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub kind: Kind,
+    /// One sentence for the top of the report.
+    pub headline: String,
+    pub reasons: Vec<String>,
+    pub risks: Vec<String>,
+    /// Size to apply, for Move and Resize.
+    pub size_bytes: Option<u64>,
+}
+
+/// Below this tmpfs speed-up on every measured operation, moving is not worth it.
+pub const WORTH_IT_SPEEDUP: f64 = 1.5;
+/// A tmpfs is "too small" when its limit leaves less than this headroom over the usage.
+pub const MIN_HEADROOM: f64 = 1.25;
+/// Below this much RAM, /tmp stays on disk: every MiB of it is needed for programs.
+const SMALL_RAM_BYTES: u64 = 1 << 30;
+
+pub fn decide(dir: &str, f: &Facts) -> Verdict {
+    use crate::units::{fmt_bytes, tmpfs_size_option};
+    let used = f.used_bytes;
+    let which = if f.used_is_peak { "peak" } else { "current" };
+    let ram_swap_free = f.mem_available_bytes.saturating_add(f.swap_free_bytes);
+    let size = f.recommended_bytes;
+    let mut reasons = vec![format!(
+        "{dir} holds {} ({which} usage) in {} inodes",
+        fmt_bytes(used),
+        f.inodes
+    )];
+    let mut risks = Vec::new();
+    if f.swap_total_bytes == 0 {
+        risks.push(
+            "no swap: tmpfs pages can never leave RAM; a full tmpfs pins its whole size in memory"
+                .into(),
+        );
+    }
+    if f.inodes as f64 * MIN_HEADROOM > f.recommended_inodes as f64 {
+        risks.push(format!(
+            "{} inodes in use is close to the tmpfs inode limit {}: set nr_inodes higher",
+            f.inodes, f.recommended_inodes
+        ));
+    }
+    let best = f.speedups.iter().map(|(_, r)| *r).fold(f64::NAN, f64::max);
+    for (op, r) in &f.speedups {
+        reasons.push(format!("{op}: tmpfs is {r:.1}x the speed of {}", f.fstype));
+    }
+    let verdict = |kind, headline: String, reasons, risks, size_bytes| Verdict {
+        kind,
+        headline,
+        reasons,
+        risks,
+        size_bytes,
+    };
+
+    if f.fstype == "ramfs" {
+        reasons.push("ramfs has no size limit: a runaway writer can take all RAM".into());
+        return verdict(
+            Kind::Resize,
+            format!(
+                "already in RAM on ramfs; switch {dir} to tmpfs (size={})",
+                tmpfs_size_option(size)
+            ),
+            reasons,
+            risks,
+            Some(size),
+        );
+    }
+    if crate::sys::is_ram_backed(&f.fstype) {
+        let ceiling = f.mem_total_bytes.saturating_add(f.swap_total_bytes);
+        match f.current_limit_bytes {
+            Some(limit) if (limit as f64) < used as f64 * MIN_HEADROOM => {
+                reasons.push(format!(
+                    "its limit {} leaves less than {:.0}% headroom over {which} usage",
+                    fmt_bytes(limit),
+                    (MIN_HEADROOM - 1.0) * 100.0
+                ));
+                verdict(
+                    Kind::Resize,
+                    format!(
+                        "already on tmpfs; resize {dir} to {}",
+                        tmpfs_size_option(size)
+                    ),
+                    reasons,
+                    risks,
+                    Some(size),
+                )
+            }
+            Some(limit) if limit > ceiling => {
+                reasons.push(format!(
+                    "its limit {} is more than RAM + swap ({})",
+                    fmt_bytes(limit),
+                    fmt_bytes(ceiling)
+                ));
+                verdict(
+                    Kind::Resize,
+                    format!(
+                        "already on tmpfs; resize {dir} to {}",
+                        tmpfs_size_option(size)
+                    ),
+                    reasons,
+                    risks,
+                    Some(size),
+                )
+            }
+            None => {
+                reasons.push("it has no size limit".into());
+                verdict(
+                    Kind::Resize,
+                    format!(
+                        "already on tmpfs; resize {dir} to {}",
+                        tmpfs_size_option(size)
+                    ),
+                    reasons,
+                    risks,
+                    Some(size),
+                )
+            }
+            Some(limit) => {
+                reasons.push(format!(
+                    "its limit {} fits the {which} usage with headroom",
+                    fmt_bytes(limit)
+                ));
+                verdict(
+                    Kind::NothingToChange,
+                    format!("{dir} is already on a well-sized tmpfs: nothing to change"),
+                    reasons,
+                    risks,
+                    None,
+                )
+            }
+        }
+    } else if f.mem_total_bytes < SMALL_RAM_BYTES {
+        reasons.push(format!(
+            "this machine has only {} of RAM",
+            fmt_bytes(f.mem_total_bytes)
+        ));
+        verdict(
+            Kind::KeepOnDisk,
+            format!(
+                "keep {dir} on disk because RAM is small ({})",
+                fmt_bytes(f.mem_total_bytes)
+            ),
+            reasons,
+            risks,
+            None,
+        )
+    } else if (used as f64 * MIN_HEADROOM) > ram_swap_free as f64 || used > f.mem_total_bytes / 2 {
+        reasons.push(format!(
+            "{} with headroom does not fit comfortably in RAM ({} available + {} free swap, half of RAM is {})",
+            fmt_bytes(used),
+            fmt_bytes(f.mem_available_bytes),
+            fmt_bytes(f.swap_free_bytes),
+            fmt_bytes(f.mem_total_bytes / 2)
+        ));
+        verdict(
+            Kind::KeepOnDisk,
+            format!("keep {dir} on disk because its data would not fit in RAM"),
+            reasons,
+            risks,
+            None,
+        )
+    } else if f.swap_total_bytes == 0 && size > f.mem_available_bytes / 2 {
+        reasons.push(format!(
+            "without swap, a full tmpfs of {} would take more than half of the {} available",
+            fmt_bytes(size),
+            fmt_bytes(f.mem_available_bytes)
+        ));
+        verdict(
+            Kind::KeepOnDisk,
+            format!("keep {dir} on disk because without swap a full tmpfs would starve RAM"),
+            reasons,
+            risks,
+            None,
+        )
+    } else if !f.speedups.is_empty() && best < WORTH_IT_SPEEDUP {
+        reasons.push(format!(
+            "no measured operation is more than {WORTH_IT_SPEEDUP}x faster on tmpfs"
+        ));
+        verdict(
+            Kind::NotWorthIt,
+            format!("not worth it: the disk under {dir} is as fast for these operations"),
+            reasons,
+            risks,
+            None,
+        )
+    } else {
+        reasons.push(format!(
+            "a tmpfs of {} holds it with headroom and is {} of RAM",
+            fmt_bytes(size),
+            if f.mem_total_bytes > 0 {
+                format!("{:.0}%", size as f64 * 100.0 / f.mem_total_bytes as f64)
+            } else {
+                "?".into()
+            }
+        ));
+        verdict(
+            Kind::Move,
+            format!("move {dir} to tmpfs (size={})", tmpfs_size_option(size)),
+            reasons,
+            risks,
+            Some(size),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: u64 = 1 << 20;
+    const G: u64 = 1 << 30;
+
+    fn base() -> Facts {
+        Facts {
+            fstype: "ext4".into(),
+            used_bytes: 50 * M,
+            used_is_peak: false,
+            inodes: 200,
+            current_limit_bytes: None,
+            recommended_bytes: 4 * G,
+            recommended_inodes: 1 << 20,
+            mem_total_bytes: 16 * G,
+            mem_available_bytes: 12 * G,
+            swap_total_bytes: 2 * G,
+            swap_free_bytes: 2 * G,
+            speedups: vec![
+                ("seq write + fsync".into(), 6.0),
+                ("4 KiB random read".into(), 20.0),
+            ],
+        }
+    }
+
+    #[test]
+    fn verdict_table() {
+        struct Case {
+            name: &'static str,
+            change: fn(&mut Facts),
+            kind: Kind,
+            needle: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "typical disk /tmp",
+                change: |_| {},
+                kind: Kind::Move,
+                needle: "move /tmp to tmpfs (size=4G)",
+            },
+            Case {
+                name: "small RAM",
+                change: |f| {
+                    f.mem_total_bytes = 512 * M;
+                    f.mem_available_bytes = 300 * M;
+                },
+                kind: Kind::KeepOnDisk,
+                needle: "RAM is small",
+            },
+            Case {
+                name: "huge /tmp",
+                change: |f| f.used_bytes = 11 * G,
+                kind: Kind::KeepOnDisk,
+                needle: "would not fit",
+            },
+            Case {
+                name: "no swap and big tmpfs",
+                change: |f| {
+                    f.swap_total_bytes = 0;
+                    f.swap_free_bytes = 0;
+                    f.mem_available_bytes = 6 * G;
+                },
+                kind: Kind::KeepOnDisk,
+                needle: "without swap",
+            },
+            Case {
+                name: "no swap, roomy RAM",
+                change: |f| {
+                    f.swap_total_bytes = 0;
+                    f.swap_free_bytes = 0;
+                },
+                kind: Kind::Move,
+                needle: "move",
+            },
+            Case {
+                name: "disk as fast as RAM",
+                change: |f| {
+                    f.speedups = vec![
+                        ("seq write + fsync".into(), 1.1),
+                        ("4 KiB random read".into(), 1.3),
+                    ]
+                },
+                kind: Kind::NotWorthIt,
+                needle: "not worth it",
+            },
+            Case {
+                name: "already tmpfs, fine",
+                change: |f| {
+                    f.fstype = "tmpfs".into();
+                    f.current_limit_bytes = Some(8 * G);
+                },
+                kind: Kind::NothingToChange,
+                needle: "nothing to change",
+            },
+            Case {
+                name: "already tmpfs, too small",
+                change: |f| {
+                    f.fstype = "tmpfs".into();
+                    f.current_limit_bytes = Some(55 * M);
+                },
+                kind: Kind::Resize,
+                needle: "resize /tmp to 4G",
+            },
+            Case {
+                name: "already tmpfs, bigger than RAM+swap",
+                change: |f| {
+                    f.fstype = "tmpfs".into();
+                    f.current_limit_bytes = Some(64 * G);
+                },
+                kind: Kind::Resize,
+                needle: "resize",
+            },
+            Case {
+                name: "ramfs",
+                change: |f| f.fstype = "ramfs".into(),
+                kind: Kind::Resize,
+                needle: "switch /tmp to tmpfs",
+            },
+        ];
+        for c in cases {
+            let mut f = base();
+            (c.change)(&mut f);
+            let v = decide("/tmp", &f);
+            assert_eq!(v.kind, c.kind, "{}: {v:?}", c.name);
+            assert!(v.headline.contains(c.needle), "{}: {}", c.name, v.headline);
+            assert!(!v.reasons.is_empty(), "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn risks_name_swap_and_inodes() {
+        let mut f = base();
+        f.swap_total_bytes = 0;
+        f.swap_free_bytes = 0;
+        f.inodes = 1_000_000;
+        let v = decide("/tmp", &f);
+        assert!(
+            v.risks.iter().any(|r| r.contains("no swap")),
+            "{:?}",
+            v.risks
+        );
+        assert!(
+            v.risks.iter().any(|r| r.contains("nr_inodes")),
+            "{:?}",
+            v.risks
+        );
+    }
+
+    #[test]
+    fn exit_codes_follow_the_issue() {
+        assert_eq!(Kind::Move.exit_code(), 1);
+        assert_eq!(Kind::Resize.exit_code(), 1);
+        assert_eq!(Kind::NothingToChange.exit_code(), 0);
+        assert_eq!(Kind::KeepOnDisk.exit_code(), 0);
+        assert_eq!(Kind::NotWorthIt.exit_code(), 0);
+    }
+}
