@@ -1,0 +1,666 @@
+//! Copying a directory tree with everything a filesystem can say about a file:
+//! owners, modes (setuid/sticky), ns timestamps, symlinks (dangling too), hard
+//! links, xattrs (so POSIX ACLs and file capabilities), FIFOs, sockets, device
+//! nodes and names that are not UTF-8. Plus a tree comparison used to verify
+//! the copy, and a remove that never follows a symlink.
+//!
+//! Written by hand on rustix's *at calls rather than with a crate: the copy
+//! crates (fs_extra, copy_dir, walkdir-based ones) work by path and drop hard
+//! links, xattrs, special files and ns times; `cp -a` does most of it but
+//! cannot write into a detached mount (no path) and gives no structured error.
+//! Every operation here is relative to an open directory, so a rename or a
+//! symlink swapped in during the copy cannot redirect it outside the trees.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{CStr, CString, OsStr};
+use std::hash::Hasher;
+use std::io::Read;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, bail};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, Stat, Timestamps, XattrFlags};
+use rustix::io::Errno;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CopyStats {
+    pub files: u64,
+    pub dirs: u64,
+    pub symlinks: u64,
+    /// Extra names for an inode already copied (recreated with link(2)).
+    pub hard_links: u64,
+    /// FIFOs, sockets, character and block devices.
+    pub special_files: u64,
+    pub xattrs: u64,
+    /// File content bytes copied (apparent size).
+    pub bytes: u64,
+}
+
+/// Show a name relative to the tree root for messages: lossy, but escaped so a
+/// newline in a file name cannot forge a line of output.
+pub fn show(rel: &[u8]) -> String {
+    if rel.is_empty() {
+        return ".".into();
+    }
+    String::from_utf8_lossy(rel).escape_debug().to_string()
+}
+
+fn join(rel: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut v = rel.to_vec();
+    if !v.is_empty() {
+        v.push(b'/');
+    }
+    v.extend_from_slice(name);
+    v
+}
+
+pub fn open_dir_at(at: BorrowedFd<'_>, name: &CStr) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        at,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// Entry names of a directory, `.` and `..` excluded, sorted (deterministic order).
+fn names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<CString>> {
+    let mut d = Dir::read_from(dir)?;
+    let mut v = Vec::new();
+    while let Some(e) = d.read() {
+        let e = e?;
+        let n = e.file_name();
+        if n.to_bytes() != b"." && n.to_bytes() != b".." {
+            v.push(n.to_owned());
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+/// A file-system object whose xattrs we read or write: an open fd (files,
+/// dirs) or, for objects that cannot be opened without side effects (symlinks,
+/// FIFOs, devices), the name under a directory fd reached through /proc.
+enum Obj<'a> {
+    Fd(BorrowedFd<'a>),
+    At(PathBuf),
+}
+
+impl Obj<'_> {
+    fn at(dir: BorrowedFd<'_>, name: &CStr) -> Obj<'static> {
+        let mut p = format!("/proc/self/fd/{}/", dir.as_raw_fd()).into_bytes();
+        p.extend_from_slice(name.to_bytes());
+        Obj::At(PathBuf::from(OsStr::from_bytes(&p)))
+    }
+
+    fn list(&self) -> rustix::io::Result<Vec<CString>> {
+        loop {
+            let n = match self {
+                Obj::Fd(fd) => rustix::fs::flistxattr_query(fd)?,
+                Obj::At(p) => rustix::fs::llistxattr_query(p)?,
+            };
+            if n == 0 {
+                return Ok(Vec::new());
+            }
+            let mut buf = vec![0u8; n];
+            let got = match self {
+                Obj::Fd(fd) => rustix::fs::flistxattr(fd, &mut buf[..]),
+                Obj::At(p) => rustix::fs::llistxattr(p, &mut buf[..]),
+            };
+            match got {
+                Ok(len) => {
+                    buf.truncate(len);
+                    let mut v: Vec<CString> = buf
+                        .split(|&b| b == 0)
+                        .filter(|s| !s.is_empty())
+                        .filter_map(|s| CString::new(s).ok())
+                        .collect();
+                    v.sort();
+                    return Ok(v);
+                }
+                Err(Errno::RANGE) => continue, // grew between the calls
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn get(&self, name: &CStr) -> rustix::io::Result<Vec<u8>> {
+        loop {
+            let n = match self {
+                Obj::Fd(fd) => rustix::fs::fgetxattr_query(fd, name)?,
+                Obj::At(p) => rustix::fs::lgetxattr_query(p, name)?,
+            };
+            let mut buf = vec![0u8; n];
+            if n == 0 {
+                return Ok(buf);
+            }
+            let got = match self {
+                Obj::Fd(fd) => rustix::fs::fgetxattr(fd, name, &mut buf[..]),
+                Obj::At(p) => rustix::fs::lgetxattr(p, name, &mut buf[..]),
+            };
+            match got {
+                Ok(len) => {
+                    buf.truncate(len);
+                    return Ok(buf);
+                }
+                Err(Errno::RANGE) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn set(&self, name: &CStr, value: &[u8]) -> rustix::io::Result<()> {
+        match self {
+            Obj::Fd(fd) => rustix::fs::fsetxattr(fd, name, value, XattrFlags::empty()),
+            Obj::At(p) => rustix::fs::lsetxattr(p, name, value, XattrFlags::empty()),
+        }
+    }
+
+    fn remove(&self, name: &CStr) -> rustix::io::Result<()> {
+        match self {
+            Obj::Fd(fd) => rustix::fs::fremovexattr(fd, name),
+            Obj::At(p) => rustix::fs::lremovexattr(p, name),
+        }
+    }
+
+    /// All xattrs, sorted by name. A filesystem without xattr support has none.
+    fn all(&self) -> rustix::io::Result<Vec<(CString, Vec<u8>)>> {
+        let names = match self.list() {
+            Ok(n) => n,
+            Err(Errno::NOTSUP) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut v = Vec::with_capacity(names.len());
+        for n in names {
+            match self.get(&n) {
+                Ok(val) => v.push((n, val)),
+                Err(Errno::NODATA) => {} // removed meanwhile
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(v)
+    }
+}
+
+fn times(st: &Stat) -> Timestamps {
+    Timestamps {
+        last_access: rustix::fs::Timespec {
+            tv_sec: st.st_atime,
+            tv_nsec: st.st_atime_nsec as _,
+        },
+        last_modification: rustix::fs::Timespec {
+            tv_sec: st.st_mtime,
+            tv_nsec: st.st_mtime_nsec as _,
+        },
+    }
+}
+
+fn perm(st: &Stat) -> Mode {
+    Mode::from_raw_mode(st.st_mode & 0o7777)
+}
+
+fn owner(st: &Stat) -> (Option<rustix::fs::Uid>, Option<rustix::fs::Gid>) {
+    // SAFETY-free: from_raw only wraps the number.
+    (
+        Some(rustix::fs::Uid::from_raw(st.st_uid)),
+        Some(rustix::fs::Gid::from_raw(st.st_gid)),
+    )
+}
+
+/// Make `dst`'s xattrs exactly `src`'s (extra ones on `dst` removed).
+fn sync_xattrs(src: &Obj<'_>, dst: &Obj<'_>, stats: &mut CopyStats) -> Result<(), (String, Errno)> {
+    let want = src.all().map_err(|e| ("list xattrs".to_string(), e))?;
+    let have = match dst.list() {
+        Ok(h) => h,
+        Err(Errno::NOTSUP) if want.is_empty() => return Ok(()),
+        Err(e) => return Err(("list xattrs of the copy".into(), e)),
+    };
+    for h in have {
+        if !want.iter().any(|(n, _)| *n == h) {
+            dst.remove(&h)
+                .map_err(|e| (format!("remove xattr {}", h.to_string_lossy()), e))?;
+        }
+    }
+    for (n, v) in &want {
+        dst.set(n, v)
+            .map_err(|e| (format!("set xattr {}", n.to_string_lossy()), e))?;
+        stats.xattrs += 1;
+    }
+    Ok(())
+}
+
+pub struct Copier<'c> {
+    src_dev: u64,
+    /// First copy of each multiply-linked inode: (dev, ino) -> path under dst root.
+    links: HashMap<(u64, u64), Vec<u8>>,
+    dst_root: BorrowedFd<'c>,
+    cancel: &'c AtomicBool,
+    pub stats: CopyStats,
+}
+
+/// Copy everything under `src` into the (empty) directory `dst`. With
+/// `root_meta`, `dst` itself also gets `src`'s owner, mode, xattrs and times.
+/// The first error stops the copy; the caller discards `dst`.
+pub fn copy_tree(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    root_meta: bool,
+    cancel: &AtomicBool,
+) -> Result<CopyStats> {
+    let st = rustix::fs::fstat(src).context("stat of the source directory")?;
+    let mut c = Copier {
+        src_dev: st.st_dev,
+        links: HashMap::new(),
+        dst_root: dst,
+        cancel,
+        stats: CopyStats::default(),
+    };
+    let mut rel = Vec::new();
+    c.copy_dir(src, dst, &mut rel)?;
+    if root_meta {
+        copy_dir_meta(src, dst, &st, &mut c.stats).map_err(|(what, e)| {
+            anyhow::anyhow!("cannot copy the directory's own {what}: {e}")
+        })?;
+    }
+    Ok(c.stats)
+}
+
+/// Give `dst` the owner, xattrs, mode and times of `src` (both directories).
+pub fn copy_root_meta(src: BorrowedFd<'_>, dst: BorrowedFd<'_>) -> Result<()> {
+    let st = rustix::fs::fstat(src)?;
+    copy_dir_meta(src, dst, &st, &mut CopyStats::default()).map_err(|(what, e)| anyhow::anyhow!("{what}: {e}"))
+}
+
+fn copy_dir_meta(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    st: &Stat,
+    stats: &mut CopyStats,
+) -> Result<(), (String, Errno)> {
+    let (u, g) = owner(st);
+    rustix::fs::fchown(dst, u, g).map_err(|e| ("owner".to_string(), e))?;
+    sync_xattrs(&Obj::Fd(src), &Obj::Fd(dst), stats)?;
+    rustix::fs::fchmod(dst, perm(st)).map_err(|e| ("mode".to_string(), e))?;
+    rustix::fs::futimens(dst, &times(st)).map_err(|e| ("timestamps".to_string(), e))?;
+    Ok(())
+}
+
+impl Copier<'_> {
+    fn copy_dir(&mut self, src: BorrowedFd<'_>, dst: BorrowedFd<'_>, rel: &mut Vec<u8>) -> Result<()> {
+        let list = names(src).with_context(|| format!("cannot list {}", show(rel)))?;
+        for name in list {
+            if self.cancel.load(Ordering::Relaxed) {
+                bail!("interrupted");
+            }
+            let path = join(rel, name.to_bytes());
+            let fail = |what: &str, e: Errno| anyhow::anyhow!("{}: cannot {what}: {e}", show(&path));
+            let st = rustix::fs::statat(src, &name, AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(|e| fail("stat", e))?;
+            if st.st_dev != self.src_dev {
+                bail!(
+                    "{}: is a mount point inside the tree; unmount it first (it would be hidden)",
+                    show(&path)
+                );
+            }
+            let ft = FileType::from_raw_mode(st.st_mode);
+            if ft != FileType::Directory && st.st_nlink > 1 {
+                if let Some(first) = self.links.get(&(st.st_dev, st.st_ino)) {
+                    let first = CString::new(first.clone()).map_err(|_| fail("link", Errno::INVAL))?;
+                    rustix::fs::linkat(self.dst_root, &first, dst, &name, AtFlags::empty())
+                        .map_err(|e| fail(&format!("hard-link to {}", show(first.as_bytes())), e))?;
+                    self.stats.hard_links += 1;
+                    continue;
+                }
+            }
+            match ft {
+                FileType::Directory => {
+                    rustix::fs::mkdirat(dst, &name, Mode::RWXU).map_err(|e| fail("create directory", e))?;
+                    let s = open_dir_at(src, &name).map_err(|e| fail("open directory", e))?;
+                    let d = open_dir_at(dst, &name).map_err(|e| fail("open the copied directory", e))?;
+                    let mut sub = path.clone();
+                    self.copy_dir(s.as_fd(), d.as_fd(), &mut sub)?;
+                    copy_dir_meta(s.as_fd(), d.as_fd(), &st, &mut self.stats)
+                        .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
+                    self.stats.dirs += 1;
+                }
+                FileType::RegularFile => {
+                    self.copy_file(src, dst, &name, &st, &path)?;
+                    self.stats.files += 1;
+                }
+                FileType::Symlink => {
+                    let target = rustix::fs::readlinkat(src, &name, Vec::new()).map_err(|e| fail("read symlink", e))?;
+                    rustix::fs::symlinkat(&target, dst, &name).map_err(|e| fail("create symlink", e))?;
+                    self.finish_special(src, dst, &name, &st, false)
+                        .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
+                    self.stats.symlinks += 1;
+                }
+                FileType::Fifo | FileType::Socket | FileType::CharacterDevice | FileType::BlockDevice => {
+                    rustix::fs::mknodat(dst, &name, ft, perm(&st), st.st_rdev)
+                        .map_err(|e| fail("create special file", e))?;
+                    self.finish_special(src, dst, &name, &st, true)
+                        .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
+                    self.stats.special_files += 1;
+                }
+                FileType::Unknown => bail!("{}: unknown file type {:o}", show(&path), st.st_mode),
+            }
+            if ft != FileType::Directory && st.st_nlink > 1 {
+                self.links.insert((st.st_dev, st.st_ino), path);
+            }
+        }
+        Ok(())
+    }
+
+    fn copy_file(
+        &mut self,
+        src: BorrowedFd<'_>,
+        dst: BorrowedFd<'_>,
+        name: &CStr,
+        st: &Stat,
+        path: &[u8],
+    ) -> Result<()> {
+        let fail = |what: &str, e: std::io::Error| anyhow::anyhow!("{}: cannot {what}: {e}", show(path));
+        let ro = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        // O_NOATIME keeps the source's access times as they were; it is refused
+        // for files we do not own when we lack CAP_FOWNER.
+        let s = match rustix::fs::openat(src, name, ro | OFlags::NOATIME, Mode::empty()) {
+            Err(Errno::PERM) => rustix::fs::openat(src, name, ro, Mode::empty()),
+            r => r,
+        }
+        .map_err(|e| fail("open", e.into()))?;
+        let d = rustix::fs::openat(
+            dst,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::RUSR | Mode::WUSR,
+        )
+        .map_err(|e| fail("create the copy", e.into()))?;
+        let mut sf = std::fs::File::from(s);
+        let mut df = std::fs::File::from(d);
+        // std::io::copy uses copy_file_range/sendfile between files when it can.
+        let n = std::io::copy(&mut sf, &mut df).map_err(|e| fail("copy data", e))?;
+        self.stats.bytes += n;
+        let (u, g) = owner(st);
+        let m = |what: &str, e: Errno| fail(what, e.into());
+        rustix::fs::fchown(&df, u, g).map_err(|e| m("set owner", e))?;
+        // After chown: chown drops security.capability, so set xattrs later.
+        sync_xattrs(&Obj::Fd(sf.as_fd()), &Obj::Fd(df.as_fd()), &mut self.stats)
+            .map_err(|(what, e)| m(&what, e))?;
+        // After chown: chown clears setuid/setgid bits.
+        rustix::fs::fchmod(&df, perm(st)).map_err(|e| m("set mode", e))?;
+        rustix::fs::futimens(&df, &times(st)).map_err(|e| m("set timestamps", e))?;
+        Ok(())
+    }
+
+    fn finish_special(
+        &mut self,
+        src: BorrowedFd<'_>,
+        dst: BorrowedFd<'_>,
+        name: &CStr,
+        st: &Stat,
+        chmod: bool,
+    ) -> Result<(), (String, Errno)> {
+        let (u, g) = owner(st);
+        rustix::fs::chownat(dst, name, u, g, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| ("owner".to_string(), e))?;
+        sync_xattrs(&Obj::at(src, name), &Obj::at(dst, name), &mut self.stats)?;
+        if chmod {
+            // mknod applied our umask; restate the mode.
+            rustix::fs::chmodat(dst, name, perm(st), AtFlags::empty()).map_err(|e| ("mode".to_string(), e))?;
+        }
+        rustix::fs::utimensat(dst, name, &times(st), AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| ("timestamps".to_string(), e))?;
+        Ok(())
+    }
+}
+
+/// Remove `name` under `dir` and everything below it. Never follows a symlink:
+/// every step is an unlinkat/openat(O_NOFOLLOW) relative to an open directory.
+pub fn remove_tree(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
+    let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .with_context(|| format!("cannot stat {}", show(name.to_bytes())))?;
+    if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+        let sub = open_dir_at(dir, name).with_context(|| format!("cannot open {}", show(name.to_bytes())))?;
+        if rustix::fs::fstat(&sub)?.st_dev != st.st_dev {
+            bail!("{}: is a mount point; not removing", show(name.to_bytes()));
+        }
+        for n in names(sub.as_fd())? {
+            remove_tree(sub.as_fd(), &n)?;
+        }
+        rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)
+    } else {
+        rustix::fs::unlinkat(dir, name, AtFlags::empty())
+    }
+    .with_context(|| format!("cannot remove {}", show(name.to_bytes())))
+}
+
+/// What a tree entry looks like, for comparing two trees. Leaves out what a
+/// copy cannot or need not keep: inode numbers, ctime, atime (reading
+/// changes it), directory sizes (filesystem-specific) and link counts (hard
+/// links are compared as groups instead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntrySig {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: Option<u64>,
+    pub mtime: (i64, u64),
+    pub rdev: u64,
+    pub link_target: Option<Vec<u8>>,
+    pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    pub content_hash: Option<u64>,
+    /// For the 2nd.. name of a multiply-linked inode: the first name (sorted walk order).
+    pub same_inode_as: Option<Vec<u8>>,
+}
+
+/// Every entry of a tree by path relative to the root (the root itself is "").
+pub fn snapshot(root: BorrowedFd<'_>, cancel: &AtomicBool) -> Result<BTreeMap<Vec<u8>, EntrySig>> {
+    let mut out = BTreeMap::new();
+    let mut first: HashMap<(u64, u64), Vec<u8>> = HashMap::new();
+    let st = rustix::fs::fstat(root)?;
+    out.insert(Vec::new(), sig_of(&st, None, Obj::Fd(root), None, None)?);
+    snap_dir(root, &mut Vec::new(), &mut out, &mut first, cancel)?;
+    Ok(out)
+}
+
+fn sig_of(
+    st: &Stat,
+    file: Option<BorrowedFd<'_>>,
+    obj: Obj<'_>,
+    link_target: Option<Vec<u8>>,
+    same: Option<Vec<u8>>,
+) -> Result<EntrySig> {
+    let ft = FileType::from_raw_mode(st.st_mode);
+    let content_hash = match file {
+        Some(fd) => {
+            let mut f = std::fs::File::from(fd.try_clone_to_owned()?);
+            let mut h = std::hash::DefaultHasher::new();
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let n = f.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                h.write(&buf[..n]);
+            }
+            Some(h.finish())
+        }
+        None => None,
+    };
+    Ok(EntrySig {
+        mode: st.st_mode,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        size: (ft != FileType::Directory).then_some(st.st_size as u64),
+        mtime: (st.st_mtime, st.st_mtime_nsec as u64),
+        rdev: st.st_rdev,
+        link_target,
+        xattrs: obj
+            .all()?
+            .into_iter()
+            .map(|(n, v)| (n.into_bytes(), v))
+            .collect(),
+        content_hash,
+        same_inode_as: same,
+    })
+}
+
+fn snap_dir(
+    dir: BorrowedFd<'_>,
+    rel: &mut Vec<u8>,
+    out: &mut BTreeMap<Vec<u8>, EntrySig>,
+    first: &mut HashMap<(u64, u64), Vec<u8>>,
+    cancel: &AtomicBool,
+) -> Result<()> {
+    for name in names(dir)? {
+        if cancel.load(Ordering::Relaxed) {
+            bail!("interrupted");
+        }
+        let path = join(rel, name.to_bytes());
+        let st = rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW)
+            .with_context(|| format!("cannot stat {}", show(&path)))?;
+        let ft = FileType::from_raw_mode(st.st_mode);
+        let same = if ft != FileType::Directory && st.st_nlink > 1 {
+            match first.get(&(st.st_dev, st.st_ino)) {
+                Some(f) => Some(f.clone()),
+                None => {
+                    first.insert((st.st_dev, st.st_ino), path.clone());
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let ctx = || format!("cannot read {}", show(&path));
+        let sig = match ft {
+            FileType::Directory => {
+                let d = open_dir_at(dir, &name).with_context(ctx)?;
+                let s = sig_of(&st, None, Obj::Fd(d.as_fd()), None, None).with_context(ctx)?;
+                let mut sub = path.clone();
+                snap_dir(d.as_fd(), &mut sub, out, first, cancel)?;
+                s
+            }
+            FileType::RegularFile if same.is_none() => {
+                let f = rustix::fs::openat(dir, &name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
+                    .with_context(ctx)?;
+                sig_of(&st, Some(f.as_fd()), Obj::Fd(f.as_fd()), None, None).with_context(ctx)?
+            }
+            FileType::Symlink => {
+                let t = rustix::fs::readlinkat(dir, &name, Vec::new()).with_context(ctx)?;
+                sig_of(&st, None, Obj::at(dir, &name), Some(t.into_bytes()), same).with_context(ctx)?
+            }
+            _ => sig_of(&st, None, Obj::at(dir, &name), None, same).with_context(ctx)?,
+        };
+        out.insert(path, sig);
+    }
+    Ok(())
+}
+
+/// Paths that differ between two snapshots (missing on either side or not equal), sorted.
+pub fn differences(
+    a: &BTreeMap<Vec<u8>, EntrySig>,
+    b: &BTreeMap<Vec<u8>, EntrySig>,
+) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for (k, sa) in a {
+        match b.get(k) {
+            None => v.push(format!("{}: missing in the copy", show(k))),
+            Some(sb) if sa != sb => v.push(format!("{}: differs ({})", show(k), what_differs(sa, sb))),
+            _ => {}
+        }
+    }
+    for k in b.keys().filter(|k| !a.contains_key(*k)) {
+        v.push(format!("{}: only in the copy", show(k)));
+    }
+    v
+}
+
+fn what_differs(a: &EntrySig, b: &EntrySig) -> String {
+    let mut w = Vec::new();
+    if a.mode != b.mode {
+        w.push(format!("mode {:o} vs {:o}", a.mode, b.mode));
+    }
+    if (a.uid, a.gid) != (b.uid, b.gid) {
+        w.push(format!("owner {}:{} vs {}:{}", a.uid, a.gid, b.uid, b.gid));
+    }
+    if a.size != b.size || a.content_hash != b.content_hash {
+        w.push("content".into());
+    }
+    if a.mtime != b.mtime {
+        w.push("mtime".into());
+    }
+    if a.xattrs != b.xattrs {
+        w.push("xattrs".into());
+    }
+    if a.link_target != b.link_target {
+        w.push("symlink target".into());
+    }
+    if a.rdev != b.rdev {
+        w.push("device number".into());
+    }
+    if a.same_inode_as != b.same_inode_as {
+        w.push("hard links".into());
+    }
+    w.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    fn dirfd(p: &std::path::Path) -> OwnedFd {
+        rustix::fs::openat(rustix::fs::CWD, p, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap()
+    }
+
+    #[test]
+    fn copies_a_tree_and_the_copy_compares_equal() {
+        let t = tempfile::tempdir().unwrap();
+        let src = t.path().join("src");
+        let dst = t.path().join("dst");
+        std::fs::create_dir_all(src.join("a/b")).unwrap();
+        std::fs::create_dir(&dst).unwrap();
+        std::fs::write(src.join("a/f"), b"hello").unwrap();
+        std::fs::hard_link(src.join("a/f"), src.join("a/b/g")).unwrap();
+        std::os::unix::fs::symlink("nowhere", src.join("dangling")).unwrap();
+        std::fs::write(src.join(OsStr::from_bytes(b"odd \n\xff")), b"x").unwrap();
+        std::fs::set_permissions(src.join("a/b"), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        rustix::fs::mkfifoat(rustix::fs::CWD, &src.join("fifo"), Mode::from_raw_mode(0o640)).unwrap();
+        let cancel = AtomicBool::new(false);
+        let (s, d) = (dirfd(&src), dirfd(&dst));
+        let stats = copy_tree(s.as_fd(), d.as_fd(), true, &cancel).unwrap();
+        assert_eq!(stats.files, 2);
+        assert_eq!(stats.hard_links, 1);
+        assert_eq!(stats.symlinks, 1);
+        assert_eq!(stats.special_files, 1);
+        assert_eq!(stats.dirs, 2);
+        let a = snapshot(s.as_fd(), &cancel).unwrap();
+        let b = snapshot(d.as_fd(), &cancel).unwrap();
+        assert_eq!(differences(&a, &b), Vec::<String>::new());
+        assert_eq!(std::fs::metadata(dst.join("a/b")).unwrap().mode() & 0o7777, 0o1777);
+        assert_eq!(
+            std::fs::metadata(dst.join("a/f")).unwrap().ino(),
+            std::fs::metadata(dst.join("a/b/g")).unwrap().ino()
+        );
+        // A change is seen.
+        std::fs::write(dst.join("a/f"), b"HELLO").unwrap();
+        let b = snapshot(d.as_fd(), &cancel).unwrap();
+        let diff = differences(&a, &b);
+        assert!(diff.iter().any(|d| d.starts_with("a/f: differs (content")), "{diff:?}");
+    }
+
+    #[test]
+    fn remove_tree_does_not_follow_symlinks() {
+        let t = tempfile::tempdir().unwrap();
+        let keep = t.path().join("keep");
+        std::fs::create_dir(&keep).unwrap();
+        std::fs::write(keep.join("precious"), b"1").unwrap();
+        let gone = t.path().join("gone");
+        std::fs::create_dir_all(gone.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&keep, gone.join("sub/link")).unwrap();
+        let root = dirfd(t.path());
+        remove_tree(root.as_fd(), c"gone").unwrap();
+        assert!(!gone.exists());
+        assert!(keep.join("precious").exists());
+    }
+}

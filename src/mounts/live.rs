@@ -1,0 +1,183 @@
+//! The live side: detached tmpfs mounts (new mount API), moving them into
+//! place, reaching the directory underneath a mount, processes using a tree.
+
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use rustix::fs::{CWD, Mode, OFlags};
+use rustix::mount::{
+    FsMountFlags, FsOpenFlags, FsPickFlags, MountAttrFlags, MoveMountFlags, OpenTreeFlags,
+    UnmountFlags,
+};
+
+use super::plan::ProcUse;
+use crate::sys::MountInfo;
+
+/// A tmpfs that exists only as a file descriptor: no path, so no other process
+/// can see or write into it, and if we die it vanishes with the fd. This is
+/// the "private staging directory", without a directory.
+pub struct Detached {
+    pub mount: OwnedFd,
+    /// The root directory of the new filesystem, for copying into.
+    pub root: OwnedFd,
+}
+
+/// `mount -t tmpfs -o OPTIONS`, but detached. Flags (nosuid, nodev, noexec)
+/// are per-mount attributes; everything else goes to the superblock.
+pub fn mount_detached(options: &str) -> Result<Detached> {
+    let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC)
+        .context("fsopen(tmpfs) failed; this needs Linux 5.2+ and CAP_SYS_ADMIN")?;
+    rustix::mount::fsconfig_set_string(&fs, "source", "tmpfs").context("fsconfig source")?;
+    let mut attrs = MountAttrFlags::empty();
+    for o in options.split(',').filter(|o| !o.is_empty()) {
+        match o {
+            "nosuid" => attrs |= MountAttrFlags::MOUNT_ATTR_NOSUID,
+            "nodev" => attrs |= MountAttrFlags::MOUNT_ATTR_NODEV,
+            "noexec" => attrs |= MountAttrFlags::MOUNT_ATTR_NOEXEC,
+            "rw" | "defaults" => {}
+            _ => match o.split_once('=') {
+                Some((k, v)) => rustix::mount::fsconfig_set_string(&fs, k, v),
+                None => rustix::mount::fsconfig_set_flag(&fs, o),
+            }
+            .with_context(|| format!("tmpfs rejected the option {o:?} (is the kernel new enough for it?)"))?,
+        }
+    }
+    rustix::mount::fsconfig_create(&fs).context("creating the tmpfs failed")?;
+    let mount = rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attrs).context("fsmount failed")?;
+    let root = rustix::fs::openat(
+        &mount,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .context("cannot open the new tmpfs")?;
+    Ok(Detached { mount, root })
+}
+
+/// Attach a detached mount at `dir`, hiding what is there (MS_MOVE semantics:
+/// one step, no moment where `dir` is empty).
+pub fn attach(d: &Detached, dir: &Path) -> Result<()> {
+    rustix::mount::move_mount(
+        d.mount.as_fd(),
+        "",
+        CWD,
+        dir,
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+    )
+    .with_context(|| format!("cannot move the new tmpfs onto {}", dir.display()))
+}
+
+/// Change the size of the tmpfs at `dir` live, leaving every other option and
+/// the per-mount flags alone (unlike `mount -o remount`, which resets flags it
+/// is not given).
+pub fn resize(dir: &Path, size: &str) -> Result<()> {
+    let fs = rustix::mount::fspick(CWD, dir, FsPickFlags::FSPICK_CLOEXEC | FsPickFlags::FSPICK_SYMLINK_NOFOLLOW)
+        .with_context(|| format!("cannot open the filesystem at {} for reconfiguring", dir.display()))?;
+    rustix::mount::fsconfig_set_string(&fs, "size", size)
+        .with_context(|| format!("tmpfs rejected size={size}"))?;
+    rustix::mount::fsconfig_reconfigure(&fs)
+        .with_context(|| format!("cannot resize {} to {size} (is more than that in use?)", dir.display()))
+}
+
+pub fn unmount(dir: &Path, lazy: bool) -> Result<()> {
+    let flags = if lazy {
+        UnmountFlags::DETACH | UnmountFlags::NOFOLLOW
+    } else {
+        UnmountFlags::NOFOLLOW
+    };
+    rustix::mount::unmount(dir, flags).with_context(|| format!("cannot unmount {}", dir.display()))
+}
+
+/// The directory that `top` (mounted at `dir`) hides, opened through a
+/// private non-recursive clone of the mount below: the clone carries no
+/// submounts, so `dir` in it is the plain directory on disk.
+pub struct Underlying {
+    _clone: OwnedFd,
+    pub dir: OwnedFd,
+}
+
+pub fn open_underlying(mounts: &[MountInfo], top: &MountInfo, dir: &Path) -> Result<Underlying> {
+    let parent = mounts
+        .iter()
+        .find(|m| m.mount_id == top.parent_id)
+        .with_context(|| format!("cannot find the mount below {} in mountinfo", dir.display()))?;
+    if parent.mount_point == dir {
+        bail!(
+            "{} is a mount stacked on another mount at the same place ({}); copy the data by hand",
+            dir.display(),
+            parent.fstype
+        );
+    }
+    let rel = dir
+        .strip_prefix(&parent.mount_point)
+        .with_context(|| format!("{} is not under {}", dir.display(), parent.mount_point.display()))?;
+    let clone = rustix::mount::open_tree(
+        CWD,
+        &parent.mount_point,
+        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
+    )
+    .with_context(|| format!("cannot clone the mount at {}", parent.mount_point.display()))?;
+    let rel: &Path = if rel.as_os_str().is_empty() { Path::new(".") } else { rel };
+    let d = rustix::fs::openat(
+        &clone,
+        rel,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .with_context(|| format!("cannot open the directory underneath {}", dir.display()))?;
+    Ok(Underlying { _clone: clone, dir: d })
+}
+
+fn under(p: &Path, dir: &Path) -> bool {
+    p == dir || p.starts_with(dir)
+}
+
+/// Processes whose cwd, root or open files are under `dir`, from
+/// `<proc>/*/{cwd,root,fd/*}`. Processes we may not inspect are skipped.
+pub fn users_of(proc_root: &Path, dir: &Path) -> Vec<ProcUse> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(proc_root) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let base = e.path();
+        let mut uses = Vec::new();
+        for what in ["cwd", "root"] {
+            if let Ok(t) = std::fs::read_link(base.join(what))
+                && under(&t, dir)
+                && !(what == "root" && t == Path::new("/"))
+            {
+                uses.push(what.to_string());
+            }
+        }
+        if let Ok(fds) = std::fs::read_dir(base.join("fd")) {
+            for f in fds.flatten() {
+                if let Ok(t) = std::fs::read_link(f.path()) {
+                    let b = t.as_os_str().as_bytes();
+                    let b = b.strip_suffix(b" (deleted)").unwrap_or(b);
+                    let t = PathBuf::from(OsStr::from_bytes(b));
+                    if t.is_absolute() && under(&t, dir) {
+                        uses.push(format!("fd {}: {}", f.file_name().to_string_lossy(), t.display()));
+                    }
+                }
+            }
+        }
+        if !uses.is_empty() {
+            let comm = std::fs::read_to_string(base.join("comm")).unwrap_or_default().trim().to_string();
+            uses.truncate(5);
+            out.push(ProcUse { pid, comm, uses });
+        }
+    }
+    out.sort_by_key(|p| p.pid);
+    out
+}

@@ -1,0 +1,233 @@
+//! Making a mount survive reboots (fstab line or systemd drop-in) and undoing
+//! it. Edits are pure functions over bytes; writing is atomic (temp file in
+//! the same directory, fsync, rename, fsync of the directory) and checked by
+//! the system's own tools before the rename.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use super::plan::DROPIN_MARKER;
+use crate::sys::fstab::{Fstab, FstabLine, parse_line};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Edit {
+    Appended,
+    Replaced,
+    Unchanged,
+    Removed,
+    Restored,
+}
+
+/// Index of the last line that is an entry for `dir` (the one `mount -a` uses).
+fn last_entry_for(f: &Fstab, dir: &Path) -> Option<usize> {
+    f.lines
+        .iter()
+        .rposition(|l| l.entry.as_ref().is_some_and(|e| e.file == dir))
+}
+
+/// Put `line` into the fstab text as the entry for `dir`: replace the existing
+/// entry's bytes or append. Every other byte stays as it was.
+pub fn fstab_with_line(text: &[u8], dir: &Path, line: &str) -> (Vec<u8>, Edit) {
+    let mut f = Fstab::parse(text);
+    let new = FstabLine {
+        raw: line.as_bytes().to_vec(),
+        entry: parse_line(line.as_bytes()).ok().flatten(),
+    };
+    match last_entry_for(&f, dir) {
+        Some(i) if f.lines[i].raw == new.raw => (text.to_vec(), Edit::Unchanged),
+        Some(i) => {
+            f.lines[i] = new;
+            (f.to_bytes(), Edit::Replaced)
+        }
+        None => {
+            // A file without a final newline gets one: the only byte we add outside our line.
+            f.lines.push(new);
+            f.trailing_newline = true;
+            (f.to_bytes(), Edit::Appended)
+        }
+    }
+}
+
+/// Undo [`fstab_with_line`]: the `fstype` entry for `dir` becomes the line the
+/// backup had for `dir`, or goes away when the backup had none.
+pub fn fstab_without_line(text: &[u8], backup: Option<&[u8]>, dir: &Path, fstype: &str) -> (Vec<u8>, Edit) {
+    let mut f = Fstab::parse(text);
+    let Some(i) = last_entry_for(&f, dir).filter(|&i| f.lines[i].entry.as_ref().is_some_and(|e| e.vfstype == fstype))
+    else {
+        return (text.to_vec(), Edit::Unchanged);
+    };
+    let original = backup.and_then(|b| {
+        let bf = Fstab::parse(b);
+        last_entry_for(&bf, dir).map(|j| bf.lines[j].clone())
+    });
+    match original {
+        Some(o) if o.raw == f.lines[i].raw => (text.to_vec(), Edit::Unchanged),
+        Some(o) => {
+            f.lines[i] = o;
+            (f.to_bytes(), Edit::Restored)
+        }
+        None => {
+            f.lines.remove(i);
+            if f.lines.is_empty() {
+                f.trailing_newline = false;
+            }
+            (f.to_bytes(), Edit::Removed)
+        }
+    }
+}
+
+pub fn backup_path(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(".tmpfsctl.bak");
+    PathBuf::from(s)
+}
+
+/// Write `bytes` to `path` atomically. `check` sees the finished temp file
+/// before it replaces `path`; its error leaves `path` untouched. Mode and owner
+/// of an existing `path` are kept.
+pub fn write_atomic(path: &Path, bytes: &[u8], check: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmpfsctl-")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)?;
+    match std::fs::metadata(path) {
+        Ok(m) => {
+            use std::os::unix::fs::MetadataExt;
+            tmp.as_file().set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777))?;
+            std::os::unix::fs::fchown(tmp.as_file(), Some(m.uid()), Some(m.gid()))?;
+        }
+        Err(_) => tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?,
+    }
+    tmp.as_file().sync_all()?;
+    check(tmp.path())?;
+    tmp.persist(path).with_context(|| format!("cannot replace {}", path.display()))?;
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+/// Copy `path` to its backup name unless a backup already exists (that one
+/// holds the state from before tmpfsctl first touched the file).
+pub fn make_backup(path: &Path) -> Result<Option<PathBuf>> {
+    let b = backup_path(path);
+    if b.exists() {
+        return Ok(Some(b));
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            write_atomic(&b, &bytes, |_| Ok(()))?;
+            Ok(Some(b))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+/// `findmnt --verify` on our entry only: other lines may name devices this
+/// machine does not have (a fixture, an image), which is not ours to judge.
+pub fn verify_fstab(file: &Path, dir: &Path) -> Result<()> {
+    if !have("findmnt") {
+        eprintln!("tmpfsctl: note: findmnt not found; skipping `findmnt --verify` (install util-linux)");
+        return Ok(());
+    }
+    let out = Command::new("findmnt")
+        .arg("--verify")
+        .arg("--tab-file")
+        .arg(file)
+        .arg("--target")
+        .arg(dir)
+        .output()
+        .context("cannot run findmnt")?;
+    if !out.status.success() {
+        bail!(
+            "`findmnt --verify` rejects the new fstab entry for {}:\n{}{}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// `systemd-analyze verify` on a copy of the unit with the new drop-in next to it.
+pub fn verify_dropin(fragment: &Path, unit: &str, dropin: &str) -> Result<()> {
+    if !have("systemd-analyze") {
+        eprintln!("tmpfsctl: note: systemd-analyze not found; skipping `systemd-analyze verify`");
+        return Ok(());
+    }
+    let t = tempfile::Builder::new().prefix("tmpfsctl-verify-").tempdir()?;
+    let u = t.path().join(unit);
+    std::fs::copy(fragment, &u).with_context(|| format!("cannot read {}", fragment.display()))?;
+    std::fs::create_dir(t.path().join(format!("{unit}.d")))?;
+    std::fs::write(t.path().join(format!("{unit}.d/override.conf")), dropin)?;
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&u)
+        .output()
+        .context("cannot run systemd-analyze")?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ours: Vec<&str> = err.lines().filter(|l| l.contains("override.conf") || l.contains(unit)).collect();
+    if !out.status.success() || !ours.is_empty() {
+        bail!("`systemd-analyze verify` rejects the drop-in for {unit}:\n{err}");
+    }
+    Ok(())
+}
+
+/// Write the drop-in; an existing one that is not ours is kept as a backup.
+pub fn write_dropin(path: &Path, content: &str, check: impl FnOnce(&Path) -> Result<()>) -> Result<(Edit, Option<PathBuf>)> {
+    let parent = path.parent().context("drop-in path has no directory")?;
+    let old = std::fs::read_to_string(path).ok();
+    if old.as_deref() == Some(content) {
+        return Ok((Edit::Unchanged, None));
+    }
+    let mut backup = None;
+    if let Some(o) = &old
+        && !o.starts_with(DROPIN_MARKER)
+    {
+        let b = backup_path(path);
+        if !b.exists() {
+            std::fs::copy(path, &b).with_context(|| format!("cannot back up {}", path.display()))?;
+        }
+        backup = Some(b);
+    }
+    std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    write_atomic(path, content.as_bytes(), check)?;
+    Ok((if old.is_some() { Edit::Replaced } else { Edit::Appended }, backup))
+}
+
+/// Remove our drop-in, putting back what it replaced.
+pub fn remove_dropin(path: &Path) -> Result<Edit> {
+    let Ok(old) = std::fs::read_to_string(path) else {
+        return Ok(Edit::Unchanged);
+    };
+    if !old.starts_with(DROPIN_MARKER) {
+        return Ok(Edit::Unchanged);
+    }
+    let b = backup_path(path);
+    if b.exists() {
+        std::fs::rename(&b, path).with_context(|| format!("cannot restore {}", b.display()))?;
+        return Ok(Edit::Restored);
+    }
+    std::fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
+    if let Some(p) = path.parent() {
+        let _ = std::fs::remove_dir(p); // only if empty
+    }
+    Ok(Edit::Removed)
+}
+
+/// Tell a running systemd that fstab or a unit changed, when it is the real one.
+pub fn daemon_reload_if_real(path: &Path, real_prefix: &str) {
+    if path.starts_with(real_prefix) && Path::new("/run/systemd/system").exists() {
+        let _ = Command::new("systemctl").arg("daemon-reload").status();
+    }
+}

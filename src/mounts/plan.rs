@@ -1,0 +1,706 @@
+//! The pure planning step: what the machine looks like ([`Facts`]) plus what
+//! the user asked for ([`Request`]) gives a [`Plan`]: mount options with the
+//! reason for each, the fstab line or systemd drop-in, the live steps and the
+//! warnings. No I/O here, so `advise` can call [`plan`] on any facts and the
+//! rules are tested table-driven.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::sys::MemInfo;
+use crate::sys::fstab::FstabEntry;
+use crate::sys::systemd::{UnitInfo, UnitState};
+use crate::units::{Size, fmt_bytes, tmpfs_size_option};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How the result is made to survive a reboot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    /// A line in /etc/fstab
+    Fstab,
+    /// A drop-in for the directory's systemd mount unit (tmp.mount for /tmp)
+    Systemd,
+}
+
+/// Transparent huge pages policy (tmpfs `huge=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Huge {
+    Never,
+    Always,
+    WithinSize,
+    Advise,
+}
+
+impl Huge {
+    fn as_str(self) -> &'static str {
+        match self {
+            Huge::Never => "never",
+            Huge::Always => "always",
+            Huge::WithinSize => "within_size",
+            Huge::Advise => "advise",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FsKind {
+    Tmpfs,
+    /// No size limit, never swapped: accepted by `plan` only to explain why not
+    Ramfs,
+}
+
+/// What the user asked for; `None` means "recommend something".
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub size: Option<Size>,
+    pub inodes: Option<u64>,
+    pub noexec: bool,
+    pub noswap: bool,
+    pub huge: Option<Huge>,
+    /// Permission bits of the mount's root, e.g. 0o1777.
+    pub mode: Option<u32>,
+    pub via: Option<Via>,
+    pub ramfs: bool,
+}
+
+/// A tmpfs/ramfs mounted exactly at DIR right now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CurrentMount {
+    pub fstype: String,
+    /// Size limit in bytes (statfs on a live system; from `size=` otherwise).
+    pub size_bytes: Option<u64>,
+    pub nr_inodes: Option<u64>,
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub nosuid: bool,
+    pub nodev: bool,
+    pub noexec: bool,
+    pub noswap: bool,
+    pub huge: Option<String>,
+    pub options: Vec<String>,
+}
+
+/// A process using something under DIR (open file, cwd or root).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProcUse {
+    pub pid: u32,
+    pub comm: String,
+    /// `cwd`, `root`, or `fd N: PATH` (first few only).
+    pub uses: Vec<String>,
+}
+
+/// What the machine looks like, as far as planning DIR is concerned.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    /// Absolute, symlinks resolved.
+    pub dir: PathBuf,
+    /// Filesystem DIR lives on now (`ext4`, or `tmpfs` when already applied).
+    pub dir_fstype: String,
+    pub dir_mode: u32,
+    pub dir_uid: u32,
+    pub dir_gid: u32,
+    /// Allocated bytes under DIR (`du -s -x -B1`).
+    pub used_bytes: u64,
+    pub inodes: u64,
+    pub mem: MemInfo,
+    /// Sum of the size limits of all other tmpfs mounts (each superblock once).
+    pub other_tmpfs_limits_bytes: u64,
+    pub current: Option<CurrentMount>,
+    pub fstab_path: PathBuf,
+    /// The entry fstab has for DIR now, if any.
+    pub fstab_entry: Option<FstabEntry>,
+    pub unit: UnitInfo,
+    /// Where a drop-in goes: `/etc/systemd/system` (or --unit-dir).
+    pub unit_dir: PathBuf,
+    pub busy: Vec<ProcUse>,
+    /// Mount points below DIR (they would be hidden).
+    pub nested_mounts: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OptionWhy {
+    pub option: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MountState {
+    /// DIR is not a tmpfs: apply mounts one.
+    NotMounted,
+    /// DIR already is a tmpfs with exactly these options: nothing to mount.
+    Same,
+    /// DIR is a tmpfs whose only difference is the size: `apply --resize` changes it live.
+    SizeDiffers,
+    /// DIR is a tmpfs/ramfs with other options: revert first.
+    Conflict,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PersistAction {
+    Append,
+    Replace,
+    Unchanged,
+    Write,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Persist {
+    pub via: Via,
+    /// fstab file, or the drop-in file.
+    pub path: String,
+    pub unit: String,
+    /// The exact fstab line (no newline) or the whole drop-in file.
+    pub content: String,
+    pub action: PersistAction,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub schema_version: u32,
+    pub dir: String,
+    pub fstype: FsKind,
+    pub dir_fstype: String,
+    pub used_bytes: u64,
+    pub inodes: u64,
+    pub mem_total_bytes: u64,
+    pub swap_total_bytes: u64,
+    pub other_tmpfs_limits_bytes: u64,
+    /// Size limit as written in the options (`50%`, `2G`); null for ramfs.
+    pub size_option: Option<String>,
+    pub size_bytes: Option<u64>,
+    pub nr_inodes: Option<u64>,
+    pub mode: String,
+    pub options: Vec<OptionWhy>,
+    /// Comma-joined, as for `mount -o` / fstab / `Options=`.
+    pub mount_options: String,
+    pub mount_state: MountState,
+    pub current: Option<CurrentMount>,
+    pub persist: Persist,
+    pub steps: Vec<String>,
+    pub busy: Vec<ProcUse>,
+    pub warnings: Vec<Warning>,
+    /// Reasons `apply` would refuse; empty when it can go ahead.
+    pub blockers: Vec<String>,
+}
+
+/// A bad request (exit 2): e.g. a size below what DIR holds now.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct PlanError(pub String);
+
+const MIB: u64 = 1 << 20;
+/// Kernel page size assumed for rounding size comparisons.
+const PAGE: u64 = 4096;
+/// Free room on top of current usage: half as much again, at least this.
+const MIN_HEADROOM_BYTES: u64 = 64 * MIB;
+const MIN_HEADROOM_INODES: u64 = 10_000;
+/// systemd's tmp.mount default (nr_inodes=1m).
+const DEFAULT_INODES: u64 = 1 << 20;
+
+fn round_up(v: u64, to: u64) -> u64 {
+    v.div_ceil(to).saturating_mul(to)
+}
+
+/// Bytes DIR needs: current usage plus headroom.
+pub fn needed_bytes(used: u64) -> u64 {
+    round_up(used.saturating_add((used / 2).max(MIN_HEADROOM_BYTES)), MIB)
+}
+
+pub fn needed_inodes(inodes: u64) -> u64 {
+    round_up(inodes.saturating_add((inodes / 2).max(MIN_HEADROOM_INODES)), 1024)
+}
+
+/// Size as tmpfs computes it: percentages of RAM in whole pages.
+pub fn resolve_size(s: Size, mem_total: u64) -> u64 {
+    match s {
+        Size::Bytes(b) => round_up(b, PAGE),
+        Size::PercentOfRam(p) => ((mem_total / PAGE) as f64 * p / 100.0) as u64 * PAGE,
+    }
+}
+
+/// Escape a path for an fstab field (fstab(5): octal for space, tab, newline, backslash).
+pub fn fstab_escape(p: &Path) -> String {
+    let mut s = String::new();
+    for &b in p.as_os_str().as_bytes() {
+        if b.is_ascii_graphic() && b != b'\\' {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("\\{b:03o}"));
+        }
+    }
+    s
+}
+
+pub fn fstab_line(dir: &Path, fstype: &str, options: &str) -> String {
+    format!("{fstype} {} {fstype} {options} 0 0", fstab_escape(dir))
+}
+
+pub const DROPIN_MARKER: &str = "# Written by `tmpfsctl apply`";
+
+pub fn dropin_text(dir: &Path, options: &str) -> String {
+    format!(
+        "{DROPIN_MARKER}; `tmpfsctl revert {}` removes it.\n\
+         # Every setting is restated so the result does not depend on the distribution's unit.\n\
+         [Mount]\nWhat=tmpfs\nWhere={}\nType=tmpfs\nOptions={options}\n",
+        dir.display(),
+        dir.display()
+    )
+}
+
+pub fn dropin_path(unit_dir: &Path, unit: &str) -> PathBuf {
+    unit_dir.join(format!("{unit}.d")).join("override.conf")
+}
+
+fn is_shared_tmp(dir: &Path) -> bool {
+    dir == Path::new("/tmp") || dir == Path::new("/var/tmp")
+}
+
+fn close(a: u64, b: u64) -> bool {
+    a.abs_diff(b) < 16 * PAGE
+}
+
+/// Plan putting `facts.dir` on tmpfs. Pure; `Err` only for requests that can
+/// never work (a limit below what DIR holds now).
+pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
+    let dir = &facts.dir;
+    let shown = dir.display().to_string();
+    let mem = &facts.mem;
+    let ceiling = mem.mem_total_bytes.saturating_add(mem.swap_total_bytes);
+    let mut options: Vec<OptionWhy> = Vec::new();
+    let mut warnings: Vec<Warning> = Vec::new();
+    let mut blockers: Vec<String> = Vec::new();
+    let mut opt = |o: String, r: String| options.push(OptionWhy { option: o, reason: r });
+    let mut warn = |code: &str, m: String| {
+        warnings.push(Warning {
+            code: code.into(),
+            message: m,
+        })
+    };
+    let cur_tmpfs = facts.current.as_ref().filter(|c| c.fstype == "tmpfs");
+
+    opt(
+        "nosuid".into(),
+        "a scratch directory has no business running setuid programs".into(),
+    );
+    opt(
+        "nodev".into(),
+        "device nodes in a writable scratch directory are a way around /dev permissions".into(),
+    );
+    if req.noexec {
+        opt(
+            "noexec".into(),
+            "asked for; note that some installers and build tools execute from /tmp and then fail".into(),
+        );
+    }
+
+    let need_b = needed_bytes(facts.used_bytes);
+    let need_i = needed_inodes(facts.inodes);
+    let (mut size_option, mut size_bytes, mut nr_inodes) = (None, None, None);
+    if !req.ramfs {
+        // Size: the request if any (never below usage), else keep what a tmpfs
+        // here already has, else tmpfs's own default of 50% of RAM unless that
+        // is too small for what DIR holds.
+        let (size, why) = match req.size {
+            Some(s) => {
+                let b = resolve_size(s, mem.mem_total_bytes);
+                if b < facts.used_bytes {
+                    return Err(PlanError(format!(
+                        "--size {s} ({}) is below what {shown} holds now ({}); give at least {} \
+                         (usage plus headroom), e.g. --size {}",
+                        fmt_bytes(b),
+                        fmt_bytes(facts.used_bytes),
+                        fmt_bytes(need_b),
+                        tmpfs_size_option(need_b)
+                    )));
+                }
+                if b < need_b {
+                    warn(
+                        "size_tight",
+                        format!(
+                            "size {} leaves less than the recommended headroom over the {} {shown} holds now; \
+                             writers may hit ENOSPC (recommended at least {})",
+                            fmt_bytes(b),
+                            fmt_bytes(facts.used_bytes),
+                            fmt_bytes(need_b)
+                        ),
+                    );
+                }
+                (s, "asked for".to_string())
+            }
+            None => match cur_tmpfs.and_then(|c| c.size_bytes).filter(|&b| b >= need_b) {
+                Some(b) => (Size::Bytes(b), "keeps the size the tmpfs here has now".to_string()),
+                None => {
+                    let half = resolve_size(Size::PercentOfRam(50.0), mem.mem_total_bytes);
+                    if half >= need_b {
+                        (
+                            Size::PercentOfRam(50.0),
+                            format!(
+                                "tmpfs's default of half the RAM ({}): it is a limit, not a reservation, and \
+                                 leaves room for {shown}'s {} now plus headroom",
+                                fmt_bytes(half),
+                                fmt_bytes(facts.used_bytes)
+                            ),
+                        )
+                    } else {
+                        (
+                            Size::Bytes(need_b),
+                            format!(
+                                "{shown} holds {} now; half the RAM ({}) would be too small, so usage + 50% (at least 64 MiB)",
+                                fmt_bytes(facts.used_bytes),
+                                fmt_bytes(half)
+                            ),
+                        )
+                    }
+                }
+            },
+        };
+        let b = resolve_size(size, mem.mem_total_bytes);
+        let why = if req.size.is_some() || cur_tmpfs.is_some_and(|c| c.size_bytes == Some(b)) {
+            format!("{why} ({})", fmt_bytes(b))
+        } else {
+            why
+        };
+        opt(format!("size={size}"), why);
+        size_option = Some(size.to_string());
+        size_bytes = Some(b);
+        if b > ceiling {
+            warn(
+                "size_exceeds_memory",
+                format!(
+                    "size {} is more than RAM + swap ({}): filling it would invoke the OOM killer; choose a smaller --size",
+                    fmt_bytes(b),
+                    fmt_bytes(ceiling)
+                ),
+            );
+        }
+        if need_b > ceiling {
+            blockers.push(format!(
+                "{shown} holds {} which with headroom ({}) does not fit in RAM + swap ({}); keep it on disk",
+                fmt_bytes(facts.used_bytes),
+                fmt_bytes(need_b),
+                fmt_bytes(ceiling)
+            ));
+        }
+        let total = facts.other_tmpfs_limits_bytes.saturating_add(b);
+        if total > ceiling {
+            warn(
+                "tmpfs_overcommit",
+                format!(
+                    "with this mount, tmpfs limits add up to {} (other tmpfs {} + {}), more than RAM + swap ({}): \
+                     if they all fill up the OOM killer runs. Lower --size, or the size= of other tmpfs mounts (`tmpfsctl status`)",
+                    fmt_bytes(total),
+                    fmt_bytes(facts.other_tmpfs_limits_bytes),
+                    fmt_bytes(b),
+                    fmt_bytes(ceiling)
+                ),
+            );
+        }
+
+        let (inodes, why) = match req.inodes {
+            Some(n) => {
+                if n < facts.inodes {
+                    return Err(PlanError(format!(
+                        "--inodes {n} is below the {} files and directories {shown} holds now; give at least {need_i}",
+                        facts.inodes
+                    )));
+                }
+                (n, "asked for".to_string())
+            }
+            None => match cur_tmpfs.and_then(|c| c.nr_inodes).filter(|&n| n >= need_i) {
+                Some(n) => (n, "keeps the inode limit the tmpfs here has now".to_string()),
+                None => {
+                    let n = DEFAULT_INODES.max(need_i);
+                    (
+                        n,
+                        format!(
+                            "{} inodes in use now; {} allows that plus headroom (systemd's tmp.mount uses 1m); \
+                             builds with many small files run out of inodes before bytes",
+                            facts.inodes,
+                            n
+                        ),
+                    )
+                }
+            },
+        };
+        opt(format!("nr_inodes={inodes}"), why);
+        nr_inodes = Some(inodes);
+    }
+
+    let mode = match req.mode {
+        Some(m) => {
+            opt(format!("mode={m:o}"), "asked for".into());
+            m
+        }
+        None if is_shared_tmp(dir) => {
+            let why = if facts.dir_mode & 0o7777 == 0o1777 {
+                "as now: everyone may create files, the sticky bit stops them deleting each other's".to_string()
+            } else {
+                warn(
+                    "tmp_mode",
+                    format!(
+                        "{shown} has mode {:o} now; shared temp directories need 1777 (sticky, world-writable)",
+                        facts.dir_mode & 0o7777
+                    ),
+                );
+                "shared temp directories need 1777: writable by all, sticky so users cannot delete each other's files".into()
+            };
+            opt("mode=1777".into(), why);
+            0o1777
+        }
+        None => {
+            let m = facts.dir_mode & 0o7777;
+            opt(format!("mode={m:o}"), "as the directory has now".into());
+            m
+        }
+    };
+    if facts.dir_uid != 0 {
+        opt(format!("uid={}", facts.dir_uid), "owner of the directory now".into());
+    }
+    if facts.dir_gid != 0 {
+        opt(format!("gid={}", facts.dir_gid), "group of the directory now".into());
+    }
+    if let Some(h) = req.huge {
+        opt(
+            format!("huge={}", h.as_str()),
+            "asked for: transparent huge pages for large files (fewer TLB misses, more memory per file)".into(),
+        );
+    }
+    if req.noswap {
+        opt(
+            "noswap".into(),
+            "asked for: pages never go to swap (Linux 6.4+); the limit then counts against RAM alone".into(),
+        );
+    }
+    let mount_options = options.iter().map(|o| o.option.as_str()).collect::<Vec<_>>().join(",");
+    let fstype = if req.ramfs { FsKind::Ramfs } else { FsKind::Tmpfs };
+    let fsname = if req.ramfs { "ramfs" } else { "tmpfs" };
+
+    if req.ramfs {
+        let m = format!(
+            "ramfs has no size limit and is never swapped: one runaway writer in {shown} can take all RAM \
+             and hang the machine. Use tmpfs with a size (drop --fstype ramfs); `apply` only sets up tmpfs"
+        );
+        warn("ramfs_requested", m);
+        blockers.push("ramfs requested; apply only sets up tmpfs (it has a size limit)".into());
+    }
+
+    // What is mounted at DIR now.
+    let mount_state = match &facts.current {
+        None => MountState::NotMounted,
+        Some(c) if c.fstype != "tmpfs" => {
+            blockers.push(format!(
+                "{shown} is already a {} mount; unmount it first (`umount {shown}`), then apply",
+                c.fstype
+            ));
+            MountState::Conflict
+        }
+        Some(c) => {
+            let flags_same = c.nosuid && c.nodev && c.noexec == req.noexec;
+            let others_same = flags_same
+                && c.mode & 0o7777 == mode
+                && c.uid == facts.dir_uid
+                && c.gid == facts.dir_gid
+                && nr_inodes.is_none_or(|n| c.nr_inodes == Some(n))
+                && c.noswap == req.noswap
+                && req.huge.is_none_or(|h| c.huge.as_deref() == Some(h.as_str()));
+            let size_same = match (size_bytes, c.size_bytes) {
+                (Some(a), Some(b)) => close(a, b),
+                _ => false,
+            };
+            match (others_same, size_same) {
+                (true, true) => MountState::Same,
+                (true, false) => MountState::SizeDiffers,
+                _ => {
+                    blockers.push(format!(
+                        "{shown} is already a tmpfs with other options ({}); to change only its size use \
+                         `tmpfsctl apply {shown} --resize SIZE`, otherwise `tmpfsctl revert {shown} --keep-data` first",
+                        c.options.join(",")
+                    ));
+                    MountState::Conflict
+                }
+            }
+        }
+    };
+    if !facts.nested_mounts.is_empty() {
+        let list: Vec<String> = facts.nested_mounts.iter().map(|p| p.display().to_string()).collect();
+        blockers.push(format!(
+            "mount points inside {shown} would be hidden: {}; unmount them first",
+            list.join(", ")
+        ));
+    }
+
+    // Persistence.
+    let unit = facts.unit.name.clone();
+    let vendor_unit = facts.unit.fragment.is_some() && facts.unit.state != UnitState::Masked;
+    let (via, via_why) = match req.via {
+        Some(v) => (v, "asked for".to_string()),
+        None if facts.fstab_entry.is_some() => (
+            Via::Fstab,
+            format!("{} already has a line for {shown}", facts.fstab_path.display()),
+        ),
+        None if vendor_unit && facts.unit.state == UnitState::Enabled => (
+            Via::Systemd,
+            format!(
+                "systemd mounts {shown} with {unit} ({}); a drop-in keeps that and sets the options",
+                facts.unit.fragment.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+            ),
+        ),
+        None => (Via::Fstab, format!("no systemd unit mounts {shown}; fstab is the usual place")),
+    };
+    let persist = match via {
+        Via::Fstab => {
+            let line = fstab_line(dir, fsname, &mount_options);
+            let action = match &facts.fstab_entry {
+                None => PersistAction::Append,
+                Some(e) if e.vfstype == fsname && e.spec == fsname && e.options.join(",") == mount_options => {
+                    PersistAction::Unchanged
+                }
+                Some(_) => PersistAction::Replace,
+            };
+            if facts.unit.state == UnitState::Enabled && facts.unit.fragment.as_ref().is_some_and(|f| f.starts_with("/etc")) {
+                warn(
+                    "unit_overrides_fstab",
+                    format!(
+                        "{} in /etc overrides fstab for {shown}; use --via systemd or remove that unit",
+                        unit
+                    ),
+                );
+            }
+            Persist {
+                via,
+                path: facts.fstab_path.display().to_string(),
+                unit: unit.clone(),
+                content: line,
+                action,
+                why: via_why,
+            }
+        }
+        Via::Systemd => {
+            if facts.unit.state == UnitState::Masked {
+                blockers.push(format!(
+                    "{unit} is masked, so a drop-in would never be used; `systemctl unmask {unit}` first, or --persist fstab"
+                ));
+            } else if facts.unit.fragment.is_none() {
+                blockers.push(format!(
+                    "no {unit} unit file exists to add a drop-in to; use --persist fstab (or --via fstab)"
+                ));
+            }
+            if facts.fstab_entry.is_some() {
+                warn(
+                    "fstab_overrides_unit",
+                    format!(
+                        "{} has a line for {shown}, which systemd turns into {unit} and which wins over the vendor unit; \
+                         remove that line or use --via fstab",
+                        facts.fstab_path.display()
+                    ),
+                );
+            }
+            Persist {
+                via,
+                path: dropin_path(&facts.unit_dir, &unit).display().to_string(),
+                unit: unit.clone(),
+                content: dropin_text(dir, &mount_options),
+                action: PersistAction::Write,
+                why: via_why,
+            }
+        }
+    };
+
+    if !facts.busy.is_empty() {
+        let list: Vec<String> = facts.busy.iter().map(|p| format!("{} ({})", p.pid, p.comm)).collect();
+        warn(
+            "busy",
+            format!(
+                "processes use files under {shown}: {}. They keep using the old files on disk after the switch; \
+                 restart them afterwards",
+                list.join(", ")
+            ),
+        );
+    }
+
+    let mut steps = Vec::new();
+    match mount_state {
+        MountState::Same => steps.push(format!("{shown} already is a tmpfs with these options: mount nothing")),
+        MountState::SizeDiffers => steps.push(format!(
+            "{shown} already is a tmpfs; change its size live with `tmpfsctl apply {shown} --resize {}`",
+            size_option.clone().unwrap_or_default()
+        )),
+        _ => {
+            steps.push(format!(
+                "create a new {fsname} ({mount_options}) as a detached mount that no other process can see"
+            ));
+            steps.push(format!(
+                "copy {shown} into it ({} in {} entries), keeping owners, modes, ns timestamps, symlinks, hard links, \
+                 xattrs/ACLs, FIFOs, sockets and device nodes",
+                fmt_bytes(facts.used_bytes),
+                facts.inodes
+            ));
+            steps.push(
+                "compare the two trees entry by entry; on any error or difference discard the new mount (nothing changed)"
+                    .into(),
+            );
+            steps.push(format!(
+                "move the new mount onto {shown} in one step (move_mount); the old files stay on disk underneath"
+            ));
+        }
+    }
+    match (persist.via, persist.action) {
+        (Via::Fstab, PersistAction::Unchanged) => {
+            steps.push(format!("{} already has this line: leave it", persist.path))
+        }
+        (Via::Fstab, a) => steps.push(format!(
+            "{} {} the line for {shown} in {} atomically (backup {}.tmpfsctl.bak, other lines byte-for-byte), \
+             checked with `findmnt --verify`",
+            if a == PersistAction::Append { "append" } else { "replace" },
+            if a == PersistAction::Append { "as" } else { "with" },
+            persist.path,
+            persist.path
+        )),
+        (Via::Systemd, _) => steps.push(format!(
+            "write the drop-in {} (an existing one is kept as override.conf.tmpfsctl.bak), checked with `systemd-analyze verify`",
+            persist.path
+        )),
+    }
+    steps.push(format!("re-read /proc/self/mountinfo to confirm {shown} is the new tmpfs"));
+
+    Ok(Plan {
+        schema_version: SCHEMA_VERSION,
+        dir: shown,
+        fstype,
+        dir_fstype: facts.dir_fstype.clone(),
+        used_bytes: facts.used_bytes,
+        inodes: facts.inodes,
+        mem_total_bytes: mem.mem_total_bytes,
+        swap_total_bytes: mem.swap_total_bytes,
+        other_tmpfs_limits_bytes: facts.other_tmpfs_limits_bytes,
+        size_option,
+        size_bytes,
+        nr_inodes,
+        mode: format!("{mode:o}"),
+        options,
+        mount_options,
+        mount_state,
+        current: facts.current.clone(),
+        persist,
+        steps,
+        busy: facts.busy.clone(),
+        warnings,
+        blockers,
+    })
+}

@@ -1,0 +1,93 @@
+//! Human output for `plan` and `apply`.
+
+use std::fmt::Write;
+
+use super::ApplyReport;
+use super::plan::{MountState, Plan, Via};
+use crate::units::{fmt_bytes, fmt_count};
+
+pub fn plan_text(p: &Plan) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Plan for {} (now on {}: {} in {} inodes; RAM {}, swap {})",
+        p.dir,
+        p.dir_fstype,
+        fmt_bytes(p.used_bytes),
+        fmt_count(p.inodes),
+        fmt_bytes(p.mem_total_bytes),
+        fmt_bytes(p.swap_total_bytes)
+    );
+    if let Some(c) = &p.current {
+        let _ = writeln!(s, "Mounted at {} now: {} ({})", p.dir, c.fstype, c.options.join(","));
+    }
+    let _ = writeln!(s);
+    let mut t = crate::output::table(&["option", "why"]);
+    for o in &p.options {
+        t.add_row(vec![o.option.clone(), o.reason.clone()]);
+    }
+    let _ = writeln!(s, "{t}");
+    let _ = writeln!(s, "\nMount options: {}", p.mount_options);
+    let _ = writeln!(s, "Live: {}", match p.mount_state {
+        MountState::NotMounted => "mount a new tmpfs over the directory, contents copied",
+        MountState::Same => "already mounted like this; nothing to do",
+        MountState::SizeDiffers => "already a tmpfs; only the size differs (apply --resize)",
+        MountState::Conflict => "already mounted with other options (see blockers)",
+    });
+    let _ = writeln!(s);
+    match p.persist.via {
+        Via::Fstab => {
+            let _ = writeln!(
+                s,
+                "Persist via fstab ({}): {:?} in {}",
+                p.persist.why,
+                p.persist.action,
+                p.persist.path
+            );
+            let _ = writeln!(s, "  {}", p.persist.content);
+        }
+        Via::Systemd => {
+            let _ = writeln!(s, "Persist via systemd ({}): {}", p.persist.why, p.persist.path);
+            for l in p.persist.content.lines() {
+                let _ = writeln!(s, "  {l}");
+            }
+        }
+    }
+    let _ = writeln!(s, "\nSteps `tmpfsctl apply {}` takes:", p.dir);
+    for (i, st) in p.steps.iter().enumerate() {
+        let _ = writeln!(s, "  {}. {st}", i + 1);
+    }
+    if !p.busy.is_empty() {
+        let _ = writeln!(s, "\nProcesses using {}:", p.dir);
+        for b in &p.busy {
+            let _ = writeln!(s, "  {} {}: {}", b.pid, b.comm, b.uses.join(", "));
+        }
+    }
+    if !p.warnings.is_empty() {
+        let _ = writeln!(s, "\nWarnings");
+        for w in &p.warnings {
+            let _ = writeln!(s, "  [{}] {}", w.code, w.message);
+        }
+    }
+    if !p.blockers.is_empty() {
+        let _ = writeln!(s, "\napply would refuse:");
+        for b in &p.blockers {
+            let _ = writeln!(s, "  - {b}");
+        }
+    }
+    let _ = writeln!(s, "\n(sizes in binary units: KiB, MiB, GiB)");
+    s
+}
+
+pub fn apply_text(r: &ApplyReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "Changed:");
+    for c in &r.changes {
+        let _ = writeln!(s, "  - {c}");
+    }
+    if let Some(n) = r.verified_entries {
+        let _ = writeln!(s, "Verified: {n} entries identical in the tmpfs (type, mode, owner, ns mtime, xattrs, content, links)");
+    }
+    let _ = writeln!(s, "Undo with: tmpfsctl revert {} --keep-data", r.dir);
+    s
+}
