@@ -231,3 +231,94 @@ pub fn daemon_reload_if_real(path: &Path, real_prefix: &str) {
         let _ = Command::new("systemctl").arg("daemon-reload").status();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Debian 12's installer output, with the quirks real files have: aligned
+    /// columns, tabs, comments, a commented-out line, CRLF-free, blank lines.
+    pub const DEBIAN: &[u8] = b"# /etc/fstab: static file system information.\n\
+#\n\
+# Use 'blkid' to print the universally unique identifier for a\n\
+# device; this may be used with UUID= as a more robust way to name devices\n\
+# that works even if disks are added and removed. See fstab(5).\n\
+#\n\
+# systemd generates mount units based on this file, see systemd.mount(5).\n\
+# Please run 'systemctl daemon-reload' after making changes here.\n\
+#\n\
+# <file system> <mount point>   <type>  <options>       <dump>  <pass>\n\
+# / was on /dev/vda1 during installation\n\
+UUID=3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d /               ext4    errors=remount-ro 0       1\n\
+# /boot/efi was on /dev/vda15 during installation\n\
+UUID=ABCD-1234  /boot/efi       vfat    umask=0077      0       1\n\
+# swap was on /dev/vda5 during installation\n\
+UUID=9a8b7c6d-0000-4111-8222-933344455566 none            swap    sw              0       0\n\
+/dev/sr0        /media/cdrom0   udf,iso9660 user,noauto     0       0\n\
+#tmpfs /tmp tmpfs defaults 0 0\n\
+\n";
+
+    #[test]
+    fn fstab_edit_round_trips_outside_the_managed_line() {
+        let dir = Path::new("/tmp");
+        let line = "tmpfs /tmp tmpfs nosuid,nodev,size=50%,nr_inodes=1048576,mode=1777 0 0";
+        let (new, e) = fstab_with_line(DEBIAN, dir, line);
+        assert_eq!(e, Edit::Appended);
+        let mut want = DEBIAN.to_vec();
+        want.extend_from_slice(line.as_bytes());
+        want.push(b'\n');
+        assert_eq!(new, want);
+        // Second time: nothing.
+        let (again, e) = fstab_with_line(&new, dir, line);
+        assert_eq!(e, Edit::Unchanged);
+        assert_eq!(again, new);
+        // Other options: the same line is replaced in place.
+        let line2 = line.replace("50%", "2G");
+        let (third, e) = fstab_with_line(&new, dir, &line2);
+        assert_eq!(e, Edit::Replaced);
+        assert_eq!(third, [DEBIAN, line2.as_bytes(), b"\n"].concat());
+        // Revert with the backup (no /tmp line): removed, file as it was.
+        let (back, e) = fstab_without_line(&third, Some(DEBIAN), dir, "tmpfs");
+        assert_eq!(e, Edit::Removed);
+        assert_eq!(back, DEBIAN);
+    }
+
+    #[test]
+    fn replaces_and_restores_an_existing_entry() {
+        let orig = b"UUID=1 / ext4 defaults 0 1\n/dev/sdb1\t/tmp\text4\tdefaults\t0 2\nproc /proc proc defaults 0 0";
+        let line = "tmpfs /tmp tmpfs nosuid,nodev 0 0";
+        let (new, e) = fstab_with_line(orig, Path::new("/tmp"), line);
+        assert_eq!(e, Edit::Replaced);
+        assert_eq!(new, b"UUID=1 / ext4 defaults 0 1\ntmpfs /tmp tmpfs nosuid,nodev 0 0\nproc /proc proc defaults 0 0");
+        let (back, e) = fstab_without_line(&new, Some(orig), Path::new("/tmp"), "tmpfs");
+        assert_eq!(e, Edit::Restored);
+        assert_eq!(back, orig);
+        // No trailing newline, no entry: one newline is added before our line.
+        let (new, _) = fstab_with_line(b"a / ext4 defaults 0 1", Path::new("/tmp"), line);
+        assert_eq!(new, b"a / ext4 defaults 0 1\ntmpfs /tmp tmpfs nosuid,nodev 0 0\n");
+        let (new, _) = fstab_with_line(b"", Path::new("/tmp"), line);
+        assert_eq!(new, b"tmpfs /tmp tmpfs nosuid,nodev 0 0\n");
+        let (back, _) = fstab_without_line(&new, None, Path::new("/tmp"), "tmpfs");
+        assert_eq!(back, b"");
+    }
+
+    #[test]
+    fn atomic_write_keeps_the_file_when_the_check_fails() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("fstab");
+        std::fs::write(&p, b"old\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = write_atomic(&p, b"new\n", |_| anyhow::bail!("no")).unwrap_err();
+        assert_eq!(e.to_string(), "no");
+        assert_eq!(std::fs::read(&p).unwrap(), b"old\n");
+        write_atomic(&p, b"new\n", |tmp| {
+            assert_eq!(std::fs::read(tmp).unwrap(), b"new\n");
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new\n");
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1, "no temp files left");
+    }
+}
