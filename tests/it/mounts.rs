@@ -1,1 +1,513 @@
-//! Integration tests for `mounts`.
+//! Integration tests for `plan`, `apply`, `revert`: real tmpfs mounts on
+//! directories under a fresh temp root (never the machine's /tmp mount,
+//! /etc/fstab or systemd directories: every run passes --fstab/--unit-dir).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
+use std::hash::Hasher;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::common::{is_root, json, tmpfsctl};
+use crate::require_root;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        stderr(o)
+    );
+}
+
+/// The fstype mounted exactly at `p`, from findmnt (an independent reader).
+fn fstype_at(p: &Path) -> Option<String> {
+    let o = Command::new("findmnt").args(["-n", "-o", "FSTYPE", "--mountpoint"]).arg(p).output().unwrap();
+    let t = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    (o.status.success() && !t.is_empty()).then_some(t)
+}
+
+fn options_at(p: &Path) -> String {
+    let o = Command::new("findmnt").args(["-n", "-o", "OPTIONS", "--mountpoint"]).arg(p).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// Unmounts whatever is still at `path` when a test fails half way.
+struct Cleanup(PathBuf);
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        while fstype_at(&self.0).is_some() {
+            if !Command::new("umount").arg("-l").arg(&self.0).status().is_ok_and(|s| s.success()) {
+                break;
+            }
+        }
+    }
+}
+
+fn root_dir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("tmpfsctl-it-mounts-").tempdir().unwrap()
+}
+
+fn xattrs(p: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut names = vec![0u8; 4096];
+    let n = rustix::fs::llistxattr(p, &mut names[..]).unwrap_or(0);
+    let mut v: Vec<(Vec<u8>, Vec<u8>)> = names[..n]
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(|name| {
+            let mut val = vec![0u8; 65536];
+            let c = std::ffi::CString::new(name).unwrap();
+            let len = rustix::fs::lgetxattr(p, &c, &mut val[..]).unwrap();
+            (name.to_vec(), val[..len].to_vec())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Everything about a tree a faithful copy must keep, by relative path: file
+/// type and mode, owner, ns mtime, size, device number, symlink target,
+/// xattrs, content hash, and which names share an inode. Written with std
+/// and rustix calls independent of the code under test.
+fn tree(root: &Path) -> BTreeMap<Vec<u8>, String> {
+    let mut out = BTreeMap::new();
+    let mut inodes: HashMap<u64, Vec<Vec<u8>>> = HashMap::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let p = root.join(&rel);
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        let ft = m.file_type();
+        let mut desc = format!(
+            "mode={:o} uid={} gid={} mtime={}.{:09} xattrs={:?}",
+            m.mode(),
+            m.uid(),
+            m.gid(),
+            m.mtime(),
+            m.mtime_nsec(),
+            xattrs(&p)
+        );
+        if ft.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(rel.join(e.unwrap().file_name()));
+            }
+        } else {
+            desc += &format!(" size={} rdev={}", m.size(), m.rdev());
+            if m.nlink() > 1 {
+                inodes.entry(m.ino()).or_default().push(rel.as_os_str().as_bytes().to_vec());
+            }
+        }
+        if ft.is_symlink() {
+            desc += &format!(" -> {:?}", std::fs::read_link(&p).unwrap());
+        }
+        if ft.is_file() {
+            let mut h = std::hash::DefaultHasher::new();
+            h.write(&std::fs::read(&p).unwrap());
+            desc += &format!(" hash={:x}", h.finish());
+        }
+        out.insert(rel.as_os_str().as_bytes().to_vec(), desc);
+    }
+    for (_, mut names) in inodes {
+        names.sort();
+        for n in &names {
+            let e = out.get_mut(n).unwrap();
+            *e += &format!(" links={:?}", names.iter().map(|x| String::from_utf8_lossy(x)).collect::<Vec<_>>());
+        }
+    }
+    out
+}
+
+fn assert_same_tree(a: &BTreeMap<Vec<u8>, String>, b: &BTreeMap<Vec<u8>, String>) {
+    let show = |k: &Vec<u8>| String::from_utf8_lossy(k).escape_debug().to_string();
+    for (k, v) in a {
+        assert_eq!(Some(v), b.get(k), "entry {} differs", show(k));
+    }
+    for k in b.keys() {
+        assert!(a.contains_key(k), "extra entry {}", show(k));
+    }
+}
+
+/// The tree the issue lists: files, nested dirs, a sticky dir, symlinks (one
+/// dangling), hard links, a FIFO, a socket, a device node, an xattr and an
+/// ACL, odd names, several owners, a setuid file.
+fn build_tree(d: &Path) {
+    std::fs::create_dir_all(d.join("nested/deeper/deepest")).unwrap();
+    std::fs::write(d.join("plain.txt"), b"hello tmpfs\n").unwrap();
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    std::fs::write(d.join("nested/big.bin"), &big).unwrap();
+    std::fs::write(d.join("nested/deeper/deepest/leaf"), b"leaf").unwrap();
+    std::fs::create_dir(d.join("sticky")).unwrap();
+    std::fs::set_permissions(d.join("sticky"), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::os::unix::fs::symlink("plain.txt", d.join("link-ok")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent/target", d.join("link-dangling")).unwrap();
+    std::fs::hard_link(d.join("plain.txt"), d.join("nested/hardlink")).unwrap();
+    rustix::fs::mkfifoat(rustix::fs::CWD, &d.join("fifo"), rustix::fs::Mode::from_raw_mode(0o620)).unwrap();
+    let _sock = std::os::unix::net::UnixListener::bind(d.join("socket")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &d.join("null-dev"),
+        rustix::fs::FileType::CharacterDevice,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        rustix::fs::makedev(1, 3),
+    )
+    .unwrap();
+    rustix::fs::setxattr(&d.join("plain.txt"), "user.origin", b"disk", rustix::fs::XattrFlags::empty()).unwrap();
+    if Command::new("setfacl").args(["-m", "u:1234:rw"]).arg(d.join("nested/big.bin")).status().is_ok_and(|s| s.success()) {
+        assert!(xattrs(&d.join("nested/big.bin")).iter().any(|(n, _)| n == b"system.posix_acl_access"));
+    } else {
+        eprintln!("note: setfacl missing; ACL not exercised (install acl)");
+    }
+    for name in [&b"with space"[..], b"new\nline", b"latin1-\xe9\xff", b"-dash", b".hidden"] {
+        std::fs::write(d.join(OsStr::from_bytes(name)), name).unwrap();
+    }
+    std::fs::write(d.join("suid"), b"#!/bin/sh\n").unwrap();
+    std::os::unix::fs::chown(d.join("suid"), Some(1000), Some(1000)).unwrap();
+    std::fs::set_permissions(d.join("suid"), std::fs::Permissions::from_mode(0o4755)).unwrap();
+    std::os::unix::fs::chown(d.join("nested"), Some(65534), Some(65534)).unwrap();
+    std::os::unix::fs::lchown(d.join("link-dangling"), Some(1000), Some(100)).unwrap();
+    std::os::unix::fs::chown(d.join("nested/deeper/deepest/leaf"), Some(4242), Some(4343)).unwrap();
+    // Old, precise timestamps (ns) that a careless copy would lose.
+    let t = rustix::fs::Timestamps {
+        last_access: rustix::fs::Timespec { tv_sec: 1_000_000_000, tv_nsec: 123_456_789 },
+        last_modification: rustix::fs::Timespec { tv_sec: 1_100_000_000, tv_nsec: 987_654_321 },
+    };
+    for p in ["plain.txt", "nested/deeper", "fifo", "link-ok", "sticky"] {
+        rustix::fs::utimensat(rustix::fs::CWD, &d.join(p), &t, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).unwrap();
+    }
+}
+
+#[test]
+fn apply_then_revert_keep_data_preserves_everything() {
+    require_root!();
+    let t = root_dir();
+    let dir = t.path().join("data dir");
+    std::fs::create_dir(&dir).unwrap();
+    build_tree(&dir);
+    let fstab = t.path().join("fstab");
+    std::fs::write(&fstab, b"# empty\n").unwrap();
+    let _c = Cleanup(dir.clone());
+    let before = tree(&dir);
+
+    let out = tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--size", "64M", "--yes", "--json"]);
+    ok(&out);
+    let r = json(&out);
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["mounted"], true);
+    assert_eq!(r["copied"]["hard_links"], 1);
+    assert_eq!(r["copied"]["special_files"], 3);
+    assert_eq!(r["verified_entries"].as_u64().unwrap(), before.len() as u64);
+    assert_eq!(fstype_at(&dir).as_deref(), Some("tmpfs"));
+    let opts = options_at(&dir);
+    for o in ["nosuid", "nodev", "size=65536k", "mode=755"] {
+        assert!(opts.contains(o), "{o} in {opts}");
+    }
+    assert_same_tree(&before, &tree(&dir));
+
+    // Meanwhile: new files, a changed one, a removed one.
+    std::fs::write(dir.join("written-meanwhile"), b"new data").unwrap();
+    std::fs::create_dir(dir.join("new-dir")).unwrap();
+    std::fs::write(dir.join("plain.txt"), b"changed on tmpfs\n").unwrap();
+    std::fs::remove_file(dir.join("with space")).unwrap();
+    let on_tmpfs = tree(&dir);
+
+    let out = tmpfsctl(&["revert", s(&dir), "--fstab", s(&fstab), "--keep-data", "--yes", "--json"]);
+    ok(&out);
+    let r = json(&out);
+    assert_eq!(r["unmounted"], true);
+    assert_eq!(fstype_at(&dir), None, "still mounted after revert");
+    assert_same_tree(&on_tmpfs, &tree(&dir));
+    assert_eq!(std::fs::read(&fstab).unwrap(), b"# empty\n");
+    // No scratch directories left behind.
+    assert!(std::fs::read_dir(&dir).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with(".tmpfsctl")));
+}
+
+#[test]
+fn revert_without_keep_data_brings_back_the_disk_contents() {
+    require_root!();
+    let t = root_dir();
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("old"), b"on disk").unwrap();
+    let _c = Cleanup(dir.clone());
+    let before = tree(&dir);
+    ok(&tmpfsctl(&["apply", s(&dir), "--persist", "none", "--size", "8M", "--yes"]));
+    std::fs::write(dir.join("scratch"), b"x").unwrap();
+    ok(&tmpfsctl(&["revert", s(&dir), "--yes", "--fstab", s(&t.path().join("none"))]));
+    assert_eq!(fstype_at(&dir), None);
+    assert_same_tree(&before, &tree(&dir));
+}
+
+#[test]
+fn copy_failure_aborts_with_nothing_changed() {
+    require_root!();
+    let t = root_dir();
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("small"), b"x").unwrap();
+    // 64 MiB of data in a sparse file occupies almost no disk blocks, so it
+    // passes the usage check; writing its data into an 8 MiB tmpfs cannot work.
+    let f = std::fs::File::create(dir.join("sparse")).unwrap();
+    f.set_len(64 << 20).unwrap();
+    drop(f);
+    let fstab = t.path().join("fstab");
+    std::fs::write(&fstab, b"proc /proc proc defaults 0 0\n").unwrap();
+    let _c = Cleanup(dir.clone());
+    let before = tree(&dir);
+    let out = tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--size", "8M", "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("nothing was changed"), "{e}");
+    assert!(e.contains("sparse"), "names the file: {e}");
+    assert_eq!(fstype_at(&dir), None, "nothing may stay mounted");
+    assert_same_tree(&before, &tree(&dir));
+    assert_eq!(std::fs::read(&fstab).unwrap(), b"proc /proc proc defaults 0 0\n");
+    assert!(!PathBuf::from(format!("{}.tmpfsctl.bak", fstab.display())).exists());
+}
+
+/// Debian 12's installer output, with aligned columns, comments and a
+/// commented-out line.
+const DEBIAN_FSTAB: &[u8] = b"# /etc/fstab: static file system information.\n\
+#\n\
+# Use 'blkid' to print the universally unique identifier for a\n\
+# device; this may be used with UUID= as a more robust way to name devices\n\
+# that works even if disks are added and removed. See fstab(5).\n\
+#\n\
+# systemd generates mount units based on this file, see systemd.mount(5).\n\
+# Please run 'systemctl daemon-reload' after making changes here.\n\
+#\n\
+# <file system> <mount point>   <type>  <options>       <dump>  <pass>\n\
+# / was on /dev/vda1 during installation\n\
+UUID=3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d /               ext4    errors=remount-ro 0       1\n\
+# /boot/efi was on /dev/vda15 during installation\n\
+UUID=ABCD-1234  /boot/efi       vfat    umask=0077      0       1\n\
+# swap was on /dev/vda5 during installation\n\
+UUID=9a8b7c6d-0000-4111-8222-933344455566 none            swap    sw              0       0\n\
+/dev/sr0        /media/cdrom0   udf,iso9660 user,noauto     0       0\n\
+#tmpfs\t/tmp\ttmpfs\tdefaults\t0\t0\n";
+
+#[test]
+fn fstab_round_trips_and_second_apply_adds_nothing() {
+    require_root!();
+    let t = root_dir();
+    let dir = t.path().join("scratch");
+    std::fs::create_dir(&dir).unwrap();
+    let fstab = t.path().join("fstab");
+    std::fs::write(&fstab, DEBIAN_FSTAB).unwrap();
+    let _c = Cleanup(dir.clone());
+    let out = tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--size", "16M", "--yes", "--json"]);
+    ok(&out);
+    let line = json(&out)["plan"]["persist"]["content"].as_str().unwrap().to_string();
+    assert!(line.starts_with(&format!("tmpfs {} tmpfs nosuid,nodev,size=16M,", dir.display())), "{line}");
+    let after = std::fs::read(&fstab).unwrap();
+    assert_eq!(after, [DEBIAN_FSTAB, line.as_bytes(), b"\n"].concat());
+    assert_eq!(std::fs::read(format!("{}.tmpfsctl.bak", fstab.display())).unwrap(), DEBIAN_FSTAB);
+    let v = Command::new("findmnt").arg("--verify").arg("--tab-file").arg(&fstab).arg("--target").arg(&dir).output().unwrap();
+    assert!(v.status.success(), "findmnt --verify: {}", String::from_utf8_lossy(&v.stdout));
+
+    // Same apply again: no second line, nothing mounted twice.
+    let out = tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--size", "16M", "--yes", "--json"]);
+    ok(&out);
+    let r = json(&out);
+    assert_eq!(r["mounted"], false);
+    assert_eq!(r["persist"]["edit"], "unchanged");
+    assert_eq!(std::fs::read(&fstab).unwrap(), after);
+    let stacked = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.split(' ').nth(4) == Some(s(&dir)))
+        .count();
+    assert_eq!(stacked, 1);
+    // Without --size it keeps the current size (idempotent).
+    ok(&tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--yes"]));
+    assert_eq!(std::fs::read(&fstab).unwrap(), after);
+
+    // Resize: live and in fstab; never below usage.
+    std::fs::write(dir.join("three-mib"), vec![1u8; 3 << 20]).unwrap();
+    let out = tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--resize", "2M", "--yes"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("below"), "{}", stderr(&out));
+    ok(&tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--resize", "32M", "--yes"]));
+    assert!(options_at(&dir).contains("size=32768k"), "{}", options_at(&dir));
+    assert!(options_at(&dir).contains("nosuid"), "resize must keep flags: {}", options_at(&dir));
+    let resized = String::from_utf8(std::fs::read(&fstab).unwrap()).unwrap();
+    assert_eq!(resized.matches(&format!(" {} ", dir.display())).count(), 1);
+    assert!(resized.contains("size=32M"), "{resized}");
+
+    ok(&tmpfsctl(&["revert", s(&dir), "--fstab", s(&fstab), "--yes"]));
+    assert_eq!(std::fs::read(&fstab).unwrap(), DEBIAN_FSTAB);
+    assert!(!PathBuf::from(format!("{}.tmpfsctl.bak", fstab.display())).exists());
+    assert_eq!(fstype_at(&dir), None);
+}
+
+#[test]
+fn systemd_dropin_is_written_verified_and_removed() {
+    require_root!();
+    let t = root_dir();
+    let dir = t.path().join("unitdir");
+    std::fs::create_dir(&dir).unwrap();
+    let units = t.path().join("units");
+    std::fs::create_dir_all(units.join("local-fs.target.wants")).unwrap();
+    let name = String::from_utf8(
+        Command::new("systemd-escape").args(["-p", "--suffix=mount"]).arg(&dir).output().unwrap().stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    std::fs::write(
+        units.join(&name),
+        format!("[Unit]\nDescription=test\n[Mount]\nWhat=tmpfs\nWhere={}\nType=tmpfs\nOptions=mode=1777\n", dir.display()),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(format!("../{name}"), units.join("local-fs.target.wants").join(&name)).unwrap();
+    let fstab = t.path().join("fstab");
+    let _c = Cleanup(dir.clone());
+    // Auto: the unit is enabled, so systemd is chosen.
+    let out = tmpfsctl(&["plan", s(&dir), "--unit-dir", s(&units), "--fstab", s(&fstab), "--json"]);
+    let p = json(&out);
+    assert_eq!(p["persist"]["via"], "systemd", "{p}");
+    ok(&tmpfsctl(&["apply", s(&dir), "--unit-dir", s(&units), "--fstab", s(&fstab), "--size", "8M", "--yes"]));
+    let dropin = units.join(format!("{name}.d/override.conf"));
+    let text = std::fs::read_to_string(&dropin).unwrap();
+    assert!(text.contains("\nOptions=nosuid,nodev,size=8M,"), "{text}");
+    assert!(text.contains(&format!("\nWhere={}\n", dir.display())), "{text}");
+    assert!(!fstab.exists(), "fstab untouched when persisting via systemd");
+    let v = Command::new("systemd-analyze").arg("verify").arg(units.join(&name)).output().unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    ok(&tmpfsctl(&["revert", s(&dir), "--unit-dir", s(&units), "--fstab", s(&fstab), "--yes"]));
+    assert!(!dropin.exists());
+    assert!(!units.join(format!("{name}.d")).exists());
+    assert_eq!(fstype_at(&dir), None);
+}
+
+#[test]
+fn revert_refuses_when_busy_unless_lazy() {
+    require_root!();
+    let t = root_dir();
+    let dir = t.path().join("busy");
+    std::fs::create_dir(&dir).unwrap();
+    let _c = Cleanup(dir.clone());
+    ok(&tmpfsctl(&["apply", s(&dir), "--persist", "none", "--size", "8M", "--yes"]));
+    let mut child = Command::new("sleep").arg("60").current_dir(&dir).spawn().unwrap();
+    let none = t.path().join("no-fstab");
+    let out = tmpfsctl(&["revert", s(&dir), "--fstab", s(&none), "--yes"]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains(&child.id().to_string()) && e.contains("--lazy"), "{e}");
+    assert_eq!(fstype_at(&dir).as_deref(), Some("tmpfs"));
+    ok(&tmpfsctl(&["revert", s(&dir), "--fstab", s(&none), "--lazy", "--yes"]));
+    assert_eq!(fstype_at(&dir), None);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn non_root_gets_a_clear_error() {
+    require_root!(); // needs root to drop privileges with setpriv
+    let t = root_dir();
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    for cmd in ["apply", "revert"] {
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_tmpfsctl"), cmd])
+            .arg(&dir)
+            .arg("--yes")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {}", stderr(&out));
+        assert!(stderr(&out).contains("needs root"), "{cmd}: {}", stderr(&out));
+    }
+    assert_eq!(fstype_at(&dir), None);
+}
+
+#[test]
+fn bad_directories_get_clear_messages() {
+    let t = root_dir();
+    let file = t.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let missing = t.path().join("missing");
+    for (cmd, p, want) in [
+        ("plan", &missing, "no such directory"),
+        ("plan", &file, "is a file, not a directory"),
+    ] {
+        let out = tmpfsctl(&[cmd, s(p)]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains(want), "{}", stderr(&out));
+    }
+    if is_root() {
+        for cmd in ["apply", "revert"] {
+            let out = tmpfsctl(&[cmd, s(&missing), "--yes"]);
+            assert_eq!(out.status.code(), Some(2));
+            assert!(stderr(&out).contains("no such directory"), "{}", stderr(&out));
+        }
+        // Without a terminal and without --yes, apply asks for --yes.
+        let dir = t.path().join("d");
+        std::fs::create_dir(&dir).unwrap();
+        let out = tmpfsctl(&["apply", s(&dir), "--persist", "none"]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("--yes"), "{}", stderr(&out));
+        assert_eq!(fstype_at(&dir), None);
+    }
+}
+
+#[test]
+fn already_tmpfs_with_other_options_is_refused() {
+    require_root!();
+    let m = crate::common::TestMount::tmpfs("size=16M,noexec");
+    let fstab = m.dir.path().join("fstab");
+    let out = tmpfsctl(&["apply", s(&m.path), "--fstab", s(&fstab), "--yes"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(e.contains("already a tmpfs with other options") && e.contains("revert"), "{e}");
+    assert!(!fstab.exists());
+    // plan reports it as a blocker with exit 1.
+    let out = tmpfsctl(&["plan", s(&m.path), "--fstab", s(&fstab), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let p = json(&out);
+    assert_eq!(p["mount_state"], "conflict");
+}
+
+#[test]
+fn plan_json_on_a_real_directory() {
+    let t = root_dir();
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("f"), vec![0u8; 200_000]).unwrap();
+    let fstab = t.path().join("fstab");
+    let out = tmpfsctl(&["plan", s(&dir), "--fstab", s(&fstab), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let p = json(&out);
+    assert_eq!(p["schema_version"], 1);
+    assert_eq!(p["inodes"], 2);
+    assert!(p["used_bytes"].as_u64().unwrap() >= 200_000);
+    assert_eq!(p["mount_state"], "not_mounted");
+    assert_eq!(p["persist"]["action"], "append");
+    assert!(p["steps"].as_array().unwrap().len() >= 5);
+    assert!(!fstab.exists(), "plan changes nothing");
+    // A size below usage is refused, naming the fix.
+    let out = tmpfsctl(&["plan", s(&dir), "--size", "100k"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("below what"), "{}", stderr(&out));
+    // A process with its cwd there is listed.
+    let mut child = Command::new("sleep").arg("30").current_dir(&dir).spawn().unwrap();
+    let p = json(&tmpfsctl(&["plan", s(&dir), "--json"]));
+    let _ = child.kill();
+    let _ = child.wait();
+    if is_root() {
+        assert!(
+            p["busy"].as_array().unwrap().iter().any(|b| b["pid"] == child.id() && b["uses"][0] == "cwd"),
+            "{}",
+            p["busy"]
+        );
+    }
+}
