@@ -257,12 +257,11 @@ pub fn copy_tree(
         cancel,
         stats: CopyStats::default(),
     };
-    let mut rel = Vec::new();
-    c.copy_dir(src, dst, &mut rel)?;
+    let rel = Vec::new();
+    c.copy_dir(src, dst, &rel)?;
     if root_meta {
-        copy_dir_meta(src, dst, &st, &mut c.stats).map_err(|(what, e)| {
-            anyhow::anyhow!("cannot copy the directory's own {what}: {e}")
-        })?;
+        copy_dir_meta(src, dst, &st, &mut c.stats)
+            .map_err(|(what, e)| anyhow::anyhow!("cannot copy the directory's own {what}: {e}"))?;
     }
     Ok(c.stats)
 }
@@ -270,7 +269,8 @@ pub fn copy_tree(
 /// Give `dst` the owner, xattrs, mode and times of `src` (both directories).
 pub fn copy_root_meta(src: BorrowedFd<'_>, dst: BorrowedFd<'_>) -> Result<()> {
     let st = rustix::fs::fstat(src)?;
-    copy_dir_meta(src, dst, &st, &mut CopyStats::default()).map_err(|(what, e)| anyhow::anyhow!("{what}: {e}"))
+    copy_dir_meta(src, dst, &st, &mut CopyStats::default())
+        .map_err(|(what, e)| anyhow::anyhow!("{what}: {e}"))
 }
 
 fn copy_dir_meta(
@@ -288,14 +288,15 @@ fn copy_dir_meta(
 }
 
 impl Copier<'_> {
-    fn copy_dir(&mut self, src: BorrowedFd<'_>, dst: BorrowedFd<'_>, rel: &mut Vec<u8>) -> Result<()> {
+    fn copy_dir(&mut self, src: BorrowedFd<'_>, dst: BorrowedFd<'_>, rel: &[u8]) -> Result<()> {
         let list = names(src).with_context(|| format!("cannot list {}", show(rel)))?;
         for name in list {
             if self.cancel.load(Ordering::Relaxed) {
                 bail!("interrupted");
             }
             let path = join(rel, name.to_bytes());
-            let fail = |what: &str, e: Errno| anyhow::anyhow!("{}: cannot {what}: {e}", show(&path));
+            let fail =
+                |what: &str, e: Errno| anyhow::anyhow!("{}: cannot {what}: {e}", show(&path));
             let st = rustix::fs::statat(src, &name, AtFlags::SYMLINK_NOFOLLOW)
                 .map_err(|e| fail("stat", e))?;
             if st.st_dev != self.src_dev {
@@ -305,22 +306,29 @@ impl Copier<'_> {
                 );
             }
             let ft = FileType::from_raw_mode(st.st_mode);
-            if ft != FileType::Directory && st.st_nlink > 1 {
-                if let Some(first) = self.links.get(&(st.st_dev, st.st_ino)) {
-                    let first = CString::new(first.clone()).map_err(|_| fail("link", Errno::INVAL))?;
+            if ft != FileType::Directory
+                && st.st_nlink > 1
+                && let Some(first) = self.links.get(&(st.st_dev, st.st_ino))
+            {
+                {
+                    let first =
+                        CString::new(first.clone()).map_err(|_| fail("link", Errno::INVAL))?;
                     rustix::fs::linkat(self.dst_root, &first, dst, &name, AtFlags::empty())
-                        .map_err(|e| fail(&format!("hard-link to {}", show(first.as_bytes())), e))?;
+                        .map_err(|e| {
+                            fail(&format!("hard-link to {}", show(first.as_bytes())), e)
+                        })?;
                     self.stats.hard_links += 1;
                     continue;
                 }
             }
             match ft {
                 FileType::Directory => {
-                    rustix::fs::mkdirat(dst, &name, Mode::RWXU).map_err(|e| fail("create directory", e))?;
+                    rustix::fs::mkdirat(dst, &name, Mode::RWXU)
+                        .map_err(|e| fail("create directory", e))?;
                     let s = open_dir_at(src, &name).map_err(|e| fail("open directory", e))?;
-                    let d = open_dir_at(dst, &name).map_err(|e| fail("open the copied directory", e))?;
-                    let mut sub = path.clone();
-                    self.copy_dir(s.as_fd(), d.as_fd(), &mut sub)?;
+                    let d = open_dir_at(dst, &name)
+                        .map_err(|e| fail("open the copied directory", e))?;
+                    self.copy_dir(s.as_fd(), d.as_fd(), &path)?;
                     copy_dir_meta(s.as_fd(), d.as_fd(), &st, &mut self.stats)
                         .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
                     self.stats.dirs += 1;
@@ -330,13 +338,18 @@ impl Copier<'_> {
                     self.stats.files += 1;
                 }
                 FileType::Symlink => {
-                    let target = rustix::fs::readlinkat(src, &name, Vec::new()).map_err(|e| fail("read symlink", e))?;
-                    rustix::fs::symlinkat(&target, dst, &name).map_err(|e| fail("create symlink", e))?;
+                    let target = rustix::fs::readlinkat(src, &name, Vec::new())
+                        .map_err(|e| fail("read symlink", e))?;
+                    rustix::fs::symlinkat(&target, dst, &name)
+                        .map_err(|e| fail("create symlink", e))?;
                     self.finish_special(src, dst, &name, &st, false)
                         .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
                     self.stats.symlinks += 1;
                 }
-                FileType::Fifo | FileType::Socket | FileType::CharacterDevice | FileType::BlockDevice => {
+                FileType::Fifo
+                | FileType::Socket
+                | FileType::CharacterDevice
+                | FileType::BlockDevice => {
                     rustix::fs::mknodat(dst, &name, ft, perm(&st), st.st_rdev)
                         .map_err(|e| fail("create special file", e))?;
                     self.finish_special(src, dst, &name, &st, true)
@@ -360,7 +373,8 @@ impl Copier<'_> {
         st: &Stat,
         path: &[u8],
     ) -> Result<()> {
-        let fail = |what: &str, e: std::io::Error| anyhow::anyhow!("{}: cannot {what}: {e}", show(path));
+        let fail =
+            |what: &str, e: std::io::Error| anyhow::anyhow!("{}: cannot {what}: {e}", show(path));
         let ro = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         // O_NOATIME keeps the source's access times as they were; it is refused
         // for files we do not own when we lack CAP_FOWNER.
@@ -402,11 +416,13 @@ impl Copier<'_> {
         chmod: bool,
     ) -> Result<(), (String, Errno)> {
         let (u, g) = owner(st);
-        rustix::fs::chownat(dst, name, u, g, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| ("owner".to_string(), e))?;
+        rustix::fs::chownat(dst, name, u, g, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| ("owner".to_string(), e))?;
         sync_xattrs(&Obj::at(src, name), &Obj::at(dst, name), &mut self.stats)?;
         if chmod {
             // mknod applied our umask; restate the mode.
-            rustix::fs::chmodat(dst, name, perm(st), AtFlags::empty()).map_err(|e| ("mode".to_string(), e))?;
+            rustix::fs::chmodat(dst, name, perm(st), AtFlags::empty())
+                .map_err(|e| ("mode".to_string(), e))?;
         }
         rustix::fs::utimensat(dst, name, &times(st), AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| ("timestamps".to_string(), e))?;
@@ -420,7 +436,8 @@ pub fn remove_tree(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
     let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
         .with_context(|| format!("cannot stat {}", show(name.to_bytes())))?;
     if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
-        let sub = open_dir_at(dir, name).with_context(|| format!("cannot open {}", show(name.to_bytes())))?;
+        let sub = open_dir_at(dir, name)
+            .with_context(|| format!("cannot open {}", show(name.to_bytes())))?;
         if rustix::fs::fstat(&sub)?.st_dev != st.st_dev {
             bail!("{}: is a mount point; not removing", show(name.to_bytes()));
         }
@@ -459,7 +476,7 @@ pub fn snapshot(root: BorrowedFd<'_>, cancel: &AtomicBool) -> Result<BTreeMap<Ve
     let mut first: HashMap<(u64, u64), Vec<u8>> = HashMap::new();
     let st = rustix::fs::fstat(root)?;
     out.insert(Vec::new(), sig_of(&st, None, Obj::Fd(root), None, None)?);
-    snap_dir(root, &mut Vec::new(), &mut out, &mut first, cancel)?;
+    snap_dir(root, &[], &mut out, &mut first, cancel)?;
     Ok(out)
 }
 
@@ -492,7 +509,7 @@ fn sig_of(
         uid: st.st_uid,
         gid: st.st_gid,
         size: (ft != FileType::Directory).then_some(st.st_size as u64),
-        mtime: (st.st_mtime, st.st_mtime_nsec as u64),
+        mtime: (st.st_mtime, st.st_mtime_nsec),
         rdev: st.st_rdev,
         link_target,
         xattrs: obj
@@ -507,7 +524,7 @@ fn sig_of(
 
 fn snap_dir(
     dir: BorrowedFd<'_>,
-    rel: &mut Vec<u8>,
+    rel: &[u8],
     out: &mut BTreeMap<Vec<u8>, EntrySig>,
     first: &mut HashMap<(u64, u64), Vec<u8>>,
     cancel: &AtomicBool,
@@ -536,18 +553,23 @@ fn snap_dir(
             FileType::Directory => {
                 let d = open_dir_at(dir, &name).with_context(ctx)?;
                 let s = sig_of(&st, None, Obj::Fd(d.as_fd()), None, None).with_context(ctx)?;
-                let mut sub = path.clone();
-                snap_dir(d.as_fd(), &mut sub, out, first, cancel)?;
+                snap_dir(d.as_fd(), &path, out, first, cancel)?;
                 s
             }
             FileType::RegularFile if same.is_none() => {
-                let f = rustix::fs::openat(dir, &name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-                    .with_context(ctx)?;
+                let f = rustix::fs::openat(
+                    dir,
+                    &name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .with_context(ctx)?;
                 sig_of(&st, Some(f.as_fd()), Obj::Fd(f.as_fd()), None, None).with_context(ctx)?
             }
             FileType::Symlink => {
                 let t = rustix::fs::readlinkat(dir, &name, Vec::new()).with_context(ctx)?;
-                sig_of(&st, None, Obj::at(dir, &name), Some(t.into_bytes()), same).with_context(ctx)?
+                sig_of(&st, None, Obj::at(dir, &name), Some(t.into_bytes()), same)
+                    .with_context(ctx)?
             }
             _ => sig_of(&st, None, Obj::at(dir, &name), None, same).with_context(ctx)?,
         };
@@ -565,7 +587,9 @@ pub fn differences(
     for (k, sa) in a {
         match b.get(k) {
             None => v.push(format!("{}: missing in the copy", show(k))),
-            Some(sb) if sa != sb => v.push(format!("{}: differs ({})", show(k), what_differs(sa, sb))),
+            Some(sb) if sa != sb => {
+                v.push(format!("{}: differs ({})", show(k), what_differs(sa, sb)))
+            }
             _ => {}
         }
     }
@@ -610,7 +634,13 @@ mod tests {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     fn dirfd(p: &std::path::Path) -> OwnedFd {
-        rustix::fs::openat(rustix::fs::CWD, p, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap()
+        rustix::fs::openat(
+            rustix::fs::CWD,
+            p,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -625,7 +655,12 @@ mod tests {
         std::os::unix::fs::symlink("nowhere", src.join("dangling")).unwrap();
         std::fs::write(src.join(OsStr::from_bytes(b"odd \n\xff")), b"x").unwrap();
         std::fs::set_permissions(src.join("a/b"), std::fs::Permissions::from_mode(0o1777)).unwrap();
-        rustix::fs::mkfifoat(rustix::fs::CWD, &src.join("fifo"), Mode::from_raw_mode(0o640)).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            src.join("fifo"),
+            Mode::from_raw_mode(0o640),
+        )
+        .unwrap();
         let cancel = AtomicBool::new(false);
         let (s, d) = (dirfd(&src), dirfd(&dst));
         let stats = copy_tree(s.as_fd(), d.as_fd(), true, &cancel).unwrap();
@@ -637,7 +672,10 @@ mod tests {
         let a = snapshot(s.as_fd(), &cancel).unwrap();
         let b = snapshot(d.as_fd(), &cancel).unwrap();
         assert_eq!(differences(&a, &b), Vec::<String>::new());
-        assert_eq!(std::fs::metadata(dst.join("a/b")).unwrap().mode() & 0o7777, 0o1777);
+        assert_eq!(
+            std::fs::metadata(dst.join("a/b")).unwrap().mode() & 0o7777,
+            0o1777
+        );
         assert_eq!(
             std::fs::metadata(dst.join("a/f")).unwrap().ino(),
             std::fs::metadata(dst.join("a/b/g")).unwrap().ino()
@@ -647,7 +685,11 @@ mod tests {
         let b = snapshot(d.as_fd(), &cancel).unwrap();
         let diff = differences(&a, &b);
         // a/b/g sorts first, so the hard-link group's content is compared there.
-        assert!(diff.iter().any(|d| d.starts_with("a/b/g: differs (content")), "{diff:?}");
+        assert!(
+            diff.iter()
+                .any(|d| d.starts_with("a/b/g: differs (content")),
+            "{diff:?}"
+        );
     }
 
     #[test]

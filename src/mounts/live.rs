@@ -42,11 +42,14 @@ pub fn mount_detached(options: &str) -> Result<Detached> {
                 Some((k, v)) => rustix::mount::fsconfig_set_string(&fs, k, v),
                 None => rustix::mount::fsconfig_set_flag(&fs, o),
             }
-            .with_context(|| format!("tmpfs rejected the option {o:?} (is the kernel new enough for it?)"))?,
+            .with_context(|| {
+                format!("tmpfs rejected the option {o:?} (is the kernel new enough for it?)")
+            })?,
         }
     }
     rustix::mount::fsconfig_create(&fs).context("creating the tmpfs failed")?;
-    let mount = rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attrs).context("fsmount failed")?;
+    let mount = rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attrs)
+        .context("fsmount failed")?;
     let root = rustix::fs::openat(
         &mount,
         ".",
@@ -74,12 +77,25 @@ pub fn attach(d: &Detached, dir: &Path) -> Result<()> {
 /// the per-mount flags alone (unlike `mount -o remount`, which resets flags it
 /// is not given).
 pub fn resize(dir: &Path, size: &str) -> Result<()> {
-    let fs = rustix::mount::fspick(CWD, dir, FsPickFlags::FSPICK_CLOEXEC | FsPickFlags::FSPICK_SYMLINK_NOFOLLOW)
-        .with_context(|| format!("cannot open the filesystem at {} for reconfiguring", dir.display()))?;
+    let fs = rustix::mount::fspick(
+        CWD,
+        dir,
+        FsPickFlags::FSPICK_CLOEXEC | FsPickFlags::FSPICK_SYMLINK_NOFOLLOW,
+    )
+    .with_context(|| {
+        format!(
+            "cannot open the filesystem at {} for reconfiguring",
+            dir.display()
+        )
+    })?;
     rustix::mount::fsconfig_set_string(&fs, "size", size)
         .with_context(|| format!("tmpfs rejected size={size}"))?;
-    rustix::mount::fsconfig_reconfigure(&fs)
-        .with_context(|| format!("cannot resize {} to {size} (is more than that in use?)", dir.display()))
+    rustix::mount::fsconfig_reconfigure(&fs).with_context(|| {
+        format!(
+            "cannot resize {} to {size} (is more than that in use?)",
+            dir.display()
+        )
+    })
 }
 
 pub fn unmount(dir: &Path, lazy: bool) -> Result<()> {
@@ -111,16 +127,24 @@ pub fn open_underlying(mounts: &[MountInfo], top: &MountInfo, dir: &Path) -> Res
             parent.fstype
         );
     }
-    let rel = dir
-        .strip_prefix(&parent.mount_point)
-        .with_context(|| format!("{} is not under {}", dir.display(), parent.mount_point.display()))?;
+    let rel = dir.strip_prefix(&parent.mount_point).with_context(|| {
+        format!(
+            "{} is not under {}",
+            dir.display(),
+            parent.mount_point.display()
+        )
+    })?;
     let clone = rustix::mount::open_tree(
         CWD,
         &parent.mount_point,
         OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
     )
     .with_context(|| format!("cannot clone the mount at {}", parent.mount_point.display()))?;
-    let rel: &Path = if rel.as_os_str().is_empty() { Path::new(".") } else { rel };
+    let rel: &Path = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
     let d = rustix::fs::openat(
         &clone,
         rel,
@@ -128,7 +152,10 @@ pub fn open_underlying(mounts: &[MountInfo], top: &MountInfo, dir: &Path) -> Res
         Mode::empty(),
     )
     .with_context(|| format!("cannot open the directory underneath {}", dir.display()))?;
-    Ok(Underlying { _clone: clone, dir: d })
+    Ok(Underlying {
+        _clone: clone,
+        dir: d,
+    })
 }
 
 fn under(p: &Path, dir: &Path) -> bool {
@@ -167,13 +194,20 @@ pub fn users_of(proc_root: &Path, dir: &Path) -> Vec<ProcUse> {
                     let b = b.strip_suffix(b" (deleted)").unwrap_or(b);
                     let t = PathBuf::from(OsStr::from_bytes(b));
                     if t.is_absolute() && under(&t, dir) {
-                        uses.push(format!("fd {}: {}", f.file_name().to_string_lossy(), t.display()));
+                        uses.push(format!(
+                            "fd {}: {}",
+                            f.file_name().to_string_lossy(),
+                            t.display()
+                        ));
                     }
                 }
             }
         }
         if !uses.is_empty() {
-            let comm = std::fs::read_to_string(base.join("comm")).unwrap_or_default().trim().to_string();
+            let comm = std::fs::read_to_string(base.join("comm"))
+                .unwrap_or_default()
+                .trim()
+                .to_string();
             uses.truncate(5);
             out.push(ProcUse { pid, comm, uses });
         }

@@ -181,7 +181,8 @@ pub fn resolve_dir(root: &Sysroot, p: &Path) -> Result<PathBuf> {
             p.display()
         );
     }
-    let canon = std::fs::canonicalize(&host).with_context(|| format!("cannot resolve {}", p.display()))?;
+    let canon =
+        std::fs::canonicalize(&host).with_context(|| format!("cannot resolve {}", p.display()))?;
     let resolved = if root.is_live() {
         canon
     } else {
@@ -199,7 +200,11 @@ fn mount_at<'a>(mounts: &'a [MountInfo], dir: &Path) -> Option<&'a MountInfo> {
 }
 
 fn current_mount(root: &Sysroot, m: &MountInfo, mem_total: u64) -> plan::CurrentMount {
-    let stats = if root.is_live() { statfs::statfs(&m.mount_point).ok() } else { None };
+    let stats = if root.is_live() {
+        statfs::statfs(&m.mount_point).ok()
+    } else {
+        None
+    };
     let size_opt = m
         .option("size")
         .and_then(|v| parse_size(v).ok())
@@ -213,14 +218,20 @@ fn current_mount(root: &Sysroot, m: &MountInfo, mem_total: u64) -> plan::Current
     };
     let nr_inodes = match stats {
         Some(s) => (s.inodes_total > 0).then_some(s.inodes_total),
-        None => m.option("nr_inodes").and_then(|v| parse_count(v).ok()).filter(|&n| n > 0),
+        None => m
+            .option("nr_inodes")
+            .and_then(|v| parse_count(v).ok())
+            .filter(|&n| n > 0),
     };
     let num = |k: &str| m.option(k).and_then(|v| v.parse().ok()).unwrap_or(0);
     plan::CurrentMount {
         fstype: m.fstype.clone(),
         size_bytes,
         nr_inodes,
-        mode: m.option("mode").and_then(|v| parse_mode(v).ok()).unwrap_or(0o1777),
+        mode: m
+            .option("mode")
+            .and_then(|v| parse_mode(v).ok())
+            .unwrap_or(0o1777),
         uid: num("uid"),
         gid: num("gid"),
         nosuid: m.has_flag("nosuid"),
@@ -237,7 +248,9 @@ fn fstab_file(root: &Sysroot, t: &TargetArgs) -> PathBuf {
 }
 
 fn unit_dir(root: &Sysroot, t: &TargetArgs) -> PathBuf {
-    t.unit_dir.clone().unwrap_or_else(|| root.path("/etc/systemd/system"))
+    t.unit_dir
+        .clone()
+        .unwrap_or_else(|| root.path("/etc/systemd/system"))
 }
 
 fn read_fstab(path: &Path) -> Result<Vec<u8>> {
@@ -253,11 +266,18 @@ fn unit_for(root: &Sysroot, t: &TargetArgs, name: &str) -> systemd::UnitInfo {
         let f = d.join(name);
         if f.exists() {
             let wanted = std::fs::read_dir(d).is_ok_and(|rd| {
-                rd.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".wants") && e.path().join(name).exists())
+                rd.flatten().any(|e| {
+                    e.file_name().to_string_lossy().ends_with(".wants")
+                        && e.path().join(name).exists()
+                })
             });
             return systemd::UnitInfo {
                 name: name.to_string(),
-                state: if wanted { systemd::UnitState::Enabled } else { systemd::UnitState::Disabled },
+                state: if wanted {
+                    systemd::UnitState::Enabled
+                } else {
+                    systemd::UnitState::Disabled
+                },
                 fragment: Some(f),
                 dropins: Vec::new(),
             };
@@ -277,7 +297,8 @@ pub fn gather_facts(ctx: &Context, t: &TargetArgs) -> Result<Facts> {
     let (mounts, _) = root.mountinfo()?;
     let (mem, _) = root.meminfo()?;
     let md = std::fs::metadata(&host)?;
-    let usage = sys::du::usage(&host).with_context(|| format!("{}: cannot be read", dir.display()))?;
+    let usage =
+        sys::du::usage(&host).with_context(|| format!("{}: cannot be read", dir.display()))?;
     let top = mount_at(&mounts, &dir);
     let current = top.map(|m| current_mount(root, m, mem.mem_total_bytes));
 
@@ -292,7 +313,10 @@ pub fn gather_facts(ctx: &Context, t: &TargetArgs) -> Result<Facts> {
     )?;
     let mut other = status.memory.tmpfs_limits_bytes;
     if let Some(m) = top.filter(|m| m.fstype == "tmpfs")
-        && let Some(r) = status.mounts.iter().find(|r| Path::new(&r.mountpoint) == dir)
+        && let Some(r) = status
+            .mounts
+            .iter()
+            .find(|r| Path::new(&r.mountpoint) == dir)
         && !status
             .mounts
             .iter()
@@ -340,7 +364,11 @@ pub fn plan_cmd(ctx: &Context, args: &PlanArgs) -> Result<u8> {
     } else {
         print!("{}", render::plan_text(&p));
     }
-    Ok(if p.blockers.is_empty() { EXIT_OK } else { EXIT_PROBLEM })
+    Ok(if p.blockers.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_PROBLEM
+    })
 }
 
 fn require_root(what: &str) -> Result<()> {
@@ -374,7 +402,8 @@ fn confirm(question: &str, yes: bool) -> Result<()> {
 fn interrupt_flag() -> Result<Arc<AtomicBool>> {
     let f = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&f)).context("cannot install signal handler")?;
+        signal_hook::flag::register(sig, Arc::clone(&f))
+            .context("cannot install signal handler")?;
     }
     Ok(f)
 }
@@ -402,7 +431,12 @@ pub struct ApplyReport {
     pub changes: Vec<String>,
 }
 
-fn persist_step(p: &Plan, dir: &Path, via: Option<plan::Via>, fragment: Option<&Path>) -> Result<PersistResult> {
+fn persist_step(
+    p: &Plan,
+    dir: &Path,
+    via: Option<plan::Via>,
+    fragment: Option<&Path>,
+) -> Result<PersistResult> {
     let Some(via) = via else {
         return Ok(PersistResult {
             via: "none".into(),
@@ -431,8 +465,9 @@ fn persist_step(p: &Plan, dir: &Path, via: Option<plan::Via>, fragment: Option<&
         }
         plan::Via::Systemd => {
             let frag = p.persist.unit.clone();
-            let fragment = fragment
-                .with_context(|| format!("no {frag} unit file to add a drop-in to; use --persist fstab"))?;
+            let fragment = fragment.with_context(|| {
+                format!("no {frag} unit file to add a drop-in to; use --persist fstab")
+            })?;
             let (edit, backup) = persist::write_dropin(&path, &p.persist.content, |_| {
                 persist::verify_dropin(fragment, &p.persist.unit, &p.persist.content)
             })?;
@@ -509,10 +544,14 @@ pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<u8> {
     let nothing_to_persist = via.is_none()
         || (via == Some(plan::Via::Fstab) && p.persist.action == plan::PersistAction::Unchanged)
         || (via == Some(plan::Via::Systemd)
-            && std::fs::read_to_string(&p.persist.path).ok().as_deref() == Some(p.persist.content.as_str()));
+            && std::fs::read_to_string(&p.persist.path).ok().as_deref()
+                == Some(p.persist.content.as_str()));
     let mut changes = Vec::new();
     if !(nothing_to_mount && nothing_to_persist) {
-        confirm(&format!("Put {} on tmpfs as above?", dir.display()), args.yes)?;
+        confirm(
+            &format!("Put {} on tmpfs as above?", dir.display()),
+            args.yes,
+        )?;
     }
     let cancel = interrupt_flag()?;
 
@@ -567,22 +606,39 @@ pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<u8> {
                 _ => "updated",
             },
             persisted.path.clone().unwrap_or_default(),
-            persisted.backup.as_ref().map(|b| format!(" (backup {b})")).unwrap_or_default()
+            persisted
+                .backup
+                .as_ref()
+                .map(|b| format!(" (backup {b})"))
+                .unwrap_or_default()
         ));
     }
 
     // Verify from the kernel's point of view, not from what we think we did.
     let (mounts, _) = ctx.sysroot.mountinfo()?;
-    let top = mount_at(&mounts, &dir).filter(|m| m.fstype == "tmpfs").with_context(|| {
-        format!("after apply, mountinfo shows no tmpfs at {}; check `findmnt {}`", dir.display(), dir.display())
-    })?;
+    let top = mount_at(&mounts, &dir)
+        .filter(|m| m.fstype == "tmpfs")
+        .with_context(|| {
+            format!(
+                "after apply, mountinfo shows no tmpfs at {}; check `findmnt {}`",
+                dir.display(),
+                dir.display()
+            )
+        })?;
     for flag in ["nosuid", "nodev"] {
         if !top.has_flag(flag) {
-            bail!("after apply, the tmpfs at {} lacks {flag}; check `findmnt {}`", dir.display(), dir.display());
+            bail!(
+                "after apply, the tmpfs at {} lacks {flag}; check `findmnt {}`",
+                dir.display(),
+                dir.display()
+            );
         }
     }
     if changes.is_empty() {
-        changes.push(format!("nothing: {} already is on tmpfs as planned", dir.display()));
+        changes.push(format!(
+            "nothing: {} already is on tmpfs as planned",
+            dir.display()
+        ));
     }
     let report = ApplyReport {
         schema_version: plan::SCHEMA_VERSION,
@@ -608,7 +664,10 @@ pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<u8> {
 /// on the system has changed.
 fn stage_and_move(p: &Plan, dir: &Path, cancel: &AtomicBool) -> Result<(copy::CopyStats, u64)> {
     let abort = |e: anyhow::Error| {
-        e.context(format!("apply aborted; nothing was changed ({} is as it was)", dir.display()))
+        e.context(format!(
+            "apply aborted; nothing was changed ({} is as it was)",
+            dir.display()
+        ))
     };
     let staged = live::mount_detached(&p.mount_options).map_err(abort)?;
     let src = rustix::fs::openat(
@@ -675,14 +734,17 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
     let t = &args.target;
     let dir = resolve_dir(root, &t.dir)?;
     let (mounts, _) = root.mountinfo()?;
-    let top = mount_at(&mounts, &dir).filter(|m| m.fstype == "tmpfs").cloned();
+    let top = mount_at(&mounts, &dir)
+        .filter(|m| m.fstype == "tmpfs")
+        .cloned();
     let fstab_path = fstab_file(root, t);
     let fstab_text = read_fstab(&fstab_path)?;
     let fstab_managed = sys::fstab::Fstab::parse(&fstab_text)
         .entry_for(&dir)
         .is_some_and(|e| e.vfstype == "tmpfs");
     let dropin = plan::dropin_path(&unit_dir(root, t), &systemd::mount_unit_name(&dir));
-    let dropin_ours = std::fs::read_to_string(&dropin).is_ok_and(|s| s.starts_with(plan::DROPIN_MARKER));
+    let dropin_ours =
+        std::fs::read_to_string(&dropin).is_ok_and(|s| s.starts_with(plan::DROPIN_MARKER));
     if top.is_none() && !fstab_managed && !dropin_ours {
         let msg = format!(
             "{} is not a tmpfs and neither {} nor {} sets it up: nothing to revert",
@@ -714,9 +776,17 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
         .map(|m| m.mount_point.display().to_string())
         .collect();
     if top.is_some() && !nested.is_empty() {
-        bail!("mounts inside {} must be unmounted first: {}", dir.display(), nested.join(", "));
+        bail!(
+            "mounts inside {} must be unmounted first: {}",
+            dir.display(),
+            nested.join(", ")
+        );
     }
-    let busy = if top.is_some() { live::users_of(Path::new("/proc"), &dir) } else { Vec::new() };
+    let busy = if top.is_some() {
+        live::users_of(Path::new("/proc"), &dir)
+    } else {
+        Vec::new()
+    };
     if !busy.is_empty() && !args.lazy {
         let list: Vec<String> = busy
             .iter()
@@ -740,7 +810,11 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
         });
     }
     if fstab_managed {
-        what.push(format!("remove/restore the tmpfs line for {} in {}", dir.display(), fstab_path.display()));
+        what.push(format!(
+            "remove/restore the tmpfs line for {} in {}",
+            dir.display(),
+            fstab_path.display()
+        ));
     }
     if dropin_ours {
         what.push(format!("remove the drop-in {}", dropin.display()));
@@ -769,15 +843,30 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
         }
         live::unmount(&dir, args.lazy).map_err(|e| {
             let b = live::users_of(Path::new("/proc"), &dir);
-            let list: Vec<String> = b.iter().map(|b| format!("{} ({})", b.pid, b.comm)).collect();
+            let list: Vec<String> = b
+                .iter()
+                .map(|b| format!("{} ({})", b.pid, b.comm))
+                .collect();
             e.context(format!(
                 "{} is busy{}; stop those processes or pass --lazy{}",
                 dir.display(),
-                if list.is_empty() { String::new() } else { format!(" ({})", list.join(", ")) },
-                if args.keep_data { " (the data is already copied back)" } else { "" }
+                if list.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", list.join(", "))
+                },
+                if args.keep_data {
+                    " (the data is already copied back)"
+                } else {
+                    ""
+                }
             ))
         })?;
-        changes.push(format!("unmounted the tmpfs at {}{}", dir.display(), if args.lazy { " (lazily)" } else { "" }));
+        changes.push(format!(
+            "unmounted the tmpfs at {}{}",
+            dir.display(),
+            if args.lazy { " (lazily)" } else { "" }
+        ));
     }
     let mut fstab_res = None;
     if fstab_managed {
@@ -787,7 +876,11 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
         if edit != persist::Edit::Unchanged {
             let restored = edit == persist::Edit::Restored;
             persist::write_atomic(&fstab_path, &new, |tmp| {
-                if restored { persist::verify_fstab(tmp, &dir) } else { Ok(()) }
+                if restored {
+                    persist::verify_fstab(tmp, &dir)
+                } else {
+                    Ok(())
+                }
             })?;
             persist::daemon_reload_if_real(&fstab_path, "/etc/");
             changes.push(format!(
@@ -798,7 +891,8 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
             ));
         }
         if bk.is_some() {
-            std::fs::remove_file(&backup).with_context(|| format!("cannot remove {}", backup.display()))?;
+            std::fs::remove_file(&backup)
+                .with_context(|| format!("cannot remove {}", backup.display()))?;
         }
         fstab_res = Some(PersistResult {
             via: "fstab".into(),
@@ -845,7 +939,12 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
 /// The copy goes to a scratch directory inside it first, so a failed copy
 /// changes nothing; then old entries move to a trash directory, new ones move
 /// in (renames on one filesystem), and the trash is deleted.
-fn copy_back(mounts: &[MountInfo], top: &MountInfo, dir: &Path, cancel: &AtomicBool) -> Result<copy::CopyStats> {
+fn copy_back(
+    mounts: &[MountInfo],
+    top: &MountInfo,
+    dir: &Path,
+    cancel: &AtomicBool,
+) -> Result<copy::CopyStats> {
     use rustix::fs::{AtFlags, Mode};
     let under = live::open_underlying(mounts, top, dir)?;
     let u = under.dir.as_fd();
@@ -859,7 +958,8 @@ fn copy_back(mounts: &[MountInfo], top: &MountInfo, dir: &Path, cancel: &AtomicB
         Mode::empty(),
     )
     .with_context(|| format!("cannot open {}", dir.display()))?;
-    rustix::fs::mkdirat(u, &stage, Mode::RWXU).context("cannot create a scratch directory on disk")?;
+    rustix::fs::mkdirat(u, &stage, Mode::RWXU)
+        .context("cannot create a scratch directory on disk")?;
     let staged = copy::open_dir_at(u, &stage)?;
     let res = copy::copy_tree(src.as_fd(), staged.as_fd(), false, cancel).and_then(|s| {
         let a = copy::snapshot(src.as_fd(), cancel)?;
@@ -884,7 +984,8 @@ fn copy_back(mounts: &[MountInfo], top: &MountInfo, dir: &Path, cancel: &AtomicB
         }
     };
     // From here on only renames on one filesystem.
-    rustix::fs::mkdirat(u, &trash, Mode::RWXU).context("cannot create a scratch directory on disk")?;
+    rustix::fs::mkdirat(u, &trash, Mode::RWXU)
+        .context("cannot create a scratch directory on disk")?;
     let tr = copy::open_dir_at(u, &trash)?;
     let list = |fd: std::os::fd::BorrowedFd<'_>| -> Result<Vec<std::ffi::CString>> {
         let mut d = rustix::fs::Dir::read_from(fd)?;
@@ -918,9 +1019,11 @@ fn copy_back(mounts: &[MountInfo], top: &MountInfo, dir: &Path, cancel: &AtomicB
     }
     drop(staged);
     drop(tr);
-    rustix::fs::unlinkat(u, &stage, AtFlags::REMOVEDIR).context("cannot remove the scratch directory")?;
+    rustix::fs::unlinkat(u, &stage, AtFlags::REMOVEDIR)
+        .context("cannot remove the scratch directory")?;
     copy::remove_tree(u, &trash).context("cannot remove the old entries")?;
     // Last, so the renames above do not leave their mark on the directory's times.
-    copy::copy_root_meta(src.as_fd(), u).context("cannot copy the directory's own owner/mode/xattrs/times")?;
+    copy::copy_root_meta(src.as_fd(), u)
+        .context("cannot copy the directory's own owner/mode/xattrs/times")?;
     Ok(stats)
 }

@@ -55,10 +55,19 @@ pub fn fstab_with_line(text: &[u8], dir: &Path, line: &str) -> (Vec<u8>, Edit) {
 
 /// Undo [`fstab_with_line`]: the `fstype` entry for `dir` becomes the line the
 /// backup had for `dir`, or goes away when the backup had none.
-pub fn fstab_without_line(text: &[u8], backup: Option<&[u8]>, dir: &Path, fstype: &str) -> (Vec<u8>, Edit) {
+pub fn fstab_without_line(
+    text: &[u8],
+    backup: Option<&[u8]>,
+    dir: &Path,
+    fstype: &str,
+) -> (Vec<u8>, Edit) {
     let mut f = Fstab::parse(text);
-    let Some(i) = last_entry_for(&f, dir).filter(|&i| f.lines[i].entry.as_ref().is_some_and(|e| e.vfstype == fstype))
-    else {
+    let Some(i) = last_entry_for(&f, dir).filter(|&i| {
+        f.lines[i]
+            .entry
+            .as_ref()
+            .is_some_and(|e| e.vfstype == fstype)
+    }) else {
         return (text.to_vec(), Edit::Unchanged);
     };
     let original = backup.and_then(|b| {
@@ -90,8 +99,15 @@ pub fn backup_path(p: &Path) -> PathBuf {
 /// Write `bytes` to `path` atomically. `check` sees the finished temp file
 /// before it replaces `path`; its error leaves `path` untouched. Mode and owner
 /// of an existing `path` are kept.
-pub fn write_atomic(path: &Path, bytes: &[u8], check: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+pub fn write_atomic(
+    path: &Path,
+    bytes: &[u8],
+    check: impl FnOnce(&Path) -> Result<()>,
+) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmpfsctl-")
         .tempfile_in(dir)
@@ -100,14 +116,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8], check: impl FnOnce(&Path) -> Resu
     match std::fs::metadata(path) {
         Ok(m) => {
             use std::os::unix::fs::MetadataExt;
-            tmp.as_file().set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777))?;
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777))?;
             std::os::unix::fs::fchown(tmp.as_file(), Some(m.uid()), Some(m.gid()))?;
         }
-        Err(_) => tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?,
+        Err(_) => tmp
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?,
     }
     tmp.as_file().sync_all()?;
     check(tmp.path())?;
-    tmp.persist(path).with_context(|| format!("cannot replace {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
     std::fs::File::open(dir)?.sync_all()?;
     Ok(())
 }
@@ -137,7 +157,9 @@ fn have(tool: &str) -> bool {
 /// machine does not have (a fixture, an image), which is not ours to judge.
 pub fn verify_fstab(file: &Path, dir: &Path) -> Result<()> {
     if !have("findmnt") {
-        eprintln!("tmpfsctl: note: findmnt not found; skipping `findmnt --verify` (install util-linux)");
+        eprintln!(
+            "tmpfsctl: note: findmnt not found; skipping `findmnt --verify` (install util-linux)"
+        );
         return Ok(());
     }
     let out = Command::new("findmnt")
@@ -165,7 +187,9 @@ pub fn verify_dropin(fragment: &Path, unit: &str, dropin: &str) -> Result<()> {
         eprintln!("tmpfsctl: note: systemd-analyze not found; skipping `systemd-analyze verify`");
         return Ok(());
     }
-    let t = tempfile::Builder::new().prefix("tmpfsctl-verify-").tempdir()?;
+    let t = tempfile::Builder::new()
+        .prefix("tmpfsctl-verify-")
+        .tempdir()?;
     let u = t.path().join(unit);
     std::fs::copy(fragment, &u).with_context(|| format!("cannot read {}", fragment.display()))?;
     std::fs::create_dir(t.path().join(format!("{unit}.d")))?;
@@ -176,7 +200,10 @@ pub fn verify_dropin(fragment: &Path, unit: &str, dropin: &str) -> Result<()> {
         .output()
         .context("cannot run systemd-analyze")?;
     let err = String::from_utf8_lossy(&out.stderr);
-    let ours: Vec<&str> = err.lines().filter(|l| l.contains("override.conf") || l.contains(unit)).collect();
+    let ours: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("override.conf") || l.contains(unit))
+        .collect();
     if !out.status.success() || !ours.is_empty() {
         bail!("`systemd-analyze verify` rejects the drop-in for {unit}:\n{err}");
     }
@@ -184,7 +211,11 @@ pub fn verify_dropin(fragment: &Path, unit: &str, dropin: &str) -> Result<()> {
 }
 
 /// Write the drop-in; an existing one that is not ours is kept as a backup.
-pub fn write_dropin(path: &Path, content: &str, check: impl FnOnce(&Path) -> Result<()>) -> Result<(Edit, Option<PathBuf>)> {
+pub fn write_dropin(
+    path: &Path,
+    content: &str,
+    check: impl FnOnce(&Path) -> Result<()>,
+) -> Result<(Edit, Option<PathBuf>)> {
     let parent = path.parent().context("drop-in path has no directory")?;
     let old = std::fs::read_to_string(path).ok();
     if old.as_deref() == Some(content) {
@@ -196,13 +227,22 @@ pub fn write_dropin(path: &Path, content: &str, check: impl FnOnce(&Path) -> Res
     {
         let b = backup_path(path);
         if !b.exists() {
-            std::fs::copy(path, &b).with_context(|| format!("cannot back up {}", path.display()))?;
+            std::fs::copy(path, &b)
+                .with_context(|| format!("cannot back up {}", path.display()))?;
         }
         backup = Some(b);
     }
-    std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
     write_atomic(path, content.as_bytes(), check)?;
-    Ok((if old.is_some() { Edit::Replaced } else { Edit::Appended }, backup))
+    Ok((
+        if old.is_some() {
+            Edit::Replaced
+        } else {
+            Edit::Appended
+        },
+        backup,
+    ))
 }
 
 /// Remove our drop-in, putting back what it replaced.
@@ -295,7 +335,10 @@ UUID=9a8b7c6d-0000-4111-8222-933344455566 none            swap    sw            
         assert_eq!(back, orig);
         // No trailing newline, no entry: one newline is added before our line.
         let (new, _) = fstab_with_line(b"a / ext4 defaults 0 1", Path::new("/tmp"), line);
-        assert_eq!(new, b"a / ext4 defaults 0 1\ntmpfs /tmp tmpfs nosuid,nodev 0 0\n");
+        assert_eq!(
+            new,
+            b"a / ext4 defaults 0 1\ntmpfs /tmp tmpfs nosuid,nodev 0 0\n"
+        );
         let (new, _) = fstab_with_line(b"", Path::new("/tmp"), line);
         assert_eq!(new, b"tmpfs /tmp tmpfs nosuid,nodev 0 0\n");
         let (back, _) = fstab_without_line(&new, None, Path::new("/tmp"), "tmpfs");
@@ -319,6 +362,10 @@ UUID=9a8b7c6d-0000-4111-8222-933344455566 none            swap    sw            
         assert_eq!(std::fs::read(&p).unwrap(), b"new\n");
         use std::os::unix::fs::MetadataExt;
         assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
-        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1, "no temp files left");
+        assert_eq!(
+            std::fs::read_dir(t.path()).unwrap().count(),
+            1,
+            "no temp files left"
+        );
     }
 }

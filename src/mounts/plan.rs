@@ -228,7 +228,10 @@ fn tight_bytes(used: u64) -> u64 {
 }
 
 pub fn needed_inodes(inodes: u64) -> u64 {
-    round_up(inodes.saturating_add((inodes / 2).max(MIN_HEADROOM_INODES)), 1024)
+    round_up(
+        inodes.saturating_add((inodes / 2).max(MIN_HEADROOM_INODES)),
+        1024,
+    )
 }
 
 /// Size as tmpfs computes it: percentages of RAM in whole pages.
@@ -290,7 +293,12 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
     let mut options: Vec<OptionWhy> = Vec::new();
     let mut warnings: Vec<Warning> = Vec::new();
     let mut blockers: Vec<String> = Vec::new();
-    let mut opt = |o: String, r: String| options.push(OptionWhy { option: o, reason: r });
+    let mut opt = |o: String, r: String| {
+        options.push(OptionWhy {
+            option: o,
+            reason: r,
+        })
+    };
     let mut warn = |code: &str, m: String| {
         warnings.push(Warning {
             code: code.into(),
@@ -310,7 +318,8 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
     if req.noexec {
         opt(
             "noexec".into(),
-            "asked for; note that some installers and build tools execute from /tmp and then fail".into(),
+            "asked for; note that some installers and build tools execute from /tmp and then fail"
+                .into(),
         );
     }
 
@@ -350,8 +359,14 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
             }
             // An existing tmpfs keeps its size (so a second apply is a no-op)
             // as long as what it holds fits.
-            None => match cur_tmpfs.and_then(|c| c.size_bytes).filter(|&b| b >= facts.used_bytes) {
-                Some(b) => (Size::Bytes(b), "keeps the size the tmpfs here has now".to_string()),
+            None => match cur_tmpfs
+                .and_then(|c| c.size_bytes)
+                .filter(|&b| b >= facts.used_bytes)
+            {
+                Some(b) => (
+                    Size::Bytes(b),
+                    "keeps the size the tmpfs here has now".to_string(),
+                ),
                 None => {
                     let half = resolve_size(Size::PercentOfRam(50.0), mem.mem_total_bytes);
                     if half >= need_b {
@@ -440,8 +455,14 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
                 }
                 (n, "asked for".to_string())
             }
-            None => match cur_tmpfs.and_then(|c| c.nr_inodes).filter(|&n| n >= facts.inodes) {
-                Some(n) => (n, "keeps the inode limit the tmpfs here has now".to_string()),
+            None => match cur_tmpfs
+                .and_then(|c| c.nr_inodes)
+                .filter(|&n| n >= facts.inodes)
+            {
+                Some(n) => (
+                    n,
+                    "keeps the inode limit the tmpfs here has now".to_string(),
+                ),
                 None => {
                     let n = DEFAULT_INODES.max(need_i);
                     (
@@ -449,8 +470,7 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
                         format!(
                             "{} inodes in use now; {} allows that plus headroom (systemd's tmp.mount uses 1m); \
                              builds with many small files run out of inodes before bytes",
-                            facts.inodes,
-                            n
+                            facts.inodes, n
                         ),
                     )
                 }
@@ -467,7 +487,8 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
         }
         None if is_shared_tmp(dir) => {
             let why = if facts.dir_mode & 0o7777 == 0o1777 {
-                "as now: everyone may create files, the sticky bit stops them deleting each other's".to_string()
+                "as now: everyone may create files, the sticky bit stops them deleting each other's"
+                    .to_string()
             } else {
                 warn(
                     "tmp_mode",
@@ -488,10 +509,16 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
         }
     };
     if facts.dir_uid != 0 {
-        opt(format!("uid={}", facts.dir_uid), "owner of the directory now".into());
+        opt(
+            format!("uid={}", facts.dir_uid),
+            "owner of the directory now".into(),
+        );
     }
     if facts.dir_gid != 0 {
-        opt(format!("gid={}", facts.dir_gid), "group of the directory now".into());
+        opt(
+            format!("gid={}", facts.dir_gid),
+            "group of the directory now".into(),
+        );
     }
     if let Some(h) = req.huge {
         opt(
@@ -505,8 +532,16 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
             "asked for: pages never go to swap (Linux 6.4+); the limit then counts against RAM alone".into(),
         );
     }
-    let mount_options = options.iter().map(|o| o.option.as_str()).collect::<Vec<_>>().join(",");
-    let fstype = if req.ramfs { FsKind::Ramfs } else { FsKind::Tmpfs };
+    let mount_options = options
+        .iter()
+        .map(|o| o.option.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    let fstype = if req.ramfs {
+        FsKind::Ramfs
+    } else {
+        FsKind::Tmpfs
+    };
     let fsname = if req.ramfs { "ramfs" } else { "tmpfs" };
 
     if req.ramfs {
@@ -536,7 +571,9 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
                 && c.gid == facts.dir_gid
                 && nr_inodes.is_none_or(|n| c.nr_inodes == Some(n))
                 && c.noswap == req.noswap
-                && req.huge.is_none_or(|h| c.huge.as_deref() == Some(h.as_str()));
+                && req
+                    .huge
+                    .is_none_or(|h| c.huge.as_deref() == Some(h.as_str()));
             let size_same = match (size_bytes, c.size_bytes) {
                 (Some(a), Some(b)) => close(a, b),
                 _ => false,
@@ -556,7 +593,11 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
         }
     };
     if !facts.nested_mounts.is_empty() {
-        let list: Vec<String> = facts.nested_mounts.iter().map(|p| p.display().to_string()).collect();
+        let list: Vec<String> = facts
+            .nested_mounts
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
         blockers.push(format!(
             "mount points inside {shown} would be hidden: {}; unmount them first",
             list.join(", ")
@@ -570,28 +611,49 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
         Some(v) => (v, "asked for".to_string()),
         None if facts.fstab_entry.is_some() => (
             Via::Fstab,
-            format!("{} already has a line for {shown}", facts.fstab_path.display()),
+            format!(
+                "{} already has a line for {shown}",
+                facts.fstab_path.display()
+            ),
         ),
         None if vendor_unit && facts.unit.state == UnitState::Enabled => (
             Via::Systemd,
             format!(
                 "systemd mounts {shown} with {unit} ({}); a drop-in keeps that and sets the options",
-                facts.unit.fragment.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+                facts
+                    .unit
+                    .fragment
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
             ),
         ),
-        None => (Via::Fstab, format!("no systemd unit mounts {shown}; fstab is the usual place")),
+        None => (
+            Via::Fstab,
+            format!("no systemd unit mounts {shown}; fstab is the usual place"),
+        ),
     };
     let persist = match via {
         Via::Fstab => {
             let line = fstab_line(dir, fsname, &mount_options);
             let action = match &facts.fstab_entry {
                 None => PersistAction::Append,
-                Some(e) if e.vfstype == fsname && e.spec == fsname && e.options.join(",") == mount_options => {
+                Some(e)
+                    if e.vfstype == fsname
+                        && e.spec == fsname
+                        && e.options.join(",") == mount_options =>
+                {
                     PersistAction::Unchanged
                 }
                 Some(_) => PersistAction::Replace,
             };
-            if facts.unit.state == UnitState::Enabled && facts.unit.fragment.as_ref().is_some_and(|f| f.starts_with("/etc")) {
+            if facts.unit.state == UnitState::Enabled
+                && facts
+                    .unit
+                    .fragment
+                    .as_ref()
+                    .is_some_and(|f| f.starts_with("/etc"))
+            {
                 warn(
                     "unit_overrides_fstab",
                     format!(
@@ -641,7 +703,11 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
     };
 
     if !facts.busy.is_empty() {
-        let list: Vec<String> = facts.busy.iter().map(|p| format!("{} ({})", p.pid, p.comm)).collect();
+        let list: Vec<String> = facts
+            .busy
+            .iter()
+            .map(|p| format!("{} ({})", p.pid, p.comm))
+            .collect();
         warn(
             "busy",
             format!(
@@ -695,7 +761,9 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
             persist.path
         )),
     }
-    steps.push(format!("re-read /proc/self/mountinfo to confirm {shown} is the new tmpfs"));
+    steps.push(format!(
+        "re-read /proc/self/mountinfo to confirm {shown} is the new tmpfs"
+    ));
 
     Ok(Plan {
         schema_version: SCHEMA_VERSION,
@@ -787,9 +855,21 @@ mod tests {
             (10 << 20, 100, None, "50%", 1 << 20),
             // 5 GiB used: half of 8 GiB RAM is too small, so usage + 50%.
             (5 * GIB, 100, None, "7680M", 1 << 20),
-            (10 << 20, 3_000_000, None, "50%", 4_500_000u64.div_ceil(1024) * 1024),
+            (
+                10 << 20,
+                3_000_000,
+                None,
+                "50%",
+                4_500_000u64.div_ceil(1024) * 1024,
+            ),
             (10 << 20, 100, Some(Size::Bytes(2 * GIB)), "2G", 1 << 20),
-            (10 << 20, 100, Some(Size::PercentOfRam(25.0)), "25%", 1 << 20),
+            (
+                10 << 20,
+                100,
+                Some(Size::PercentOfRam(25.0)),
+                "25%",
+                1 << 20,
+            ),
         ];
         for (used, inodes, size, want_size, want_inodes) in cases {
             let req = Request {
@@ -797,7 +877,11 @@ mod tests {
                 ..Default::default()
             };
             let p = plan(&facts("/tmp", *used, *inodes), &req).unwrap();
-            assert_eq!(p.size_option.as_deref(), Some(*want_size), "used {used} size {size:?}");
+            assert_eq!(
+                p.size_option.as_deref(),
+                Some(*want_size),
+                "used {used} size {size:?}"
+            );
             assert_eq!(p.nr_inodes, Some(*want_inodes), "inodes {inodes}");
             assert!(p.size_bytes.unwrap() >= *used);
         }
@@ -806,21 +890,48 @@ mod tests {
     #[test]
     fn refuses_limits_below_usage() {
         let f = facts("/tmp", GIB, 5000);
-        let e = plan(&f, &Request { size: Some(Size::Bytes(512 << 20)), ..Default::default() }).unwrap_err();
+        let e = plan(
+            &f,
+            &Request {
+                size: Some(Size::Bytes(512 << 20)),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(e.0.contains("below what /tmp holds now"), "{e}");
         assert!(e.0.contains("--size"), "{e}");
-        let e = plan(&f, &Request { inodes: Some(100), ..Default::default() }).unwrap_err();
+        let e = plan(
+            &f,
+            &Request {
+                inodes: Some(100),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(e.0.contains("--inodes 100"), "{e}");
         // Just above usage: allowed but tight.
-        let p = plan(&f, &Request { size: Some(Size::Bytes(GIB + (1 << 20))), ..Default::default() }).unwrap();
+        let p = plan(
+            &f,
+            &Request {
+                size: Some(Size::Bytes(GIB + (1 << 20))),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert!(codes(&p).contains(&"size_tight"), "{:?}", p.warnings);
     }
 
     #[test]
     fn tmp_gets_sticky_mode_nosuid_nodev() {
         let p = plan(&facts("/tmp", 0, 1), &Request::default()).unwrap();
-        assert_eq!(p.mount_options, "nosuid,nodev,size=50%,nr_inodes=1048576,mode=1777");
-        assert_eq!(p.persist.content, "tmpfs /tmp tmpfs nosuid,nodev,size=50%,nr_inodes=1048576,mode=1777 0 0");
+        assert_eq!(
+            p.mount_options,
+            "nosuid,nodev,size=50%,nr_inodes=1048576,mode=1777"
+        );
+        assert_eq!(
+            p.persist.content,
+            "tmpfs /tmp tmpfs nosuid,nodev,size=50%,nr_inodes=1048576,mode=1777 0 0"
+        );
         assert_eq!(p.persist.action, PersistAction::Append);
         assert!(p.blockers.is_empty());
         let mut f = facts("/tmp", 0, 1);
@@ -833,12 +944,27 @@ mod tests {
         f.dir_mode = 0o40750;
         f.dir_uid = 1000;
         f.dir_gid = 100;
-        let p = plan(&f, &Request { noexec: true, noswap: true, huge: Some(Huge::WithinSize), ..Default::default() }).unwrap();
+        let p = plan(
+            &f,
+            &Request {
+                noexec: true,
+                noswap: true,
+                huge: Some(Huge::WithinSize),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(
             p.mount_options,
             "nosuid,nodev,noexec,size=50%,nr_inodes=1048576,mode=750,uid=1000,gid=100,huge=within_size,noswap"
         );
-        assert!(p.persist.content.starts_with("tmpfs /srv/cache\\040dir tmpfs "), "{}", p.persist.content);
+        assert!(
+            p.persist
+                .content
+                .starts_with("tmpfs /srv/cache\\040dir tmpfs "),
+            "{}",
+            p.persist.content
+        );
     }
 
     #[test]
@@ -849,14 +975,25 @@ mod tests {
         assert!(codes(&p).contains(&"tmpfs_overcommit"), "{:?}", p.warnings);
         let f = facts("/tmp", 0, 1);
         assert!(!codes(&plan(&f, &Request::default()).unwrap()).contains(&"tmpfs_overcommit"));
-        let p = plan(&f, &Request { ramfs: true, ..Default::default() }).unwrap();
+        let p = plan(
+            &f,
+            &Request {
+                ramfs: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert!(codes(&p).contains(&"ramfs_requested"));
         assert!(!p.blockers.is_empty());
         assert_eq!(p.size_option, None);
         assert!(p.persist.content.starts_with("ramfs /tmp ramfs "));
         // Does not fit at all.
         let p = plan(&facts("/tmp", 20 * GIB, 1), &Request::default()).unwrap();
-        assert!(p.blockers.iter().any(|b| b.contains("does not fit")), "{:?}", p.blockers);
+        assert!(
+            p.blockers.iter().any(|b| b.contains("does not fit")),
+            "{:?}",
+            p.blockers
+        );
     }
 
     #[test]
@@ -867,12 +1004,30 @@ mod tests {
         let p = plan(&f, &Request::default()).unwrap();
         assert_eq!(p.mount_state, MountState::Same);
         assert_eq!(p.size_option.as_deref(), Some("1G"));
-        let p = plan(&f, &Request { size: Some(Size::Bytes(2 * GIB)), ..Default::default() }).unwrap();
+        let p = plan(
+            &f,
+            &Request {
+                size: Some(Size::Bytes(2 * GIB)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(p.mount_state, MountState::SizeDiffers);
         assert!(p.blockers.is_empty());
-        let p = plan(&f, &Request { noexec: true, ..Default::default() }).unwrap();
+        let p = plan(
+            &f,
+            &Request {
+                noexec: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(p.mount_state, MountState::Conflict);
-        assert!(p.blockers[0].contains("--resize") && p.blockers[0].contains("revert"), "{:?}", p.blockers);
+        assert!(
+            p.blockers[0].contains("--resize") && p.blockers[0].contains("revert"),
+            "{:?}",
+            p.blockers
+        );
         let mut other = tmpfs_now(GIB, 1);
         other.fstype = "ext4".into();
         f.current = Some(other);
@@ -880,9 +1035,14 @@ mod tests {
         assert_eq!(p.mount_state, MountState::Conflict);
         // The fstab line already there is left alone.
         let mut f = facts("/tmp", 0, 1);
-        f.fstab_entry = crate::sys::fstab::parse_line(b"tmpfs /tmp tmpfs nosuid,nodev,size=50%,nr_inodes=1048576,mode=1777 0 0")
-            .unwrap();
-        assert_eq!(plan(&f, &Request::default()).unwrap().persist.action, PersistAction::Unchanged);
+        f.fstab_entry = crate::sys::fstab::parse_line(
+            b"tmpfs /tmp tmpfs nosuid,nodev,size=50%,nr_inodes=1048576,mode=1777 0 0",
+        )
+        .unwrap();
+        assert_eq!(
+            plan(&f, &Request::default()).unwrap().persist.action,
+            PersistAction::Unchanged
+        );
         f.fstab_entry = crate::sys::fstab::parse_line(b"/dev/sdb1 /tmp ext4 defaults 0 2").unwrap();
         let p = plan(&f, &Request::default()).unwrap();
         assert_eq!(p.persist.action, PersistAction::Replace);
@@ -896,27 +1056,61 @@ mod tests {
         f.unit.fragment = Some("/usr/lib/systemd/system/tmp.mount".into());
         let p = plan(&f, &Request::default()).unwrap();
         assert_eq!(p.persist.via, Via::Systemd);
-        assert_eq!(p.persist.path, "/etc/systemd/system/tmp.mount.d/override.conf");
-        for l in ["What=tmpfs", "Where=/tmp", "Type=tmpfs", "Options=nosuid,nodev,size=50%,nr_inodes=1048576,mode=1777"] {
-            assert!(p.persist.content.lines().any(|x| x == l), "{l} in {}", p.persist.content);
+        assert_eq!(
+            p.persist.path,
+            "/etc/systemd/system/tmp.mount.d/override.conf"
+        );
+        for l in [
+            "What=tmpfs",
+            "Where=/tmp",
+            "Type=tmpfs",
+            "Options=nosuid,nodev,size=50%,nr_inodes=1048576,mode=1777",
+        ] {
+            assert!(
+                p.persist.content.lines().any(|x| x == l),
+                "{l} in {}",
+                p.persist.content
+            );
         }
         assert!(p.blockers.is_empty());
         f.unit.state = UnitState::Masked;
-        let p = plan(&f, &Request { via: Some(Via::Systemd), ..Default::default() }).unwrap();
+        let p = plan(
+            &f,
+            &Request {
+                via: Some(Via::Systemd),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert!(p.blockers.iter().any(|b| b.contains("masked")));
         // fstab wins when asked.
         f.unit.state = UnitState::Enabled;
-        let p = plan(&f, &Request { via: Some(Via::Fstab), ..Default::default() }).unwrap();
+        let p = plan(
+            &f,
+            &Request {
+                via: Some(Via::Fstab),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(p.persist.via, Via::Fstab);
     }
 
     #[test]
     fn busy_and_nested_mounts() {
         let mut f = facts("/tmp", 0, 1);
-        f.busy = vec![ProcUse { pid: 42, comm: "vim".into(), uses: vec!["cwd".into()] }];
+        f.busy = vec![ProcUse {
+            pid: 42,
+            comm: "vim".into(),
+            uses: vec!["cwd".into()],
+        }];
         f.nested_mounts = vec!["/tmp/x".into()];
         let p = plan(&f, &Request::default()).unwrap();
-        assert!(p.warnings.iter().any(|w| w.code == "busy" && w.message.contains("42 (vim)")));
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.code == "busy" && w.message.contains("42 (vim)"))
+        );
         assert!(p.blockers.iter().any(|b| b.contains("/tmp/x")));
     }
 
@@ -926,6 +1120,9 @@ mod tests {
         let p = Path::new(std::ffi::OsStr::from_bytes(b"/a b\tc\nd\\e\xff"));
         let e = fstab_escape(p);
         assert_eq!(e, "/a\\040b\\011c\\012d\\134e\\377");
-        assert_eq!(crate::sys::mountinfo::unescape(e.as_bytes()), p.as_os_str().as_bytes());
+        assert_eq!(
+            crate::sys::mountinfo::unescape(e.as_bytes()),
+            p.as_os_str().as_bytes()
+        );
     }
 }

@@ -19,7 +19,13 @@ pub fn plan_text(p: &Plan) -> String {
         fmt_bytes(p.swap_total_bytes)
     );
     if let Some(c) = &p.current {
-        let _ = writeln!(s, "Mounted at {} now: {} ({})", p.dir, c.fstype, c.options.join(","));
+        let _ = writeln!(
+            s,
+            "Mounted at {} now: {} ({})",
+            p.dir,
+            c.fstype,
+            c.options.join(",")
+        );
     }
     let _ = writeln!(s);
     let mut t = crate::output::table(&["option", "why"]);
@@ -28,26 +34,32 @@ pub fn plan_text(p: &Plan) -> String {
     }
     let _ = writeln!(s, "{t}");
     let _ = writeln!(s, "\nMount options: {}", p.mount_options);
-    let _ = writeln!(s, "Live: {}", match p.mount_state {
-        MountState::NotMounted => "mount a new tmpfs over the directory, contents copied",
-        MountState::Same => "already mounted like this; nothing to do",
-        MountState::SizeDiffers => "already a tmpfs; only the size differs (apply --resize)",
-        MountState::Conflict => "already mounted with other options (see blockers)",
-    });
+    let _ = writeln!(
+        s,
+        "Live: {}",
+        match p.mount_state {
+            MountState::NotMounted => "mount a new tmpfs over the directory, contents copied",
+            MountState::Same => "already mounted like this; nothing to do",
+            MountState::SizeDiffers => "already a tmpfs; only the size differs (apply --resize)",
+            MountState::Conflict => "already mounted with other options (see blockers)",
+        }
+    );
     let _ = writeln!(s);
     match p.persist.via {
         Via::Fstab => {
             let _ = writeln!(
                 s,
                 "Persist via fstab ({}): {:?} in {}",
-                p.persist.why,
-                p.persist.action,
-                p.persist.path
+                p.persist.why, p.persist.action, p.persist.path
             );
             let _ = writeln!(s, "  {}", p.persist.content);
         }
         Via::Systemd => {
-            let _ = writeln!(s, "Persist via systemd ({}): {}", p.persist.why, p.persist.path);
+            let _ = writeln!(
+                s,
+                "Persist via systemd ({}): {}",
+                p.persist.why, p.persist.path
+            );
             for l in p.persist.content.lines() {
                 let _ = writeln!(s, "  {l}");
             }
@@ -86,7 +98,10 @@ pub fn apply_text(r: &ApplyReport) -> String {
         let _ = writeln!(s, "  - {c}");
     }
     if let Some(n) = r.verified_entries {
-        let _ = writeln!(s, "Verified: {n} entries identical in the tmpfs (type, mode, owner, ns mtime, xattrs, content, links)");
+        let _ = writeln!(
+            s,
+            "Verified: {n} entries identical in the tmpfs (type, mode, owner, ns mtime, xattrs, content, links)"
+        );
     }
     let _ = writeln!(s, "Undo with: tmpfsctl revert {} --keep-data", r.dir);
     s

@@ -33,13 +33,21 @@ fn ok(o: &Output) {
 
 /// The fstype mounted exactly at `p`, from findmnt (an independent reader).
 fn fstype_at(p: &Path) -> Option<String> {
-    let o = Command::new("findmnt").args(["-n", "-o", "FSTYPE", "--mountpoint"]).arg(p).output().unwrap();
+    let o = Command::new("findmnt")
+        .args(["-n", "-o", "FSTYPE", "--mountpoint"])
+        .arg(p)
+        .output()
+        .unwrap();
     let t = String::from_utf8_lossy(&o.stdout).trim().to_string();
     (o.status.success() && !t.is_empty()).then_some(t)
 }
 
 fn options_at(p: &Path) -> String {
-    let o = Command::new("findmnt").args(["-n", "-o", "OPTIONS", "--mountpoint"]).arg(p).output().unwrap();
+    let o = Command::new("findmnt")
+        .args(["-n", "-o", "OPTIONS", "--mountpoint"])
+        .arg(p)
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
@@ -48,7 +56,12 @@ struct Cleanup(PathBuf);
 impl Drop for Cleanup {
     fn drop(&mut self) {
         while fstype_at(&self.0).is_some() {
-            if !Command::new("umount").arg("-l").arg(&self.0).status().is_ok_and(|s| s.success()) {
+            if !Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status()
+                .is_ok_and(|s| s.success())
+            {
                 break;
             }
         }
@@ -56,7 +69,10 @@ impl Drop for Cleanup {
 }
 
 fn root_dir() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("tmpfsctl-it-mounts-").tempdir().unwrap()
+    tempfile::Builder::new()
+        .prefix("tmpfsctl-it-mounts-")
+        .tempdir()
+        .unwrap()
 }
 
 fn xattrs(p: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -104,7 +120,10 @@ fn tree(root: &Path) -> BTreeMap<Vec<u8>, String> {
         } else {
             desc += &format!(" size={} rdev={}", m.size(), m.rdev());
             if m.nlink() > 1 {
-                inodes.entry(m.ino()).or_default().push(rel.as_os_str().as_bytes().to_vec());
+                inodes
+                    .entry(m.ino())
+                    .or_default()
+                    .push(rel.as_os_str().as_bytes().to_vec());
             }
         }
         if ft.is_symlink() {
@@ -121,7 +140,13 @@ fn tree(root: &Path) -> BTreeMap<Vec<u8>, String> {
         names.sort();
         for n in &names {
             let e = out.get_mut(n).unwrap();
-            *e += &format!(" links={:?}", names.iter().map(|x| String::from_utf8_lossy(x)).collect::<Vec<_>>());
+            *e += &format!(
+                " links={:?}",
+                names
+                    .iter()
+                    .map(|x| String::from_utf8_lossy(x))
+                    .collect::<Vec<_>>()
+            );
         }
     }
     out
@@ -143,7 +168,9 @@ fn assert_same_tree(a: &BTreeMap<Vec<u8>, String>, b: &BTreeMap<Vec<u8>, String>
 fn build_tree(d: &Path) {
     std::fs::create_dir_all(d.join("nested/deeper/deepest")).unwrap();
     std::fs::write(d.join("plain.txt"), b"hello tmpfs\n").unwrap();
-    let big: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let big: Vec<u8> = (0..300_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     std::fs::write(d.join("nested/big.bin"), &big).unwrap();
     std::fs::write(d.join("nested/deeper/deepest/leaf"), b"leaf").unwrap();
     std::fs::create_dir(d.join("sticky")).unwrap();
@@ -151,7 +178,12 @@ fn build_tree(d: &Path) {
     std::os::unix::fs::symlink("plain.txt", d.join("link-ok")).unwrap();
     std::os::unix::fs::symlink("/nonexistent/target", d.join("link-dangling")).unwrap();
     std::fs::hard_link(d.join("plain.txt"), d.join("nested/hardlink")).unwrap();
-    rustix::fs::mkfifoat(rustix::fs::CWD, &d.join("fifo"), rustix::fs::Mode::from_raw_mode(0o620)).unwrap();
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &d.join("fifo"),
+        rustix::fs::Mode::from_raw_mode(0o620),
+    )
+    .unwrap();
     let _sock = std::os::unix::net::UnixListener::bind(d.join("socket")).unwrap();
     rustix::fs::mknodat(
         rustix::fs::CWD,
@@ -161,13 +193,34 @@ fn build_tree(d: &Path) {
         rustix::fs::makedev(1, 3),
     )
     .unwrap();
-    rustix::fs::setxattr(&d.join("plain.txt"), "user.origin", b"disk", rustix::fs::XattrFlags::empty()).unwrap();
-    if Command::new("setfacl").args(["-m", "u:1234:rw"]).arg(d.join("nested/big.bin")).status().is_ok_and(|s| s.success()) {
-        assert!(xattrs(&d.join("nested/big.bin")).iter().any(|(n, _)| n == b"system.posix_acl_access"));
+    rustix::fs::setxattr(
+        &d.join("plain.txt"),
+        "user.origin",
+        b"disk",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap();
+    if Command::new("setfacl")
+        .args(["-m", "u:1234:rw"])
+        .arg(d.join("nested/big.bin"))
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        assert!(
+            xattrs(&d.join("nested/big.bin"))
+                .iter()
+                .any(|(n, _)| n == b"system.posix_acl_access")
+        );
     } else {
         eprintln!("note: setfacl missing; ACL not exercised (install acl)");
     }
-    for name in [&b"with space"[..], b"new\nline", b"latin1-\xe9\xff", b"-dash", b".hidden"] {
+    for name in [
+        &b"with space"[..],
+        b"new\nline",
+        b"latin1-\xe9\xff",
+        b"-dash",
+        b".hidden",
+    ] {
         std::fs::write(d.join(OsStr::from_bytes(name)), name).unwrap();
     }
     std::fs::write(d.join("suid"), b"#!/bin/sh\n").unwrap();
@@ -178,11 +231,23 @@ fn build_tree(d: &Path) {
     std::os::unix::fs::chown(d.join("nested/deeper/deepest/leaf"), Some(4242), Some(4343)).unwrap();
     // Old, precise timestamps (ns) that a careless copy would lose.
     let t = rustix::fs::Timestamps {
-        last_access: rustix::fs::Timespec { tv_sec: 1_000_000_000, tv_nsec: 123_456_789 },
-        last_modification: rustix::fs::Timespec { tv_sec: 1_100_000_000, tv_nsec: 987_654_321 },
+        last_access: rustix::fs::Timespec {
+            tv_sec: 1_000_000_000,
+            tv_nsec: 123_456_789,
+        },
+        last_modification: rustix::fs::Timespec {
+            tv_sec: 1_100_000_000,
+            tv_nsec: 987_654_321,
+        },
     };
     for p in ["plain.txt", "nested/deeper", "fifo", "link-ok", "sticky"] {
-        rustix::fs::utimensat(rustix::fs::CWD, &d.join(p), &t, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).unwrap();
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            &d.join(p),
+            &t,
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .unwrap();
     }
 }
 
@@ -198,7 +263,16 @@ fn apply_then_revert_keep_data_preserves_everything() {
     let _c = Cleanup(dir.clone());
     let before = tree(&dir);
 
-    let out = tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--size", "64M", "--yes", "--json"]);
+    let out = tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--size",
+        "64M",
+        "--yes",
+        "--json",
+    ]);
     ok(&out);
     let r = json(&out);
     assert_eq!(r["schema_version"], 1);
@@ -220,7 +294,15 @@ fn apply_then_revert_keep_data_preserves_everything() {
     std::fs::remove_file(dir.join("with space")).unwrap();
     let on_tmpfs = tree(&dir);
 
-    let out = tmpfsctl(&["revert", s(&dir), "--fstab", s(&fstab), "--keep-data", "--yes", "--json"]);
+    let out = tmpfsctl(&[
+        "revert",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--keep-data",
+        "--yes",
+        "--json",
+    ]);
     ok(&out);
     let r = json(&out);
     assert_eq!(r["unmounted"], true);
@@ -228,7 +310,12 @@ fn apply_then_revert_keep_data_preserves_everything() {
     assert_same_tree(&on_tmpfs, &tree(&dir));
     assert_eq!(std::fs::read(&fstab).unwrap(), b"# empty\n");
     // No scratch directories left behind.
-    assert!(std::fs::read_dir(&dir).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with(".tmpfsctl")));
+    assert!(std::fs::read_dir(&dir).unwrap().all(|e| {
+        !e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".tmpfsctl")
+    }));
 }
 
 #[test]
@@ -240,9 +327,23 @@ fn revert_without_keep_data_brings_back_the_disk_contents() {
     std::fs::write(dir.join("old"), b"on disk").unwrap();
     let _c = Cleanup(dir.clone());
     let before = tree(&dir);
-    ok(&tmpfsctl(&["apply", s(&dir), "--persist", "none", "--size", "8M", "--yes"]));
+    ok(&tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--persist",
+        "none",
+        "--size",
+        "8M",
+        "--yes",
+    ]));
     std::fs::write(dir.join("scratch"), b"x").unwrap();
-    ok(&tmpfsctl(&["revert", s(&dir), "--yes", "--fstab", s(&t.path().join("none"))]));
+    ok(&tmpfsctl(&[
+        "revert",
+        s(&dir),
+        "--yes",
+        "--fstab",
+        s(&t.path().join("none")),
+    ]));
     assert_eq!(fstype_at(&dir), None);
     assert_same_tree(&before, &tree(&dir));
 }
@@ -263,14 +364,25 @@ fn copy_failure_aborts_with_nothing_changed() {
     std::fs::write(&fstab, b"proc /proc proc defaults 0 0\n").unwrap();
     let _c = Cleanup(dir.clone());
     let before = tree(&dir);
-    let out = tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--size", "8M", "--yes"]);
+    let out = tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--size",
+        "8M",
+        "--yes",
+    ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let e = stderr(&out);
     assert!(e.contains("nothing was changed"), "{e}");
     assert!(e.contains("sparse"), "names the file: {e}");
     assert_eq!(fstype_at(&dir), None, "nothing may stay mounted");
     assert_same_tree(&before, &tree(&dir));
-    assert_eq!(std::fs::read(&fstab).unwrap(), b"proc /proc proc defaults 0 0\n");
+    assert_eq!(
+        std::fs::read(&fstab).unwrap(),
+        b"proc /proc proc defaults 0 0\n"
+    );
     assert!(!PathBuf::from(format!("{}.tmpfsctl.bak", fstab.display())).exists());
 }
 
@@ -304,18 +416,59 @@ fn fstab_round_trips_and_second_apply_adds_nothing() {
     let fstab = t.path().join("fstab");
     std::fs::write(&fstab, DEBIAN_FSTAB).unwrap();
     let _c = Cleanup(dir.clone());
-    let out = tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--size", "16M", "--yes", "--json"]);
+    let out = tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--size",
+        "16M",
+        "--yes",
+        "--json",
+    ]);
     ok(&out);
-    let line = json(&out)["plan"]["persist"]["content"].as_str().unwrap().to_string();
-    assert!(line.starts_with(&format!("tmpfs {} tmpfs nosuid,nodev,size=16M,", dir.display())), "{line}");
+    let line = json(&out)["plan"]["persist"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        line.starts_with(&format!(
+            "tmpfs {} tmpfs nosuid,nodev,size=16M,",
+            dir.display()
+        )),
+        "{line}"
+    );
     let after = std::fs::read(&fstab).unwrap();
     assert_eq!(after, [DEBIAN_FSTAB, line.as_bytes(), b"\n"].concat());
-    assert_eq!(std::fs::read(format!("{}.tmpfsctl.bak", fstab.display())).unwrap(), DEBIAN_FSTAB);
-    let v = Command::new("findmnt").arg("--verify").arg("--tab-file").arg(&fstab).arg("--target").arg(&dir).output().unwrap();
-    assert!(v.status.success(), "findmnt --verify: {}", String::from_utf8_lossy(&v.stdout));
+    assert_eq!(
+        std::fs::read(format!("{}.tmpfsctl.bak", fstab.display())).unwrap(),
+        DEBIAN_FSTAB
+    );
+    let v = Command::new("findmnt")
+        .arg("--verify")
+        .arg("--tab-file")
+        .arg(&fstab)
+        .arg("--target")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        v.status.success(),
+        "findmnt --verify: {}",
+        String::from_utf8_lossy(&v.stdout)
+    );
 
     // Same apply again: no second line, nothing mounted twice.
-    let out = tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--size", "16M", "--yes", "--json"]);
+    let out = tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--size",
+        "16M",
+        "--yes",
+        "--json",
+    ]);
     ok(&out);
     let r = json(&out);
     assert_eq!(r["mounted"], false);
@@ -328,22 +481,58 @@ fn fstab_round_trips_and_second_apply_adds_nothing() {
         .count();
     assert_eq!(stacked, 1);
     // Without --size it keeps the current size (idempotent).
-    ok(&tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--yes"]));
+    ok(&tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--yes",
+    ]));
     assert_eq!(std::fs::read(&fstab).unwrap(), after);
 
     // Resize: live and in fstab; never below usage.
     std::fs::write(dir.join("three-mib"), vec![1u8; 3 << 20]).unwrap();
-    let out = tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--resize", "2M", "--yes"]);
+    let out = tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--resize",
+        "2M",
+        "--yes",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("below"), "{}", stderr(&out));
-    ok(&tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--resize", "32M", "--yes"]));
-    assert!(options_at(&dir).contains("size=32768k"), "{}", options_at(&dir));
-    assert!(options_at(&dir).contains("nosuid"), "resize must keep flags: {}", options_at(&dir));
+    ok(&tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--resize",
+        "32M",
+        "--yes",
+    ]));
+    assert!(
+        options_at(&dir).contains("size=32768k"),
+        "{}",
+        options_at(&dir)
+    );
+    assert!(
+        options_at(&dir).contains("nosuid"),
+        "resize must keep flags: {}",
+        options_at(&dir)
+    );
     let resized = String::from_utf8(std::fs::read(&fstab).unwrap()).unwrap();
     assert_eq!(resized.matches(&format!(" {} ", dir.display())).count(), 1);
     assert!(resized.contains("size=32M"), "{resized}");
 
-    ok(&tmpfsctl(&["revert", s(&dir), "--fstab", s(&fstab), "--yes"]));
+    ok(&tmpfsctl(&[
+        "revert",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--yes",
+    ]));
     assert_eq!(std::fs::read(&fstab).unwrap(), DEBIAN_FSTAB);
     assert!(!PathBuf::from(format!("{}.tmpfsctl.bak", fstab.display())).exists());
     assert_eq!(fstype_at(&dir), None);
@@ -358,7 +547,12 @@ fn systemd_dropin_is_written_verified_and_removed() {
     let units = t.path().join("units");
     std::fs::create_dir_all(units.join("local-fs.target.wants")).unwrap();
     let name = String::from_utf8(
-        Command::new("systemd-escape").args(["-p", "--suffix=mount"]).arg(&dir).output().unwrap().stdout,
+        Command::new("systemd-escape")
+            .args(["-p", "--suffix=mount"])
+            .arg(&dir)
+            .output()
+            .unwrap()
+            .stdout,
     )
     .unwrap()
     .trim()
@@ -368,22 +562,62 @@ fn systemd_dropin_is_written_verified_and_removed() {
         format!("[Unit]\nDescription=test\n[Mount]\nWhat=tmpfs\nWhere={}\nType=tmpfs\nOptions=mode=1777\n", dir.display()),
     )
     .unwrap();
-    std::os::unix::fs::symlink(format!("../{name}"), units.join("local-fs.target.wants").join(&name)).unwrap();
+    std::os::unix::fs::symlink(
+        format!("../{name}"),
+        units.join("local-fs.target.wants").join(&name),
+    )
+    .unwrap();
     let fstab = t.path().join("fstab");
     let _c = Cleanup(dir.clone());
     // Auto: the unit is enabled, so systemd is chosen.
-    let out = tmpfsctl(&["plan", s(&dir), "--unit-dir", s(&units), "--fstab", s(&fstab), "--json"]);
+    let out = tmpfsctl(&[
+        "plan",
+        s(&dir),
+        "--unit-dir",
+        s(&units),
+        "--fstab",
+        s(&fstab),
+        "--json",
+    ]);
     let p = json(&out);
     assert_eq!(p["persist"]["via"], "systemd", "{p}");
-    ok(&tmpfsctl(&["apply", s(&dir), "--unit-dir", s(&units), "--fstab", s(&fstab), "--size", "8M", "--yes"]));
+    ok(&tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--unit-dir",
+        s(&units),
+        "--fstab",
+        s(&fstab),
+        "--size",
+        "8M",
+        "--yes",
+    ]));
     let dropin = units.join(format!("{name}.d/override.conf"));
     let text = std::fs::read_to_string(&dropin).unwrap();
     assert!(text.contains("\nOptions=nosuid,nodev,size=8M,"), "{text}");
-    assert!(text.contains(&format!("\nWhere={}\n", dir.display())), "{text}");
-    assert!(!fstab.exists(), "fstab untouched when persisting via systemd");
-    let v = Command::new("systemd-analyze").arg("verify").arg(units.join(&name)).output().unwrap();
+    assert!(
+        text.contains(&format!("\nWhere={}\n", dir.display())),
+        "{text}"
+    );
+    assert!(
+        !fstab.exists(),
+        "fstab untouched when persisting via systemd"
+    );
+    let v = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(units.join(&name))
+        .output()
+        .unwrap();
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
-    ok(&tmpfsctl(&["revert", s(&dir), "--unit-dir", s(&units), "--fstab", s(&fstab), "--yes"]));
+    ok(&tmpfsctl(&[
+        "revert",
+        s(&dir),
+        "--unit-dir",
+        s(&units),
+        "--fstab",
+        s(&fstab),
+        "--yes",
+    ]));
     assert!(!dropin.exists());
     assert!(!units.join(format!("{name}.d")).exists());
     assert_eq!(fstype_at(&dir), None);
@@ -396,15 +630,37 @@ fn revert_refuses_when_busy_unless_lazy() {
     let dir = t.path().join("busy");
     std::fs::create_dir(&dir).unwrap();
     let _c = Cleanup(dir.clone());
-    ok(&tmpfsctl(&["apply", s(&dir), "--persist", "none", "--size", "8M", "--yes"]));
-    let mut child = Command::new("sleep").arg("60").current_dir(&dir).spawn().unwrap();
+    ok(&tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--persist",
+        "none",
+        "--size",
+        "8M",
+        "--yes",
+    ]));
+    let mut child = Command::new("sleep")
+        .arg("60")
+        .current_dir(&dir)
+        .spawn()
+        .unwrap();
     let none = t.path().join("no-fstab");
     let out = tmpfsctl(&["revert", s(&dir), "--fstab", s(&none), "--yes"]);
     let e = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
-    assert!(e.contains(&child.id().to_string()) && e.contains("--lazy"), "{e}");
+    assert!(
+        e.contains(&child.id().to_string()) && e.contains("--lazy"),
+        "{e}"
+    );
     assert_eq!(fstype_at(&dir).as_deref(), Some("tmpfs"));
-    ok(&tmpfsctl(&["revert", s(&dir), "--fstab", s(&none), "--lazy", "--yes"]));
+    ok(&tmpfsctl(&[
+        "revert",
+        s(&dir),
+        "--fstab",
+        s(&none),
+        "--lazy",
+        "--yes",
+    ]));
     assert_eq!(fstype_at(&dir), None);
     let _ = child.kill();
     let _ = child.wait();
@@ -419,13 +675,23 @@ fn non_root_gets_a_clear_error() {
     std::fs::create_dir(&dir).unwrap();
     for cmd in ["apply", "revert"] {
         let out = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_tmpfsctl"), cmd])
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                env!("CARGO_BIN_EXE_tmpfsctl"),
+                cmd,
+            ])
             .arg(&dir)
             .arg("--yes")
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{cmd}: {}", stderr(&out));
-        assert!(stderr(&out).contains("needs root"), "{cmd}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("needs root"),
+            "{cmd}: {}",
+            stderr(&out)
+        );
     }
     assert_eq!(fstype_at(&dir), None);
 }
@@ -448,7 +714,11 @@ fn bad_directories_get_clear_messages() {
         for cmd in ["apply", "revert"] {
             let out = tmpfsctl(&[cmd, s(&missing), "--yes"]);
             assert_eq!(out.status.code(), Some(2));
-            assert!(stderr(&out).contains("no such directory"), "{}", stderr(&out));
+            assert!(
+                stderr(&out).contains("no such directory"),
+                "{}",
+                stderr(&out)
+            );
         }
         // Without a terminal and without --yes, apply asks for --yes.
         let dir = t.path().join("d");
@@ -468,7 +738,10 @@ fn already_tmpfs_with_other_options_is_refused() {
     let out = tmpfsctl(&["apply", s(&m.path), "--fstab", s(&fstab), "--yes"]);
     assert_eq!(out.status.code(), Some(2));
     let e = stderr(&out);
-    assert!(e.contains("already a tmpfs with other options") && e.contains("revert"), "{e}");
+    assert!(
+        e.contains("already a tmpfs with other options") && e.contains("revert"),
+        "{e}"
+    );
     assert!(!fstab.exists());
     // plan reports it as a blocker with exit 1.
     let out = tmpfsctl(&["plan", s(&m.path), "--fstab", s(&fstab), "--json"]);
@@ -499,13 +772,21 @@ fn plan_json_on_a_real_directory() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("below what"), "{}", stderr(&out));
     // A process with its cwd there is listed.
-    let mut child = Command::new("sleep").arg("30").current_dir(&dir).spawn().unwrap();
+    let mut child = Command::new("sleep")
+        .arg("30")
+        .current_dir(&dir)
+        .spawn()
+        .unwrap();
     let p = json(&tmpfsctl(&["plan", s(&dir), "--json"]));
     let _ = child.kill();
     let _ = child.wait();
     if is_root() {
         assert!(
-            p["busy"].as_array().unwrap().iter().any(|b| b["pid"] == child.id() && b["uses"][0] == "cwd"),
+            p["busy"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b["pid"] == child.id() && b["uses"][0] == "cwd"),
             "{}",
             p["busy"]
         );
