@@ -35,7 +35,7 @@ pub struct CopyStats {
     pub special_files: u64,
     pub xattrs: u64,
     /// File content bytes copied (apparent size).
-    pub bytes: u64,
+    pub content_bytes: u64,
 }
 
 /// Show a name relative to the tree root for messages: lossy, but escaped so a
@@ -394,7 +394,7 @@ impl Copier<'_> {
         let mut df = std::fs::File::from(d);
         // std::io::copy uses copy_file_range/sendfile between files when it can.
         let n = std::io::copy(&mut sf, &mut df).map_err(|e| fail("copy data", e))?;
-        self.stats.bytes += n;
+        self.stats.content_bytes += n;
         let (u, g) = owner(st);
         let m = |what: &str, e: Errno| fail(what, e.into());
         rustix::fs::fchown(&df, u, g).map_err(|e| m("set owner", e))?;

@@ -578,7 +578,7 @@ pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<u8> {
                 stats.symlinks,
                 stats.hard_links,
                 stats.special_files,
-                crate::units::fmt_bytes(stats.bytes)
+                crate::units::fmt_bytes(stats.content_bytes)
             ));
             copied = Some(stats);
             verified = Some(n);
@@ -837,7 +837,7 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
                 stats.files,
                 stats.dirs,
                 stats.symlinks,
-                crate::units::fmt_bytes(stats.bytes)
+                crate::units::fmt_bytes(stats.content_bytes)
             ));
             copied_back = Some(stats);
         }

@@ -582,10 +582,35 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
                 (true, true) => MountState::Same,
                 (true, false) => MountState::SizeDiffers,
                 _ => {
+                    let mut d = Vec::new();
+                    let yn = |b: bool| if b { "on" } else { "off" };
+                    for (name, now, want) in [
+                        ("nosuid", c.nosuid, true),
+                        ("nodev", c.nodev, true),
+                        ("noexec", c.noexec, req.noexec),
+                        ("noswap", c.noswap, req.noswap),
+                    ] {
+                        if now != want {
+                            d.push(format!("{name} {} (wanted {})", yn(now), yn(want)));
+                        }
+                    }
+                    if c.mode & 0o7777 != mode {
+                        d.push(format!("mode {:o} (wanted {mode:o})", c.mode & 0o7777));
+                    }
+                    if (c.uid, c.gid) != (facts.dir_uid, facts.dir_gid) {
+                        d.push(format!("uid/gid {}:{} (wanted {}:{})", c.uid, c.gid, facts.dir_uid, facts.dir_gid));
+                    }
+                    if let Some(n) = nr_inodes.filter(|&n| c.nr_inodes != Some(n)) {
+                        d.push(format!("nr_inodes {} (wanted {n})", c.nr_inodes.unwrap_or(0)));
+                    }
+                    if let Some(h) = req.huge.filter(|h| c.huge.as_deref() != Some(h.as_str())) {
+                        d.push(format!("huge={} (wanted {})", c.huge.as_deref().unwrap_or("never"), h.as_str()));
+                    }
                     blockers.push(format!(
-                        "{shown} is already a tmpfs with other options ({}); to change only its size use \
-                         `tmpfsctl apply {shown} --resize SIZE`, otherwise `tmpfsctl revert {shown} --keep-data` first",
-                        c.options.join(",")
+                        "{shown} is already a tmpfs with other options: {}; only the size can change live \
+                         (`tmpfsctl apply {shown} --resize SIZE`); for the rest run `tmpfsctl revert {shown} --keep-data` \
+                         first, then apply",
+                        d.join(", ")
                     ));
                     MountState::Conflict
                 }
