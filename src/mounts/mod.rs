@@ -243,13 +243,24 @@ fn current_mount(root: &Sysroot, m: &MountInfo, mem_total: u64) -> plan::Current
     }
 }
 
+/// Relative --fstab/--unit-dir paths are shown and written as absolute ones.
+fn absolute(p: &Path) -> PathBuf {
+    std::env::current_dir()
+        .map(|c| c.join(p))
+        .unwrap_or_else(|_| p.to_path_buf())
+}
+
 fn fstab_file(root: &Sysroot, t: &TargetArgs) -> PathBuf {
-    t.fstab.clone().unwrap_or_else(|| root.path("/etc/fstab"))
+    t.fstab
+        .as_deref()
+        .map(absolute)
+        .unwrap_or_else(|| root.path("/etc/fstab"))
 }
 
 fn unit_dir(root: &Sysroot, t: &TargetArgs) -> PathBuf {
     t.unit_dir
-        .clone()
+        .as_deref()
+        .map(absolute)
         .unwrap_or_else(|| root.path("/etc/systemd/system"))
 }
 

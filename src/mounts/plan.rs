@@ -598,13 +598,23 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
                         d.push(format!("mode {:o} (wanted {mode:o})", c.mode & 0o7777));
                     }
                     if (c.uid, c.gid) != (facts.dir_uid, facts.dir_gid) {
-                        d.push(format!("uid/gid {}:{} (wanted {}:{})", c.uid, c.gid, facts.dir_uid, facts.dir_gid));
+                        d.push(format!(
+                            "uid/gid {}:{} (wanted {}:{})",
+                            c.uid, c.gid, facts.dir_uid, facts.dir_gid
+                        ));
                     }
                     if let Some(n) = nr_inodes.filter(|&n| c.nr_inodes != Some(n)) {
-                        d.push(format!("nr_inodes {} (wanted {n})", c.nr_inodes.unwrap_or(0)));
+                        d.push(format!(
+                            "nr_inodes {} (wanted {n})",
+                            c.nr_inodes.unwrap_or(0)
+                        ));
                     }
                     if let Some(h) = req.huge.filter(|h| c.huge.as_deref() != Some(h.as_str())) {
-                        d.push(format!("huge={} (wanted {})", c.huge.as_deref().unwrap_or("never"), h.as_str()));
+                        d.push(format!(
+                            "huge={} (wanted {})",
+                            c.huge.as_deref().unwrap_or("never"),
+                            h.as_str()
+                        ));
                     }
                     blockers.push(format!(
                         "{shown} is already a tmpfs with other options: {}; only the size can change live \
