@@ -180,21 +180,21 @@ fn build_tree(d: &Path) {
     std::fs::hard_link(d.join("plain.txt"), d.join("nested/hardlink")).unwrap();
     rustix::fs::mkfifoat(
         rustix::fs::CWD,
-        &d.join("fifo"),
+        d.join("fifo"),
         rustix::fs::Mode::from_raw_mode(0o620),
     )
     .unwrap();
     let _sock = std::os::unix::net::UnixListener::bind(d.join("socket")).unwrap();
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &d.join("null-dev"),
+        d.join("null-dev"),
         rustix::fs::FileType::CharacterDevice,
         rustix::fs::Mode::from_raw_mode(0o600),
         rustix::fs::makedev(1, 3),
     )
     .unwrap();
     rustix::fs::setxattr(
-        &d.join("plain.txt"),
+        d.join("plain.txt"),
         "user.origin",
         b"disk",
         rustix::fs::XattrFlags::empty(),
@@ -243,7 +243,7 @@ fn build_tree(d: &Path) {
     for p in ["plain.txt", "nested/deeper", "fifo", "link-ok", "sticky"] {
         rustix::fs::utimensat(
             rustix::fs::CWD,
-            &d.join(p),
+            d.join(p),
             &t,
             rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
         )
