@@ -738,11 +738,15 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
     };
 
     if !facts.busy.is_empty() {
-        let list: Vec<String> = facts
+        let mut list: Vec<String> = facts
             .busy
             .iter()
+            .take(10)
             .map(|p| format!("{} ({})", p.pid, p.comm))
             .collect();
+        if facts.busy.len() > 10 {
+            list.push(format!("and {} more", facts.busy.len() - 10));
+        }
         warn(
             "busy",
             format!(

@@ -71,8 +71,28 @@ pub fn plan_text(p: &Plan) -> String {
     }
     if !p.busy.is_empty() {
         let _ = writeln!(s, "\nProcesses using {}:", p.dir);
-        for b in &p.busy {
-            let _ = writeln!(s, "  {} {}: {}", b.pid, b.comm, b.uses.join(", "));
+        // A busy /tmp can have hundreds of users: a screenful is enough, --json has all.
+        const SHOW: usize = 10;
+        const USES: usize = 3;
+        for b in p.busy.iter().take(SHOW) {
+            let mut uses = b
+                .uses
+                .iter()
+                .take(USES)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if b.uses.len() > USES {
+                uses.push_str(&format!(", ... {} more", b.uses.len() - USES));
+            }
+            let _ = writeln!(s, "  {} {}: {uses}", b.pid, b.comm);
+        }
+        if p.busy.len() > SHOW {
+            let _ = writeln!(
+                s,
+                "  ... and {} more processes (--json lists all)",
+                p.busy.len() - SHOW
+            );
         }
     }
     if !p.warnings.is_empty() {
