@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# What `tmpfsctl run -- CMD` costs on top of CMD, against the peer it replaces:
+# seed 004's script (mktemp -d, cd, run the command with TMPDIR set, rm -rf).
+# CMD is /usr/bin/true (an external program in all three, so nothing is a
+# shell builtin). Same hyperfine run, ratios printed at the end.
+#
+# Targets (issue 6): tmpfsctl adds < 5 ms median over plain `true`, and
+# tmpfsctl / seed script <= 1.0.
+#
+# Usage: bench/run-overhead.sh [path/to/tmpfsctl]   (default: target/release/tmpfsctl)
+# Env:   RUNS (default 300), WARMUP (default 30)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-target/release/tmpfsctl}
+[ -x "$bin" ] || cargo build --release --quiet
+bin=$(realpath "$bin")
+true_bin=$(command -v true | grep / || echo /usr/bin/true)
+[ -x /usr/bin/true ] && true_bin=/usr/bin/true
+runs=${RUNS:-300}
+warmup=${WARMUP:-30}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The seed's script, with the interactive shell replaced by the command to run.
+cat >"$work/seed-scratch.sh" <<'EOF'
+#!/usr/bin/bash
+prev_dir=$PWD
+dir=$(mktemp -d)
+cd "$dir"
+PREV=$prev_dir TMPDIR=$dir "$@"
+rm -rf "$dir"
+EOF
+chmod +x "$work/seed-scratch.sh"
+
+mode=$("$bin" run --json fd:1 --quiet -- "$true_bin" | jq -r .mode)
+echo "tmpfsctl: $bin (scratch mode: $mode, uid $(id -u))"
+echo "kernel $(uname -r), $(nproc) CPUs, hyperfine $(hyperfine --version | cut -d' ' -f2)"
+echo
+
+hyperfine -N --warmup "$warmup" --runs "$runs" --export-json "$work/r.json" \
+    -n "true" "$true_bin" \
+    -n "tmpfsctl run -- true" "$bin run --quiet -- $true_bin" \
+    -n "seed mktemp script" "$work/seed-scratch.sh $true_bin"
+
+echo
+jq -r '
+  (.results | map({(.command): .}) | add) as $r
+  | ($r["true"].median * 1000) as $t
+  | ($r["tmpfsctl run -- true"].median * 1000) as $x
+  | ($r["seed mktemp script"].median * 1000) as $s
+  | "median: true \($t*1000|round/1000) ms, tmpfsctl run \($x*1000|round/1000) ms, seed script \($s*1000|round/1000) ms",
+    "tmpfsctl run adds \(($x-$t)*1000|round/1000) ms over plain true (target < 5 ms): \(if ($x-$t) < 5 then "OK" else "MISSED" end)",
+    "ratio tmpfsctl run / seed script = \(($x/$s)*1000|round/1000) (target <= 1.0): \(if $x <= $s then "OK" else "MISSED" end)"
+' "$work/r.json"

@@ -1,0 +1,549 @@
+//! The scratch directory itself: a private tmpfs mount (as root, or inside an
+//! unprivileged user namespace), or where neither is allowed a 0700 directory
+//! with an unguessable name whose cap can only be watched.
+//!
+//! Where the private mount lives: the calling process (tmpfsctl, which then
+//! only supervises CMD) moves itself into a new mount namespace and mounts the
+//! tmpfs over a fixed, per-user *anchor* directory (`/run/tmpfsctl` for root,
+//! `$XDG_RUNTIME_DIR/tmpfsctl` or `/dev/shm/tmpfsctl-UID` otherwise). In the
+//! normal namespace the anchor is always an empty directory: nothing is ever
+//! created per run outside the namespace, so there is nothing to leave behind
+//! when tmpfsctl is SIGKILLed — the kernel drops the mount with the namespace
+//! once its last process (tmpfsctl or CMD) exits. Concurrent runs mount over
+//! the same anchor, each in its own namespace, and cannot see each other.
+
+use std::io::ErrorKind;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use rustix::fs::{Mode as FsMode, OFlags};
+use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
+use rustix::thread::UnshareFlags;
+use serde::Serialize;
+
+/// `f_type` of tmpfs and ramfs in statfs(2).
+const TMPFS_MAGIC: u64 = 0x0102_1994;
+const RAMFS_MAGIC: u64 = 0x8584_58f6;
+
+/// How the scratch is provided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Root: a tmpfs in a private mount namespace; the cap is enforced by the kernel.
+    PrivateMount,
+    /// Unprivileged: the same inside a new user namespace (CMD's uid is
+    /// unchanged, but setuid programs such as sudo do not work inside).
+    UserNamespace,
+    /// Neither allowed: a 0700 directory under $XDG_RUNTIME_DIR or /dev/shm;
+    /// the cap is only watched (soft) and a SIGKILLed tmpfsctl leaves it behind.
+    Directory,
+}
+
+impl Mode {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mode::PrivateMount => "private tmpfs",
+            Mode::UserNamespace => "private tmpfs in a user namespace",
+            Mode::Directory => "plain directory, soft cap",
+        }
+    }
+
+    /// True when the kernel enforces the size cap (CMD gets ENOSPC).
+    pub fn cap_enforced(self) -> bool {
+        !matches!(self, Mode::Directory)
+    }
+}
+
+/// Which mode `Scratch::create` would most likely pick for this process,
+/// without changing anything (for `advise`). The real attempt can still fall
+/// back, e.g. when an LSM denies the mount.
+pub fn probe() -> Mode {
+    if rustix::process::geteuid().is_root() {
+        return Mode::PrivateMount;
+    }
+    let read_num = |p: &str| -> Option<i64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let userns_ok = read_num("/proc/sys/user/max_user_namespaces").is_none_or(|n| n > 0)
+        && read_num("/proc/sys/kernel/unprivileged_userns_clone").is_none_or(|n| n != 0)
+        && read_num("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").is_none_or(|n| n == 0);
+    if userns_ok { Mode::UserNamespace } else { Mode::Directory }
+}
+
+/// The default cap: half of what the kernel says is available without
+/// swapping, so one runaway job cannot take the whole machine.
+pub fn default_size(mem_available_bytes: u64) -> u64 {
+    round_up_page(mem_available_bytes / 2)
+}
+
+pub const DEFAULT_SIZE_TEXT: &str = "50% of MemAvailable";
+
+fn page_size() -> u64 {
+    rustix::param::page_size() as u64
+}
+
+pub fn round_up_page(b: u64) -> u64 {
+    let p = page_size();
+    b.div_ceil(p).saturating_mul(p)
+}
+
+/// Space used in the scratch, relative to the empty scratch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub used_bytes: u64,
+    pub inodes: u64,
+    /// Bytes CMD could still write (for a directory: free space of the filesystem under it).
+    pub avail_bytes: u64,
+    /// 0 also when the filesystem has no inode limit.
+    pub inodes_free: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Raw {
+    used: u64,
+    inodes: u64,
+    avail: u64,
+    ifree: u64,
+    size: u64,
+    ftype: u64,
+}
+
+fn raw_of(s: &rustix::fs::StatFs) -> Raw {
+    let bs = s.f_bsize as u64;
+    Raw {
+        used: (s.f_blocks as u64).saturating_sub(s.f_bfree as u64).saturating_mul(bs),
+        inodes: (s.f_files as u64).saturating_sub(s.f_ffree as u64),
+        avail: (s.f_bavail as u64).saturating_mul(bs),
+        ifree: s.f_ffree as u64,
+        size: (s.f_blocks as u64).saturating_mul(bs),
+        #[allow(clippy::unnecessary_cast)]
+        ftype: s.f_type as u64,
+    }
+}
+
+/// What the caller asks for.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub size_bytes: u64,
+    /// False: go straight to a plain directory (`--no-namespace`).
+    pub allow_private: bool,
+}
+
+/// A live scratch. Creating one in a private mode moves the *calling process*
+/// into a new mount (and maybe user) namespace: it is meant for a process
+/// whose remaining job is to run one command in it and clean up.
+#[derive(Debug)]
+pub struct Scratch {
+    pub mode: Mode,
+    pub path: PathBuf,
+    /// The cap: the tmpfs size for private modes, the watched limit otherwise.
+    pub size_bytes: u64,
+    /// The filesystem holding the data is RAM-backed (always true for private modes).
+    pub ram_backed: bool,
+    pub notes: Vec<String>,
+    /// Private modes: the mounted tmpfs root, so sampling is one fstatfs.
+    dir: Option<OwnedFd>,
+    base: Raw,
+}
+
+enum PrivError {
+    /// The kernel or policy does not allow it; fall back to a directory.
+    NotAllowed(String),
+    Fatal(anyhow::Error),
+}
+
+impl Scratch {
+    pub fn create(spec: &Spec) -> Result<Scratch> {
+        if spec.size_bytes == 0 {
+            bail!("size 0 would mean \"no limit\" to tmpfs; give a positive size such as 512M");
+        }
+        let mut notes = Vec::new();
+        if spec.allow_private {
+            match Self::private(spec) {
+                Ok(s) => return Ok(s),
+                Err(PrivError::Fatal(e)) => return Err(e),
+                Err(PrivError::NotAllowed(why)) => notes.push(format!(
+                    "no private mount possible ({why}); using a plain directory: the size cap is soft (watched, not enforced)"
+                )),
+            }
+        } else {
+            notes.push("plain directory as asked (--no-namespace): the size cap is soft (watched, not enforced)".into());
+        }
+        Self::directory(spec, notes)
+    }
+
+    fn private(spec: &Spec) -> std::result::Result<Scratch, PrivError> {
+        let euid = rustix::process::geteuid();
+        let egid = rustix::process::getegid();
+        let anchor = anchor_dir(euid).map_err(PrivError::NotAllowed)?;
+        let mut why = Vec::new();
+        let mut mode = None;
+        if euid.is_root() {
+            // SAFETY: NEWNS only; no file-descriptor table is unshared.
+            match unsafe { rustix::thread::unshare_unsafe(UnshareFlags::NEWNS) } {
+                Ok(()) => mode = Some(Mode::PrivateMount),
+                Err(e) => why.push(format!("unshare(CLONE_NEWNS): {e}")),
+            }
+        }
+        if mode.is_none() {
+            // SAFETY: as above. CLONE_NEWUSER needs a single-threaded process,
+            // which tmpfsctl is here (EINVAL otherwise, reported as a reason).
+            match unsafe { rustix::thread::unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNS) } {
+                Ok(()) => {
+                    map_ids(euid.as_raw(), egid.as_raw()).map_err(PrivError::Fatal)?;
+                    mode = Some(Mode::UserNamespace);
+                }
+                Err(e) => why.push(format!("user namespace: {e}")),
+            }
+        }
+        let Some(mode) = mode else {
+            return Err(PrivError::NotAllowed(why.join("; ")));
+        };
+        // Nothing mounted from here on may reach the parent namespace, while
+        // mounts appearing there still show up for CMD like for any process.
+        rustix::mount::mount_change("/", MountPropagationFlags::DOWNSTREAM | MountPropagationFlags::REC)
+            .map_err(|e| PrivError::Fatal(anyhow::anyhow!("making / a slave mount in the new namespace: {e}")))?;
+        let data = format!("size={},mode=0700", spec.size_bytes);
+        let data_c = std::ffi::CString::new(data.clone()).map_err(|e| PrivError::Fatal(e.into()))?;
+        // The source names the supervising process, so a leftover (there
+        // should be none) can be found in any /proc/PID/mountinfo.
+        let source = format!("tmpfsctl-{}", std::process::id());
+        match rustix::mount::mount(
+            source.as_str(),
+            &anchor,
+            "tmpfs",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            Some(data_c.as_c_str()),
+        ) {
+            Ok(()) => {}
+            Err(e) if e == rustix::io::Errno::PERM || e == rustix::io::Errno::ACCESS => {
+                return Err(PrivError::NotAllowed(format!("mount tmpfs on {}: {e}", anchor.display())));
+            }
+            Err(e) => {
+                return Err(PrivError::Fatal(anyhow::anyhow!(
+                    "mount -t tmpfs -o {data} on {}: {e}",
+                    anchor.display()
+                )));
+            }
+        }
+        let dir = rustix::fs::open(
+            &anchor,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            FsMode::empty(),
+        )
+        .map_err(|e| PrivError::Fatal(anyhow::anyhow!("opening the new scratch {}: {e}", anchor.display())))?;
+        let st = rustix::fs::fstatfs(&dir).map_err(|e| PrivError::Fatal(e.into()))?;
+        let base = raw_of(&st);
+        if base.ftype != TMPFS_MAGIC {
+            return Err(PrivError::Fatal(anyhow::anyhow!(
+                "{} is not the tmpfs just mounted (f_type {:#x})",
+                anchor.display(),
+                base.ftype
+            )));
+        }
+        Ok(Scratch {
+            mode,
+            path: anchor,
+            size_bytes: base.size,
+            ram_backed: true,
+            notes: Vec::new(),
+            dir: Some(dir),
+            base,
+        })
+    }
+
+    fn directory(spec: &Spec, notes: Vec<String>) -> Result<Scratch> {
+        let uid = rustix::process::geteuid().as_raw();
+        let base_dir = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute() && p.is_dir())
+            .or_else(|| Some(PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
+            .unwrap_or_else(std::env::temp_dir);
+        // tempfile: O_EXCL mkdir of a random 0700 name, retried on collision.
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("tmpfsctl-{uid}-"))
+            .rand_bytes(12)
+            .tempdir_in(&base_dir)
+            .with_context(|| {
+                format!(
+                    "cannot create a scratch directory in {}; set XDG_RUNTIME_DIR to a writable directory",
+                    base_dir.display()
+                )
+            })?
+            .keep();
+        let st = rustix::fs::statfs(&dir).with_context(|| format!("statfs {}", dir.display()))?;
+        let fs = raw_of(&st);
+        let mut notes = notes;
+        let ram_backed = fs.ftype == TMPFS_MAGIC || fs.ftype == RAMFS_MAGIC;
+        if !ram_backed {
+            notes.push(format!("{} is not on tmpfs: the scratch is NOT RAM-backed", base_dir.display()));
+        }
+        let mut s = Scratch {
+            mode: Mode::Directory,
+            path: dir,
+            size_bytes: spec.size_bytes,
+            ram_backed,
+            notes,
+            dir: None,
+            base: Raw::default(),
+        };
+        s.base = s.raw()?;
+        Ok(s)
+    }
+
+    fn raw(&self) -> Result<Raw> {
+        match &self.dir {
+            Some(fd) => Ok(raw_of(&rustix::fs::fstatfs(fd)?)),
+            None => {
+                let u = crate::sys::du::usage(&self.path)?;
+                let fs = raw_of(&rustix::fs::statfs(&self.path)?);
+                Ok(Raw {
+                    used: u.bytes,
+                    inodes: u.inodes,
+                    avail: fs.avail,
+                    ifree: fs.ifree,
+                    size: self.size_bytes,
+                    ftype: fs.ftype,
+                })
+            }
+        }
+    }
+
+    /// Current usage relative to the empty scratch. One fstatfs for a private
+    /// mount; a full tree walk (du-like) for a plain directory.
+    pub fn usage(&self) -> Result<Usage> {
+        let r = self.raw()?;
+        Ok(Usage {
+            used_bytes: r.used.saturating_sub(self.base.used),
+            inodes: r.inodes.saturating_sub(self.base.inodes),
+            avail_bytes: r.avail,
+            inodes_free: r.ifree,
+        })
+    }
+
+    /// True when CMD can no longer write (no block or no inode left): what
+    /// CMD sees as ENOSPC. For a directory that is the filesystem under it.
+    pub fn is_full(&self, u: &Usage) -> bool {
+        u.avail_bytes < page_size() || (self.base.ifree > 0 && u.inodes_free == 0)
+    }
+
+    /// A directory scratch has gone past its (soft, unenforced) cap.
+    pub fn over_soft_cap(&self, u: &Usage) -> bool {
+        self.mode == Mode::Directory && u.used_bytes > self.size_bytes
+    }
+
+    /// Remove the scratch (after copying it to disk, or leaving it, with
+    /// `keep`). Never follows a symlink out of the scratch: a private mount is
+    /// simply unmounted, and a directory is removed with std's
+    /// `remove_dir_all`, which works with openat/unlinkat and O_NOFOLLOW
+    /// (the CVE-2022-21658 fix, Rust >= 1.58.1).
+    pub fn teardown(mut self, keep: Option<&Keep>) -> Teardown {
+        let mut out = Teardown {
+            kept_at: None,
+            removed: false,
+            // The scratch's own notes were shown when it was created.
+            notes: Vec::new(),
+            error: None,
+        };
+        match self.mode {
+            Mode::Directory => {
+                if keep.is_some() {
+                    out.kept_at = Some(self.path.clone());
+                    return out;
+                }
+                match std::fs::remove_dir_all(&self.path) {
+                    Ok(()) => out.removed = true,
+                    Err(e) => out.error = Some(format!("cannot remove the scratch {}: {e}", self.path.display())),
+                }
+            }
+            Mode::PrivateMount | Mode::UserNamespace => {
+                if let Some(k) = keep {
+                    match copy_out(&self.path, k) {
+                        Ok(p) => out.kept_at = Some(p),
+                        Err(e) => out.error = Some(format!("--keep: {e:#}")),
+                    }
+                }
+                // Our own handle would make the mount look busy.
+                self.dir = None;
+                match rustix::mount::unmount(&self.path, UnmountFlags::empty()) {
+                    Ok(()) => out.removed = true,
+                    Err(e) if e == rustix::io::Errno::BUSY => {
+                        // Something CMD started still has a file or its cwd
+                        // in there: detach it now; the kernel frees the data
+                        // when that last user lets go.
+                        match rustix::mount::unmount(&self.path, UnmountFlags::DETACH) {
+                            Ok(()) => {
+                                out.removed = true;
+                                out.notes.push(
+                                    "a process started by CMD still uses the scratch: it was detached and is freed when that process exits"
+                                        .into(),
+                                );
+                            }
+                            Err(e) => out.error = Some(format!("umount {}: {e}", self.path.display())),
+                        }
+                    }
+                    Err(e) => out.error = Some(format!("umount {}: {e}", self.path.display())),
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Where `--keep` puts a copy of a private scratch.
+#[derive(Debug, Clone)]
+pub enum Keep {
+    /// A new 0700 directory with a random name under /var/tmp (disk-backed by
+    /// convention, kept across reboots), or the current directory.
+    Default,
+    /// Exactly this path, which must not exist yet.
+    Dir(PathBuf),
+}
+
+/// Check a `--keep=DIR` before anything runs, so a bad path fails up front.
+pub fn check_keep_dir(p: &Path) -> Result<()> {
+    if p.symlink_metadata().is_ok() {
+        bail!("--keep={}: already exists; give a path that does not exist yet (it is created)", p.display());
+    }
+    let parent = match p.parent() {
+        Some(q) if !q.as_os_str().is_empty() => q.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !parent.is_dir() {
+        bail!("--keep={}: parent directory {} does not exist; create it first", p.display(), parent.display());
+    }
+    Ok(())
+}
+
+fn copy_out(src: &Path, keep: &Keep) -> Result<PathBuf> {
+    let dest = match keep {
+        Keep::Dir(p) => {
+            std::fs::create_dir(p).with_context(|| format!("cannot create {}", p.display()))?;
+            p.clone()
+        }
+        Keep::Default => {
+            let base = [PathBuf::from("/var/tmp"), PathBuf::from(".")]
+                .into_iter()
+                .find(|p| rustix::fs::access(p, rustix::fs::Access::WRITE_OK).is_ok())
+                .unwrap_or_else(|| PathBuf::from("."));
+            tempfile::Builder::new()
+                .prefix("tmpfsctl-keep-")
+                .rand_bytes(8)
+                .tempdir_in(&base)
+                .with_context(|| format!("cannot create a directory in {}", base.display()))?
+                .keep()
+        }
+    };
+    // cp -a copies symlinks as symlinks, keeps modes, times, hard links,
+    // sparseness and xattrs; --one-file-system stays out of anything CMD
+    // mounted inside the scratch. No crate covers all of that.
+    let mut from = src.as_os_str().to_os_string();
+    from.push("/.");
+    let st = std::process::Command::new("cp")
+        .args(["-a", "--one-file-system", "--"])
+        .arg(&from)
+        .arg(&dest)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .context("cannot run cp")?;
+    if !st.success() {
+        bail!("cp -a {} {} failed ({st}); what was copied is in {}", from.to_string_lossy(), dest.display(), dest.display());
+    }
+    Ok(std::fs::canonicalize(&dest).unwrap_or(dest))
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Teardown {
+    pub kept_at: Option<PathBuf>,
+    pub removed: bool,
+    pub notes: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// The fixed per-user directory the private tmpfs is mounted over. It is
+/// created once (0700) and stays empty in the normal namespace.
+fn anchor_dir(euid: rustix::process::Uid) -> std::result::Result<PathBuf, String> {
+    let mut candidates = Vec::new();
+    if euid.is_root() {
+        candidates.push(PathBuf::from("/run/tmpfsctl"));
+    } else if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        if x.is_absolute() {
+            candidates.push(x.join("tmpfsctl"));
+        }
+    }
+    candidates.push(PathBuf::from(format!("/dev/shm/tmpfsctl-{}", euid.as_raw())));
+    let mut errs = Vec::new();
+    for c in candidates {
+        match ensure_private_dir(&c, euid) {
+            Ok(()) => return Ok(c),
+            Err(e) => errs.push(e),
+        }
+    }
+    Err(errs.join("; "))
+}
+
+fn ensure_private_dir(p: &Path, euid: rustix::process::Uid) -> std::result::Result<(), String> {
+    match rustix::fs::mkdir(p, FsMode::from_raw_mode(0o700)) {
+        Ok(()) => {}
+        Err(e) if e == rustix::io::Errno::EXIST => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", p.display())),
+    }
+    // Opened without following a symlink, then checked through the fd: a
+    // planted symlink or someone else's directory is refused, not used.
+    let fd = rustix::fs::open(p, OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, FsMode::empty())
+        .map_err(|e| format!("{} is not a plain directory: {e}", p.display()))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| format!("stat {}: {e}", p.display()))?;
+    if st.st_uid != euid.as_raw() {
+        return Err(format!("{} belongs to uid {}, not to you; remove it", p.display(), st.st_uid));
+    }
+    if st.st_mode & 0o077 != 0 {
+        rustix::fs::chmod(p, FsMode::from_raw_mode(0o700)).map_err(|e| format!("chmod 0700 {}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Map our own uid and gid onto themselves in the new user namespace, so CMD
+/// runs with the same ids (files it writes are owned by the caller).
+fn map_ids(uid: u32, gid: u32) -> Result<()> {
+    let write = |file: &str, text: String| -> Result<()> {
+        match std::fs::write(file, &text) {
+            Ok(()) => Ok(()),
+            // Kernels before 3.19 have no setgroups file and need no "deny".
+            Err(e) if file.ends_with("setgroups") && e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(anyhow::anyhow!("writing {text:?} to {file}: {e}")),
+        }
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_size_is_half_of_available_rounded_to_pages() {
+        let p = page_size();
+        assert_eq!(default_size(8 << 30), 4 << 30);
+        assert_eq!(default_size(3 * p + 2), 2 * p);
+        assert_eq!(round_up_page(1), p);
+        assert_eq!(round_up_page(0), 0);
+    }
+
+    #[test]
+    fn keep_dir_must_be_new_with_an_existing_parent() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(check_keep_dir(t.path()).is_err());
+        assert!(check_keep_dir(&t.path().join("new")).is_ok());
+        let e = check_keep_dir(&t.path().join("no/such")).unwrap_err().to_string();
+        assert!(e.contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn only_the_directory_mode_has_a_soft_cap() {
+        assert!(Mode::PrivateMount.cap_enforced());
+        assert!(Mode::UserNamespace.cap_enforced());
+        assert!(!Mode::Directory.cap_enforced());
+    }
+}
