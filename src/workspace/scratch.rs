@@ -14,6 +14,7 @@
 
 use std::io::ErrorKind;
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -258,10 +259,12 @@ impl Scratch {
             .filter(|p| p.is_absolute() && p.is_dir())
             .or_else(|| Some(PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
             .unwrap_or_else(std::env::temp_dir);
-        // tempfile: O_EXCL mkdir of a random 0700 name, retried on collision.
+        // tempfile: exclusive mkdir of a random name, retried on collision.
+        // The mode must be asked for: its default is 0777 minus the umask.
         let dir = tempfile::Builder::new()
             .prefix(&format!("tmpfsctl-{uid}-"))
             .rand_bytes(12)
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(&base_dir)
             .with_context(|| {
                 format!(
@@ -428,6 +431,7 @@ fn copy_out(src: &Path, keep: &Keep) -> Result<PathBuf> {
             tempfile::Builder::new()
                 .prefix("tmpfsctl-keep-")
                 .rand_bytes(8)
+                .permissions(std::fs::Permissions::from_mode(0o700))
                 .tempdir_in(&base)
                 .with_context(|| format!("cannot create a directory in {}", base.display()))?
                 .keep()

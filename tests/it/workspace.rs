@@ -1,1 +1,554 @@
-//! Integration tests for `workspace`.
+//! Integration tests for `workspace`: `tmpfsctl run` and `tmpfsctl shell`.
+//!
+//! "No scratch remains" is checked where a private scratch could hide: every
+//! tmpfsctl mount is named `tmpfsctl-<pid of tmpfsctl>` (its source), and
+//! every /proc/PID/mountinfo on the machine (every mount namespace) is
+//! searched for it; each such test first sees it present (so the search is
+//! known to work) and then gone.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::Duration;
+
+use crate::common::{bin, is_root, json, tmpfsctl};
+use crate::require_root;
+
+const ROOT_ANCHOR: &str = "/run/tmpfsctl";
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Mount lines in any namespace whose source is `tag`.
+fn mounts_tagged(tag: &str) -> Vec<String> {
+    let needle = format!(" - tmpfs {tag} ");
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        // Processes come and go while we look; unreadable ones are skipped.
+        if let Ok(text) = std::fs::read_to_string(e.path().join("mountinfo")) {
+            for l in text.lines().filter(|l| l.contains(&needle)) {
+                found.push(format!("pid {}: {l}", name.to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+/// Poll `f` every 10 ms, for at most 20 s (a bound against hangs, not a timing assert).
+fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    for _ in 0..2000 {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+fn anchor_is_empty(p: &str) -> bool {
+    std::fs::read_dir(p).map(|mut d| d.next().is_none()).unwrap_or(true)
+}
+
+/// Start tmpfsctl with CMD printing its pid (and whatever else) on the first
+/// stdout line once its setup is done; returns (tmpfsctl, CMD pid, first line, rest of stdout).
+fn start(args: &[&str]) -> (Child, i32, String, BufReader<ChildStdout>) {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let pid: i32 = line
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("CMD did not print its pid first: {line:?}"));
+    (child, pid, line, out)
+}
+
+fn kill(pid: i32, sig: &str) {
+    let st = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap();
+    assert!(st.success(), "kill -{sig} {pid}");
+}
+
+fn finish(mut child: Child) -> (std::process::ExitStatus, String) {
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    (child.wait().unwrap(), err)
+}
+
+fn read_json(p: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("no JSON summary at {}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON ({e}): {text}"))
+}
+
+#[test]
+fn exit_codes_propagate_including_signals() {
+    for (script, code, summary) in [
+        ("exit 0", 0, "CMD exit 0"),
+        ("exit 7", 7, "CMD exit 7"),
+        ("kill -TERM $$", 143, "killed by SIGTERM (status 143)"),
+        ("kill -KILL $$", 137, "killed by SIGKILL (status 137)"),
+    ] {
+        let o = tmpfsctl(&["run", "--size", "8M", "--", "sh", "-c", script]);
+        assert_eq!(o.status.code(), Some(code), "{script}: {}", stderr(&o));
+        assert!(stderr(&o).contains(summary), "{script}: {}", stderr(&o));
+    }
+    let o = tmpfsctl(&["run", "--size", "8M", "--", "/no/such/program"]);
+    assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot run /no/such/program"), "{}", stderr(&o));
+}
+
+#[test]
+fn environment_cd_and_a_real_private_tmpfs() {
+    require_root!();
+    let here = std::env::current_dir().unwrap();
+    let o = tmpfsctl(&[
+        "run",
+        "--size",
+        "8M",
+        "--cd",
+        "--json",
+        "fd:2",
+        "--quiet",
+        "--",
+        "sh",
+        "-c",
+        "echo \"$TMPDIR|$TMP|$TEMP|$TMPFSCTL_WORKSPACE|$(pwd)|$(stat -f -c %T .)|$(df -B1 --output=size . | tail -1)\"",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = stdout(&o);
+    let f: Vec<&str> = line.trim().split('|').collect();
+    assert_eq!(f[..5], [ROOT_ANCHOR; 5], "{line}");
+    assert_eq!(f[5], "tmpfs", "{line}");
+    assert_eq!(f[6].trim(), (8u64 << 20).to_string(), "{line}");
+    let j: serde_json::Value = serde_json::from_str(&stderr(&o)).unwrap();
+    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["mode"], "private-mount");
+    assert_eq!(j["size_bytes"], 8u64 << 20);
+    assert_eq!(j["cap_enforced"], true);
+    assert_eq!(j["removed"], true);
+    // Without --cd the working directory is left alone.
+    let o = tmpfsctl(&["run", "-q", "--size", "8M", "--", "pwd"]);
+    assert_eq!(stdout(&o).trim(), here.to_str().unwrap());
+}
+
+#[test]
+fn no_scratch_after_normal_exit() {
+    require_root!();
+    let (mut child, _, _, _rest) = start(&[
+        "run",
+        "--size",
+        "16M",
+        "--",
+        "sh",
+        "-c",
+        "head -c 1M /dev/urandom > $TMPDIR/data; echo $$; read x || true; exit 0",
+    ]);
+    let tag = format!("tmpfsctl-{}", child.id());
+    assert!(!mounts_tagged(&tag).is_empty(), "the running scratch should be found");
+    assert!(anchor_is_empty(ROOT_ANCHOR), "the scratch must not show in the normal namespace");
+    // EOF on CMD's stdin ends it normally.
+    drop(child.stdin.take());
+    let (st, err) = finish(child);
+    assert!(st.success(), "{err}");
+    assert!(err.contains("peak 1.00 MiB"), "{err}");
+    assert!(mounts_tagged(&tag).is_empty(), "{:?}", mounts_tagged(&tag));
+    assert!(anchor_is_empty(ROOT_ANCHOR));
+}
+
+#[test]
+fn no_scratch_after_cmd_is_sigkilled() {
+    require_root!();
+    let (child, cmd_pid, _, _rest) =
+        start(&["run", "--size", "16M", "--", "sh", "-c", "head -c 1M /dev/urandom > $TMPDIR/d; echo $$; exec sleep 60"]);
+    let tag = format!("tmpfsctl-{}", child.id());
+    assert!(!mounts_tagged(&tag).is_empty());
+    kill(cmd_pid, "KILL");
+    let (st, err) = finish(child);
+    assert_eq!(st.code(), Some(137), "{err}");
+    assert!(err.contains("peak 1.00 MiB"), "{err}");
+    assert!(mounts_tagged(&tag).is_empty(), "{:?}", mounts_tagged(&tag));
+    assert!(anchor_is_empty(ROOT_ANCHOR));
+}
+
+#[test]
+fn signals_to_tmpfsctl_reach_cmd_then_cleanup_runs() {
+    require_root!();
+    for (sig, num) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
+        let (child, _, _, _rest) = start(&["run", "--size", "16M", "--", "sh", "-c", "echo $$; exec sleep 60"]);
+        let tag = format!("tmpfsctl-{}", child.id());
+        assert!(!mounts_tagged(&tag).is_empty());
+        kill(child.id() as i32, sig);
+        let (st, err) = finish(child);
+        assert_eq!(st.code(), Some(128 + num), "SIG{sig}: {err}");
+        assert!(err.contains(&format!("killed by SIG{sig}")), "{err}");
+        assert!(mounts_tagged(&tag).is_empty(), "SIG{sig}: {:?}", mounts_tagged(&tag));
+    }
+    // A CMD that handles the signal decides the exit status itself.
+    let (child, _, _, _rest) = start(&[
+        "run",
+        "--size",
+        "16M",
+        "--",
+        "sh",
+        "-c",
+        "trap 'echo got-term; exit 42' TERM; echo $$; while :; do sleep 0.05; done",
+    ]);
+    kill(child.id() as i32, "TERM");
+    let (st, err) = finish(child);
+    assert_eq!(st.code(), Some(42), "{err}");
+}
+
+#[test]
+fn sigkilled_tmpfsctl_leaves_nothing_once_cmd_ends() {
+    require_root!();
+    let (mut child, cmd_pid, _, _rest) =
+        start(&["run", "--size", "16M", "--", "sh", "-c", "head -c 2M /dev/urandom > $TMPDIR/d; echo $$; exec sleep 60"]);
+    let tag = format!("tmpfsctl-{}", child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // CMD outlives tmpfsctl and still has its scratch, in its namespace only.
+    let own = std::fs::read_to_string(format!("/proc/{cmd_pid}/mountinfo")).unwrap();
+    assert!(own.contains(&format!(" - tmpfs {tag} ")), "{own}");
+    assert!(anchor_is_empty(ROOT_ANCHOR), "nothing may be left in the normal namespace");
+    kill(cmd_pid, "KILL");
+    // The orphan is reaped by init (or stays a zombie, which holds no namespace).
+    assert!(
+        eventually(|| mounts_tagged(&tag).is_empty()),
+        "scratch still mounted: {:?}",
+        mounts_tagged(&tag)
+    );
+    assert!(anchor_is_empty(ROOT_ANCHOR));
+}
+
+#[test]
+fn the_cap_gives_enospc_and_says_so() {
+    require_root!();
+    let t = tempfile::tempdir().unwrap();
+    let js = t.path().join("s.json");
+    let o = tmpfsctl(&[
+        "run",
+        "--size",
+        "4M",
+        "--json",
+        js.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "dd if=/dev/zero of=$TMPDIR/f bs=1M count=8 2>&1; echo dd=$?",
+    ]);
+    let out = stdout(&o);
+    assert!(out.contains("No space left on device"), "{out}");
+    assert!(!out.contains("dd=0"), "{out}");
+    assert!(stderr(&o).contains("workspace full at 4.00 MiB"), "{}", stderr(&o));
+    let j = read_json(&js);
+    assert_eq!(j["full"], true);
+    assert_eq!(j["peak_used_bytes"], 4u64 << 20);
+    // Inside the cap nothing is said.
+    let o = tmpfsctl(&["run", "--size", "4M", "--", "sh", "-c", "head -c 1M /dev/zero > $TMPDIR/f"]);
+    assert!(o.status.success());
+    assert!(!stderr(&o).contains("workspace full"), "{}", stderr(&o));
+}
+
+#[test]
+fn concurrent_runs_do_not_see_each_other() {
+    require_root!();
+    let (a, _, _, _rest) = start(&[
+        "run",
+        "--size",
+        "8M",
+        "--",
+        "sh",
+        "-c",
+        "echo secret > $TMPDIR/a-secret; echo $$; exec sleep 60",
+    ]);
+    let o = tmpfsctl(&["run", "--size", "8M", "--", "sh", "-c", "echo $TMPDIR; ls -A $TMPDIR; echo end"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{ROOT_ANCHOR}\nend\n"), "B saw A's scratch");
+    // And from outside any scratch the path is just the empty anchor.
+    assert!(anchor_is_empty(ROOT_ANCHOR));
+    kill(a.id() as i32, "TERM");
+    let (st, _) = finish(a);
+    assert_eq!(st.code(), Some(143));
+}
+
+fn plant_symlinks_script(outside: &Path) -> String {
+    let o = outside.display();
+    format!(
+        "set -e; ln -s {o} $TMPDIR/dir-link; ln -s {o}/precious $TMPDIR/file-link; mkdir -p $TMPDIR/a/b; \
+         ln -s {o} $TMPDIR/a/b/deep-link; ln -s / $TMPDIR/a/root-link; echo junk > $TMPDIR/a/b/junk"
+    )
+}
+
+#[test]
+fn cleanup_never_follows_symlinks_out_of_the_scratch() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("precious"), "keep me").unwrap();
+    std::fs::create_dir(outside.path().join("sub")).unwrap();
+    std::fs::write(outside.path().join("sub/also"), "keep me too").unwrap();
+    let script = plant_symlinks_script(outside.path());
+    let t = tempfile::tempdir().unwrap();
+    let mut modes = vec![vec!["--no-namespace"]];
+    if is_root() {
+        modes.push(vec![]);
+    }
+    for extra in modes {
+        let js = t.path().join("s.json");
+        let mut args = vec!["run", "--size", "8M", "--json", js.to_str().unwrap()];
+        args.extend(&extra);
+        args.extend(["--", "sh", "-c", &script]);
+        let o = tmpfsctl(&args);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let j = read_json(&js);
+        assert_eq!(j["removed"], true, "{extra:?}");
+        let scratch = PathBuf::from(j["path"].as_str().unwrap());
+        if extra.is_empty() {
+            assert!(anchor_is_empty(scratch.to_str().unwrap()));
+        } else {
+            assert_eq!(j["mode"], "directory");
+            assert!(!scratch.exists(), "{} left behind", scratch.display());
+        }
+        assert_eq!(std::fs::read_to_string(outside.path().join("precious")).unwrap(), "keep me");
+        assert_eq!(std::fs::read_to_string(outside.path().join("sub/also")).unwrap(), "keep me too");
+    }
+}
+
+#[test]
+fn peak_is_within_5_percent_of_what_was_written() {
+    let t = tempfile::tempdir().unwrap();
+    let mut modes: Vec<Vec<&str>> = vec![vec!["--no-namespace"]];
+    if is_root() {
+        modes.push(vec![]);
+    }
+    let written = 20u64 << 20;
+    for extra in modes {
+        // Left in place: the reading at CMD's exit must see it.
+        // Deleted before exit: only the periodic samples can see it.
+        for (what, tail) in [("kept", ""), ("deleted", "; sleep 1; rm $TMPDIR/f")] {
+            let js = t.path().join("s.json");
+            let mut args = vec!["run", "--size", "64M", "--json", js.to_str().unwrap()];
+            args.extend(&extra);
+            let script = format!("head -c {written} /dev/urandom > $TMPDIR/f{tail}");
+            args.extend(["--", "sh", "-c", &script]);
+            let o = tmpfsctl(&args);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let j = read_json(&js);
+            let peak = j["peak_used_bytes"].as_u64().unwrap();
+            let lo = written as f64 * 0.95;
+            let hi = written as f64 * 1.05;
+            assert!(
+                (lo..=hi).contains(&(peak as f64)),
+                "{extra:?} {what}: peak {peak} vs written {written}: {j}"
+            );
+            assert!(j["peak_inodes"].as_u64().unwrap() >= 1, "{j}");
+            if what == "deleted" {
+                assert_eq!(j["final_used_bytes"], 0, "{j}");
+            }
+        }
+    }
+}
+
+#[test]
+fn soft_cap_directory_mode_warns_and_cleans_up() {
+    let t = tempfile::tempdir().unwrap();
+    let js = t.path().join("s.json");
+    let o = tmpfsctl(&[
+        "run",
+        "--no-namespace",
+        "--size",
+        "1M",
+        "--json",
+        js.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "ls -ld $TMPDIR; head -c 3M /dev/zero > $TMPDIR/f; sleep 0.5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("drwx------ "), "scratch must be 0700: {}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains("the size cap is soft"), "{err}");
+    assert!(err.contains("over its soft cap of 1.00 MiB"), "{err}");
+    let j = read_json(&js);
+    assert_eq!(j["mode"], "directory");
+    assert_eq!(j["cap_enforced"], false);
+    assert_eq!(j["over_soft_cap"], true);
+    assert!(!Path::new(j["path"].as_str().unwrap()).exists());
+}
+
+#[test]
+fn keep_copies_a_private_scratch_to_disk() {
+    let t = tempfile::tempdir().unwrap();
+    let dest = t.path().join("kept");
+    let keep = format!("--keep={}", dest.display());
+    let o = tmpfsctl(&[
+        "run",
+        "--size",
+        "8M",
+        &keep,
+        "--",
+        "sh",
+        "-c",
+        "echo hi > $TMPDIR/a; mkdir $TMPDIR/d; ln -s /etc/hostname $TMPDIR/d/l",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("scratch kept in {}", dest.display())), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(dest.join("a")).unwrap(), "hi\n");
+    let l = std::fs::symlink_metadata(dest.join("d/l")).unwrap();
+    assert!(l.file_type().is_symlink(), "symlinks are copied as symlinks");
+    // The same DIR again is refused before CMD runs.
+    let marker = t.path().join("ran");
+    let o = tmpfsctl(&["run", &keep, "--", "touch", marker.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    assert!(!marker.exists(), "CMD must not run after a usage error");
+}
+
+#[test]
+fn bad_input_is_refused_before_cmd_runs() {
+    let t = tempfile::tempdir().unwrap();
+    let marker = t.path().join("ran");
+    let m = marker.to_str().unwrap();
+    for (args, says) in [
+        (vec!["--size", "0"], "size 0"),
+        (vec!["--size", "12Q"], "12Q"),
+        (vec!["--size", "150%"], "more than 100%"),
+        (vec!["--json", "fd:987"], "fd:987"),
+        (vec!["--json", "/no/such/dir/s.json"], "does not exist"),
+        (vec!["--keep=/no/such/dir/k"], "does not exist"),
+    ] {
+        let mut a = vec!["run"];
+        a.extend(&args);
+        a.extend(["--", "touch", m]);
+        let o = tmpfsctl(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert!(!marker.exists(), "{args:?}: CMD ran");
+    }
+    let o = tmpfsctl(&["run"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn json_on_stdout_with_fd_1() {
+    let o = tmpfsctl(&["run", "--quiet", "--size", "8M", "--json", "fd:1", "--", "true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "--quiet: {}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["command"], serde_json::json!(["true"]));
+    assert_eq!(j["exit_code"], 0);
+    assert_eq!(j["status"], 0);
+    assert!(j["wall_ns"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn shell_starts_in_the_scratch_and_cd_dash_returns() {
+    let here = std::env::current_dir().unwrap();
+    let o = bin()
+        .env("SHELL", "/bin/sh")
+        .args(["shell", "-q", "--size", "8M", "--", "-c", "pwd; echo $TMPDIR; cd - >/dev/null; pwd"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let l: Vec<&str> = out.lines().collect();
+    assert_eq!(l[0], l[1], "shell starts in $TMPDIR: {out}");
+    assert_eq!(l[2], here.to_str().unwrap(), "{out}");
+    let o = bin()
+        .env("SHELL", "/bin/sh")
+        .args(["shell", "-q", "--size", "8M", "--", "-c", "exit 5"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(5));
+}
+
+/// The binary copied where uid 65534 can run it (the build tree may sit under /root).
+fn nobody_bin(t: &Path) -> PathBuf {
+    let dst = t.join("tmpfsctl");
+    std::fs::copy(env!("CARGO_BIN_EXE_tmpfsctl"), &dst).unwrap();
+    std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dst
+}
+
+fn as_nobody(b: &Path, args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(b)
+        .args(args)
+        .env_remove("XDG_RUNTIME_DIR")
+        .current_dir("/")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn unprivileged_user_namespace_mode() {
+    require_root!();
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("SKIP unprivileged_user_namespace_mode: setpriv (util-linux) is not installed");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let b = nobody_bin(t.path());
+    let js = t.path().join("s.json");
+    let o = as_nobody(
+        &b,
+        &[
+            "run",
+            "--size",
+            "4M",
+            "--json",
+            js.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "id -u; stat -f -c %T $TMPDIR; dd if=/dev/zero of=$TMPDIR/f bs=1M count=8 2>&1; exit 3",
+        ],
+    );
+    let j = read_json(&js);
+    if j["mode"] == "directory" {
+        eprintln!(
+            "SKIP unprivileged_user_namespace_mode: the kernel refuses unprivileged user namespaces here: {}",
+            j["notes"]
+        );
+        return;
+    }
+    assert_eq!(j["mode"], "user-namespace", "{j}");
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("65534\ntmpfs\n"), "CMD keeps its uid and gets a tmpfs: {out}");
+    assert!(out.contains("No space left on device"), "{out}");
+    assert!(stderr(&o).contains("workspace full at 4.00 MiB"), "{}", stderr(&o));
+    assert_eq!(j["peak_used_bytes"], 4u64 << 20);
+    let anchor = j["path"].as_str().unwrap();
+    assert_eq!(anchor, "/dev/shm/tmpfsctl-65534");
+    assert!(anchor_is_empty(anchor), "the scratch must not show outside its namespace");
+    // Plain directory mode as nobody too: created 0700, removed after.
+    let o = as_nobody(
+        &b,
+        &["run", "--no-namespace", "--size", "4M", "--json", js.to_str().unwrap(), "--", "sh", "-c", "echo x > $TMPDIR/f"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = read_json(&js);
+    assert_eq!(j["mode"], "directory");
+    let p = j["path"].as_str().unwrap();
+    assert!(p.starts_with("/dev/shm/tmpfsctl-65534-"), "{p}");
+    assert!(!Path::new(p).exists());
+}
