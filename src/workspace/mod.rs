@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
-pub use scratch::{DEFAULT_SIZE_TEXT, Keep, Mode, Scratch, Spec, Teardown, Usage, default_size, probe};
+pub use scratch::{
+    DEFAULT_SIZE_TEXT, Keep, Mode, Scratch, Spec, Teardown, Usage, default_size, probe,
+};
 
 use crate::Context;
 use crate::units::{Size, fmt_bytes, fmt_ns, parse_size};
@@ -147,7 +149,10 @@ pub struct RunSummary {
 }
 
 pub fn run_cmd(ctx: &Context, args: &RunArgs) -> Result<u8> {
-    let (program, rest) = args.cmd.split_first().context("no CMD given; write e.g. tmpfsctl run -- make test")?;
+    let (program, rest) = args
+        .cmd
+        .split_first()
+        .context("no CMD given; write e.g. tmpfsctl run -- make test")?;
     execute(ctx, &args.scratch, program, rest, args.cd, false)
 }
 
@@ -166,11 +171,9 @@ enum JsonDest {
 
 fn parse_json_dest(s: &str) -> Result<JsonDest> {
     if let Some(n) = s.strip_prefix("fd:") {
-        let fd: i32 = n
-            .parse()
-            .ok()
-            .filter(|&n| n >= 0)
-            .with_context(|| format!("--json {s}: {n:?} is not a file descriptor number; write e.g. fd:3"))?;
+        let fd: i32 = n.parse().ok().filter(|&n| n >= 0).with_context(|| {
+            format!("--json {s}: {n:?} is not a file descriptor number; write e.g. fd:3")
+        })?;
         return Ok(JsonDest::Fd(fd));
     }
     if s.is_empty() {
@@ -186,8 +189,9 @@ fn check_json_dest(d: &JsonDest) -> Result<()> {
             // SAFETY: only used for fcntl within this function; a closed fd
             // makes fcntl fail with EBADF, which is what we check.
             let fd = unsafe { BorrowedFd::borrow_raw(*n) };
-            let flags = rustix::io::fcntl_getfd(fd)
-                .map_err(|e| anyhow::anyhow!("--json fd:{n}: {e}; open it for tmpfsctl, e.g. `3>summary.json`"))?;
+            let flags = rustix::io::fcntl_getfd(fd).map_err(|e| {
+                anyhow::anyhow!("--json fd:{n}: {e}; open it for tmpfsctl, e.g. `3>summary.json`")
+            })?;
             // CMD should not inherit a descriptor that was opened for us.
             if *n > 2 {
                 rustix::io::fcntl_setfd(fd, flags | rustix::io::FdFlags::CLOEXEC)?;
@@ -202,7 +206,11 @@ fn check_json_dest(d: &JsonDest) -> Result<()> {
                 _ => PathBuf::from("."),
             };
             if !parent.is_dir() {
-                bail!("--json {}: directory {} does not exist; create it first", p.display(), parent.display());
+                bail!(
+                    "--json {}: directory {} does not exist; create it first",
+                    p.display(),
+                    parent.display()
+                );
             }
         }
     }
@@ -213,7 +221,9 @@ fn write_json(d: &JsonDest, s: &RunSummary) -> Result<()> {
     let mut buf = serde_json::to_vec_pretty(s)?;
     buf.push(b'\n');
     match d {
-        JsonDest::File(p) => std::fs::write(p, &buf).with_context(|| format!("writing --json {}", p.display())),
+        JsonDest::File(p) => {
+            std::fs::write(p, &buf).with_context(|| format!("writing --json {}", p.display()))
+        }
         JsonDest::Fd(n) => {
             // SAFETY: checked open in check_json_dest; borrowed, never closed here.
             let fd = unsafe { BorrowedFd::borrow_raw(*n) };
@@ -233,24 +243,40 @@ fn write_json(d: &JsonDest, s: &RunSummary) -> Result<()> {
 
 /// Resolve `--size` (or the default) to bytes, with a note when it is more
 /// than the machine can hold without swapping.
-fn resolve_size(ctx: &Context, size: Option<Size>, notes: &mut Vec<String>) -> Result<(u64, String)> {
+fn resolve_size(
+    ctx: &Context,
+    size: Option<Size>,
+    notes: &mut Vec<String>,
+) -> Result<(u64, String)> {
     if let Some(Size::Bytes(b)) = size {
         // No /proc/meminfo read on this path: keeps startup lean.
         if b == 0 {
             bail!("--size 0 would mean \"no limit\" to tmpfs; give a positive size such as 512M");
         }
-        return Ok((scratch::round_up_page(b), format!("--size {}", fmt_bytes(b))));
+        return Ok((
+            scratch::round_up_page(b),
+            format!("--size {}", fmt_bytes(b)),
+        ));
     }
     let (mem, _) = ctx.sysroot.meminfo()?;
     let (bytes, source) = match size {
-        Some(s @ Size::PercentOfRam(p)) => (s.resolve(mem.mem_total_bytes), format!("--size {p}% of MemTotal")),
+        Some(s @ Size::PercentOfRam(p)) => (
+            s.resolve(mem.mem_total_bytes),
+            format!("--size {p}% of MemTotal"),
+        ),
         _ => (
             default_size(mem.mem_available_bytes),
-            format!("default: {DEFAULT_SIZE_TEXT} ({})", fmt_bytes(mem.mem_available_bytes)),
+            format!(
+                "default: {DEFAULT_SIZE_TEXT} ({})",
+                fmt_bytes(mem.mem_available_bytes)
+            ),
         ),
     };
     if bytes == 0 {
-        bail!("the size resolves to 0 bytes (MemTotal {}); give --size in bytes, e.g. 512M", mem.mem_total_bytes);
+        bail!(
+            "the size resolves to 0 bytes (MemTotal {}); give --size in bytes, e.g. 512M",
+            mem.mem_total_bytes
+        );
     }
     if bytes > mem.mem_available_bytes {
         notes.push(format!(
@@ -352,7 +378,11 @@ fn execute(
             Some(Keep::Dir(p.clone()))
         }
     };
-    let oldpwd = if is_shell && cd { std::env::current_dir().ok() } else { None };
+    let oldpwd = if is_shell && cd {
+        std::env::current_dir().ok()
+    } else {
+        None
+    };
 
     // 2. From here a ^C or SIGTERM is read, not fatal, so cleanup always runs.
     let signals = supervise::Signals::block().context("setting up signal handling")?;
@@ -375,11 +405,16 @@ fn execute(
 
     // 3. Start CMD, unless we were told to stop while setting up.
     let pending = signals.drain().unwrap_or_default();
-    let early = pending.iter().find(|r| supervise::FORWARDED.contains(&r.signo));
+    let early = pending
+        .iter()
+        .find(|r| supervise::FORWARDED.contains(&r.signo));
     let mut peak = Peak::default();
     let outcome: Result<ExitStatus, (u8, String)>;
     if let Some(r) = early {
-        outcome = Err(((128 + r.signo) as u8, format!("{} before CMD started", signal_name(r.signo))));
+        outcome = Err((
+            (128 + r.signo) as u8,
+            format!("{} before CMD started", signal_name(r.signo)),
+        ));
     } else {
         let mut cmd = std::process::Command::new(program);
         cmd.args(args);
@@ -395,18 +430,31 @@ fn execute(
         supervise::unblock_in_child(&mut cmd);
         match cmd.spawn() {
             Err(e) => {
-                let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+                let code = if e.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
                 outcome = Err((
                     code,
-                    format!("cannot run {}: {e}; check the name and $PATH", program.to_string_lossy()),
+                    format!(
+                        "cannot run {}: {e}; check the name and $PATH",
+                        program.to_string_lossy()
+                    ),
                 ));
             }
             Ok(mut child) => {
                 let pid = child.id();
                 let own_pgid = supervise::own_pgid();
-                let mut interval = if scratch.mode == Mode::Directory { DIR_SAMPLE_MIN } else { SAMPLE_INTERVAL };
+                let mut interval = if scratch.mode == Mode::Directory {
+                    DIR_SAMPLE_MIN
+                } else {
+                    SAMPLE_INTERVAL
+                };
                 let status = loop {
-                    let got = signals.wait(Some(interval)).context("waiting for signals")?;
+                    let got = signals
+                        .wait(Some(interval))
+                        .context("waiting for signals")?;
                     for r in got {
                         if !supervise::FORWARDED.contains(&r.signo) {
                             continue;
@@ -498,10 +546,10 @@ fn execute(
         // Printed even with --quiet: it is the answer to --keep.
         eprintln!("tmpfsctl: scratch kept in {k}");
     }
-    if let Some(d) = &json {
-        if let Err(e) = write_json(d, &summary) {
-            eprintln!("tmpfsctl: error: {e:#}");
-        }
+    if let Some(d) = &json
+        && let Err(e) = write_json(d, &summary)
+    {
+        eprintln!("tmpfsctl: error: {e:#}");
     }
     Ok(status)
 }
@@ -509,7 +557,10 @@ fn execute(
 /// The one-line human summary (stderr).
 pub fn summary_line(s: &RunSummary) -> String {
     let pct = if s.size_bytes > 0 {
-        format!(" ({:.0}%)", s.peak_used_bytes as f64 * 100.0 / s.size_bytes as f64)
+        format!(
+            " ({:.0}%)",
+            s.peak_used_bytes as f64 * 100.0 / s.size_bytes as f64
+        )
     } else {
         String::new()
     };
@@ -523,11 +574,19 @@ pub fn summary_line(s: &RunSummary) -> String {
         (None, true) => "removed",
         (None, false) => "NOT removed",
     };
+    let cap_kind = match (s.cap_enforced, s.size_source.starts_with("default")) {
+        (true, false) => String::new(),
+        (false, false) => " soft cap".to_string(),
+        (enforced, true) => format!(
+            " {}cap (default: {DEFAULT_SIZE_TEXT})",
+            if enforced { "" } else { "soft " }
+        ),
+    };
     format!(
-        "tmpfsctl: scratch peak {} of {}{}{pct}, {} inode{}; {}; CMD {how}; {} {} {fate}",
+        "tmpfsctl: scratch peak {}{pct} of {}{}, {} inode{}; {}; CMD {how}; {} {} {fate}",
         fmt_bytes(s.peak_used_bytes),
         fmt_bytes(s.size_bytes),
-        if s.cap_enforced { "" } else { " soft cap" },
+        cap_kind,
         s.peak_inodes,
         if s.peak_inodes == 1 { "" } else { "s" },
         fmt_ns(s.wall_ns as f64),
@@ -543,8 +602,16 @@ mod tests {
     #[test]
     fn json_destinations() {
         assert_eq!(parse_json_dest("fd:3").unwrap(), JsonDest::Fd(3));
-        assert_eq!(parse_json_dest("out.json").unwrap(), JsonDest::File("out.json".into()));
-        assert!(parse_json_dest("fd:x").unwrap_err().to_string().contains("fd:3"));
+        assert_eq!(
+            parse_json_dest("out.json").unwrap(),
+            JsonDest::File("out.json".into())
+        );
+        assert!(
+            parse_json_dest("fd:x")
+                .unwrap_err()
+                .to_string()
+                .contains("fd:3")
+        );
         assert!(parse_json_dest("fd:-1").is_err());
         assert!(parse_json_dest("").is_err());
         let e = check_json_dest(&JsonDest::File("/no/such/dir/x.json".into())).unwrap_err();
@@ -557,8 +624,14 @@ mod tests {
     #[test]
     fn exit_status_mapping() {
         assert_eq!(status_of(ExitStatus::from_raw(3 << 8)), (3, Some(3), None));
-        assert_eq!(status_of(ExitStatus::from_raw(libc::SIGTERM)), (143, None, Some(15)));
-        assert_eq!(status_of(ExitStatus::from_raw(libc::SIGKILL)), (137, None, Some(9)));
+        assert_eq!(
+            status_of(ExitStatus::from_raw(libc::SIGTERM)),
+            (143, None, Some(15))
+        );
+        assert_eq!(
+            status_of(ExitStatus::from_raw(libc::SIGKILL)),
+            (137, None, Some(9))
+        );
     }
 
     #[test]
@@ -589,8 +662,17 @@ mod tests {
             notes: vec![],
         };
         let l = summary_line(&s);
-        assert!(l.contains("peak 16.0 MiB of 64.0 MiB (25%)"), "{l}");
+        assert!(l.contains("peak 16.0 MiB (25%) of 64.0 MiB,"), "{l}");
         assert!(l.contains("killed by SIGTERM (status 143)"), "{l}");
         assert!(l.ends_with("/run/tmpfsctl removed"), "{l}");
+        let d = RunSummary {
+            size_source: "default: 50% of MemAvailable (8 GiB)".into(),
+            ..s
+        };
+        let l = summary_line(&d);
+        assert!(
+            l.contains("of 64.0 MiB cap (default: 50% of MemAvailable),"),
+            "{l}"
+        );
     }
 }

@@ -63,11 +63,17 @@ pub fn probe() -> Mode {
     if rustix::process::geteuid().is_root() {
         return Mode::PrivateMount;
     }
-    let read_num = |p: &str| -> Option<i64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let read_num =
+        |p: &str| -> Option<i64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
     let userns_ok = read_num("/proc/sys/user/max_user_namespaces").is_none_or(|n| n > 0)
         && read_num("/proc/sys/kernel/unprivileged_userns_clone").is_none_or(|n| n != 0)
-        && read_num("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").is_none_or(|n| n == 0);
-    if userns_ok { Mode::UserNamespace } else { Mode::Directory }
+        && read_num("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+            .is_none_or(|n| n == 0);
+    if userns_ok {
+        Mode::UserNamespace
+    } else {
+        Mode::Directory
+    }
 }
 
 /// The default cap: half of what the kernel says is available without
@@ -108,15 +114,18 @@ struct Raw {
     ftype: u64,
 }
 
+// statfs field types differ between architectures, hence the casts.
+#[allow(clippy::unnecessary_cast)]
 fn raw_of(s: &rustix::fs::StatFs) -> Raw {
     let bs = s.f_bsize as u64;
     Raw {
-        used: (s.f_blocks as u64).saturating_sub(s.f_bfree as u64).saturating_mul(bs),
+        used: (s.f_blocks as u64)
+            .saturating_sub(s.f_bfree as u64)
+            .saturating_mul(bs),
         inodes: (s.f_files as u64).saturating_sub(s.f_ffree as u64),
         avail: (s.f_bavail as u64).saturating_mul(bs),
         ifree: s.f_ffree as u64,
         size: (s.f_blocks as u64).saturating_mul(bs),
-        #[allow(clippy::unnecessary_cast)]
         ftype: s.f_type as u64,
     }
 }
@@ -188,7 +197,9 @@ impl Scratch {
         if mode.is_none() {
             // SAFETY: as above. CLONE_NEWUSER needs a single-threaded process,
             // which tmpfsctl is here (EINVAL otherwise, reported as a reason).
-            match unsafe { rustix::thread::unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNS) } {
+            match unsafe {
+                rustix::thread::unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNS)
+            } {
                 Ok(()) => {
                     map_ids(euid.as_raw(), egid.as_raw()).map_err(PrivError::Fatal)?;
                     mode = Some(Mode::UserNamespace);
@@ -201,10 +212,18 @@ impl Scratch {
         };
         // Nothing mounted from here on may reach the parent namespace, while
         // mounts appearing there still show up for CMD like for any process.
-        rustix::mount::mount_change("/", MountPropagationFlags::DOWNSTREAM | MountPropagationFlags::REC)
-            .map_err(|e| PrivError::Fatal(anyhow::anyhow!("making / a slave mount in the new namespace: {e}")))?;
+        rustix::mount::mount_change(
+            "/",
+            MountPropagationFlags::DOWNSTREAM | MountPropagationFlags::REC,
+        )
+        .map_err(|e| {
+            PrivError::Fatal(anyhow::anyhow!(
+                "making / a slave mount in the new namespace: {e}"
+            ))
+        })?;
         let data = format!("size={},mode=0700", spec.size_bytes);
-        let data_c = std::ffi::CString::new(data.clone()).map_err(|e| PrivError::Fatal(e.into()))?;
+        let data_c =
+            std::ffi::CString::new(data.clone()).map_err(|e| PrivError::Fatal(e.into()))?;
         // The source names the supervising process, so a leftover (there
         // should be none) can be found in any /proc/PID/mountinfo.
         let source = format!("tmpfsctl-{}", std::process::id());
@@ -217,7 +236,10 @@ impl Scratch {
         ) {
             Ok(()) => {}
             Err(e) if e == rustix::io::Errno::PERM || e == rustix::io::Errno::ACCESS => {
-                return Err(PrivError::NotAllowed(format!("mount tmpfs on {}: {e}", anchor.display())));
+                return Err(PrivError::NotAllowed(format!(
+                    "mount tmpfs on {}: {e}",
+                    anchor.display()
+                )));
             }
             Err(e) => {
                 return Err(PrivError::Fatal(anyhow::anyhow!(
@@ -231,7 +253,12 @@ impl Scratch {
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             FsMode::empty(),
         )
-        .map_err(|e| PrivError::Fatal(anyhow::anyhow!("opening the new scratch {}: {e}", anchor.display())))?;
+        .map_err(|e| {
+            PrivError::Fatal(anyhow::anyhow!(
+                "opening the new scratch {}: {e}",
+                anchor.display()
+            ))
+        })?;
         let st = rustix::fs::fstatfs(&dir).map_err(|e| PrivError::Fatal(e.into()))?;
         let base = raw_of(&st);
         if base.ftype != TMPFS_MAGIC {
@@ -278,7 +305,10 @@ impl Scratch {
         let mut notes = notes;
         let ram_backed = fs.ftype == TMPFS_MAGIC || fs.ftype == RAMFS_MAGIC;
         if !ram_backed {
-            notes.push(format!("{} is not on tmpfs: the scratch is NOT RAM-backed", base_dir.display()));
+            notes.push(format!(
+                "{} is not on tmpfs: the scratch is NOT RAM-backed",
+                base_dir.display()
+            ));
         }
         let mut s = Scratch {
             mode: Mode::Directory,
@@ -355,7 +385,12 @@ impl Scratch {
                 }
                 match std::fs::remove_dir_all(&self.path) {
                     Ok(()) => out.removed = true,
-                    Err(e) => out.error = Some(format!("cannot remove the scratch {}: {e}", self.path.display())),
+                    Err(e) => {
+                        out.error = Some(format!(
+                            "cannot remove the scratch {}: {e}",
+                            self.path.display()
+                        ))
+                    }
                 }
             }
             Mode::PrivateMount | Mode::UserNamespace => {
@@ -381,7 +416,9 @@ impl Scratch {
                                         .into(),
                                 );
                             }
-                            Err(e) => out.error = Some(format!("umount {}: {e}", self.path.display())),
+                            Err(e) => {
+                                out.error = Some(format!("umount {}: {e}", self.path.display()))
+                            }
                         }
                     }
                     Err(e) => out.error = Some(format!("umount {}: {e}", self.path.display())),
@@ -405,14 +442,21 @@ pub enum Keep {
 /// Check a `--keep=DIR` before anything runs, so a bad path fails up front.
 pub fn check_keep_dir(p: &Path) -> Result<()> {
     if p.symlink_metadata().is_ok() {
-        bail!("--keep={}: already exists; give a path that does not exist yet (it is created)", p.display());
+        bail!(
+            "--keep={}: already exists; give a path that does not exist yet (it is created)",
+            p.display()
+        );
     }
     let parent = match p.parent() {
         Some(q) if !q.as_os_str().is_empty() => q.to_path_buf(),
         _ => PathBuf::from("."),
     };
     if !parent.is_dir() {
-        bail!("--keep={}: parent directory {} does not exist; create it first", p.display(), parent.display());
+        bail!(
+            "--keep={}: parent directory {} does not exist; create it first",
+            p.display(),
+            parent.display()
+        );
     }
     Ok(())
 }
@@ -450,7 +494,12 @@ fn copy_out(src: &Path, keep: &Keep) -> Result<PathBuf> {
         .status()
         .context("cannot run cp")?;
     if !st.success() {
-        bail!("cp -a {} {} failed ({st}); what was copied is in {}", from.to_string_lossy(), dest.display(), dest.display());
+        bail!(
+            "cp -a {} {} failed ({st}); what was copied is in {}",
+            from.to_string_lossy(),
+            dest.display(),
+            dest.display()
+        );
     }
     Ok(std::fs::canonicalize(&dest).unwrap_or(dest))
 }
@@ -469,12 +518,15 @@ fn anchor_dir(euid: rustix::process::Uid) -> std::result::Result<PathBuf, String
     let mut candidates = Vec::new();
     if euid.is_root() {
         candidates.push(PathBuf::from("/run/tmpfsctl"));
-    } else if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        if x.is_absolute() {
-            candidates.push(x.join("tmpfsctl"));
-        }
+    } else if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
+        && x.is_absolute()
+    {
+        candidates.push(x.join("tmpfsctl"));
     }
-    candidates.push(PathBuf::from(format!("/dev/shm/tmpfsctl-{}", euid.as_raw())));
+    candidates.push(PathBuf::from(format!(
+        "/dev/shm/tmpfsctl-{}",
+        euid.as_raw()
+    )));
     let mut errs = Vec::new();
     for c in candidates {
         match ensure_private_dir(&c, euid) {
@@ -493,14 +545,23 @@ fn ensure_private_dir(p: &Path, euid: rustix::process::Uid) -> std::result::Resu
     }
     // Opened without following a symlink, then checked through the fd: a
     // planted symlink or someone else's directory is refused, not used.
-    let fd = rustix::fs::open(p, OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, FsMode::empty())
-        .map_err(|e| format!("{} is not a plain directory: {e}", p.display()))?;
+    let fd = rustix::fs::open(
+        p,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        FsMode::empty(),
+    )
+    .map_err(|e| format!("{} is not a plain directory: {e}", p.display()))?;
     let st = rustix::fs::fstat(&fd).map_err(|e| format!("stat {}: {e}", p.display()))?;
     if st.st_uid != euid.as_raw() {
-        return Err(format!("{} belongs to uid {}, not to you; remove it", p.display(), st.st_uid));
+        return Err(format!(
+            "{} belongs to uid {}, not to you; remove it",
+            p.display(),
+            st.st_uid
+        ));
     }
     if st.st_mode & 0o077 != 0 {
-        rustix::fs::chmod(p, FsMode::from_raw_mode(0o700)).map_err(|e| format!("chmod 0700 {}: {e}", p.display()))?;
+        rustix::fs::chmod(p, FsMode::from_raw_mode(0o700))
+            .map_err(|e| format!("chmod 0700 {}: {e}", p.display()))?;
     }
     Ok(())
 }
@@ -540,7 +601,9 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         assert!(check_keep_dir(t.path()).is_err());
         assert!(check_keep_dir(&t.path().join("new")).is_ok());
-        let e = check_keep_dir(&t.path().join("no/such")).unwrap_err().to_string();
+        let e = check_keep_dir(&t.path().join("no/such"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("does not exist"), "{e}");
     }
 

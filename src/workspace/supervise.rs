@@ -34,7 +34,11 @@ pub struct Signals {
 }
 
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r) }
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
 }
 
 impl Signals {
@@ -86,7 +90,11 @@ impl Signals {
         let r = unsafe { libc::poll(&mut pfd, 1, ms) };
         if r < 0 {
             let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted { Ok(Vec::new()) } else { Err(e) };
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(Vec::new())
+            } else {
+                Err(e)
+            };
         }
         self.drain()
     }
@@ -143,7 +151,11 @@ pub fn unblock_in_child(cmd: &mut std::process::Command) {
             let mut set = MaybeUninit::<libc::sigset_t>::uninit();
             libc::sigemptyset(set.as_mut_ptr());
             let r = libc::pthread_sigmask(libc::SIG_SETMASK, set.as_ptr(), std::ptr::null_mut());
-            if r != 0 { Err(io::Error::from_raw_os_error(r)) } else { Ok(()) }
+            if r != 0 {
+                Err(io::Error::from_raw_os_error(r))
+            } else {
+                Ok(())
+            }
         });
     }
 }
@@ -151,7 +163,9 @@ pub fn unblock_in_child(cmd: &mut std::process::Command) {
 /// The process group of `pid`, if it still exists.
 pub fn pgid_of(pid: u32) -> Option<u32> {
     let p = rustix::process::Pid::from_raw(pid as i32)?;
-    rustix::process::getpgid(Some(p)).ok().map(|g| g.as_raw_nonzero().get() as u32)
+    rustix::process::getpgid(Some(p))
+        .ok()
+        .map(|g| g.as_raw_nonzero().get() as u32)
 }
 
 pub fn own_pgid() -> u32 {

@@ -56,7 +56,9 @@ fn eventually(mut f: impl FnMut() -> bool) -> bool {
 }
 
 fn anchor_is_empty(p: &str) -> bool {
-    std::fs::read_dir(p).map(|mut d| d.next().is_none()).unwrap_or(true)
+    std::fs::read_dir(p)
+        .map(|mut d| d.next().is_none())
+        .unwrap_or(true)
 }
 
 /// Start tmpfsctl with CMD printing its pid (and whatever else) on the first
@@ -81,18 +83,28 @@ fn start(args: &[&str]) -> (Child, i32, String, BufReader<ChildStdout>) {
 }
 
 fn kill(pid: i32, sig: &str) {
-    let st = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap();
+    let st = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
     assert!(st.success(), "kill -{sig} {pid}");
 }
 
 fn finish(mut child: Child) -> (std::process::ExitStatus, String) {
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     (child.wait().unwrap(), err)
 }
 
 fn read_json(p: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("no JSON summary at {}: {e}", p.display()));
+    let text = std::fs::read_to_string(p)
+        .unwrap_or_else(|e| panic!("no JSON summary at {}: {e}", p.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON ({e}): {text}"))
 }
 
@@ -110,7 +122,11 @@ fn exit_codes_propagate_including_signals() {
     }
     let o = tmpfsctl(&["run", "--size", "8M", "--", "/no/such/program"]);
     assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
-    assert!(stderr(&o).contains("cannot run /no/such/program"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot run /no/such/program"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -160,8 +176,14 @@ fn no_scratch_after_normal_exit() {
         "head -c 1M /dev/urandom > $TMPDIR/data; echo $$; read x || true; exit 0",
     ]);
     let tag = format!("tmpfsctl-{}", child.id());
-    assert!(!mounts_tagged(&tag).is_empty(), "the running scratch should be found");
-    assert!(anchor_is_empty(ROOT_ANCHOR), "the scratch must not show in the normal namespace");
+    assert!(
+        !mounts_tagged(&tag).is_empty(),
+        "the running scratch should be found"
+    );
+    assert!(
+        anchor_is_empty(ROOT_ANCHOR),
+        "the scratch must not show in the normal namespace"
+    );
     // EOF on CMD's stdin ends it normally.
     drop(child.stdin.take());
     let (st, err) = finish(child);
@@ -174,8 +196,15 @@ fn no_scratch_after_normal_exit() {
 #[test]
 fn no_scratch_after_cmd_is_sigkilled() {
     require_root!();
-    let (child, cmd_pid, _, _rest) =
-        start(&["run", "--size", "16M", "--", "sh", "-c", "head -c 1M /dev/urandom > $TMPDIR/d; echo $$; exec sleep 60"]);
+    let (child, cmd_pid, _, _rest) = start(&[
+        "run",
+        "--size",
+        "16M",
+        "--",
+        "sh",
+        "-c",
+        "head -c 1M /dev/urandom > $TMPDIR/d; echo $$; exec sleep 60",
+    ]);
     let tag = format!("tmpfsctl-{}", child.id());
     assert!(!mounts_tagged(&tag).is_empty());
     kill(cmd_pid, "KILL");
@@ -190,14 +219,26 @@ fn no_scratch_after_cmd_is_sigkilled() {
 fn signals_to_tmpfsctl_reach_cmd_then_cleanup_runs() {
     require_root!();
     for (sig, num) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
-        let (child, _, _, _rest) = start(&["run", "--size", "16M", "--", "sh", "-c", "echo $$; exec sleep 60"]);
+        let (child, _, _, _rest) = start(&[
+            "run",
+            "--size",
+            "16M",
+            "--",
+            "sh",
+            "-c",
+            "echo $$; exec sleep 60",
+        ]);
         let tag = format!("tmpfsctl-{}", child.id());
         assert!(!mounts_tagged(&tag).is_empty());
         kill(child.id() as i32, sig);
         let (st, err) = finish(child);
         assert_eq!(st.code(), Some(128 + num), "SIG{sig}: {err}");
         assert!(err.contains(&format!("killed by SIG{sig}")), "{err}");
-        assert!(mounts_tagged(&tag).is_empty(), "SIG{sig}: {:?}", mounts_tagged(&tag));
+        assert!(
+            mounts_tagged(&tag).is_empty(),
+            "SIG{sig}: {:?}",
+            mounts_tagged(&tag)
+        );
     }
     // A CMD that handles the signal decides the exit status itself.
     let (child, _, _, _rest) = start(&[
@@ -217,15 +258,25 @@ fn signals_to_tmpfsctl_reach_cmd_then_cleanup_runs() {
 #[test]
 fn sigkilled_tmpfsctl_leaves_nothing_once_cmd_ends() {
     require_root!();
-    let (mut child, cmd_pid, _, _rest) =
-        start(&["run", "--size", "16M", "--", "sh", "-c", "head -c 2M /dev/urandom > $TMPDIR/d; echo $$; exec sleep 60"]);
+    let (mut child, cmd_pid, _, _rest) = start(&[
+        "run",
+        "--size",
+        "16M",
+        "--",
+        "sh",
+        "-c",
+        "head -c 2M /dev/urandom > $TMPDIR/d; echo $$; exec sleep 60",
+    ]);
     let tag = format!("tmpfsctl-{}", child.id());
     child.kill().unwrap();
     child.wait().unwrap();
     // CMD outlives tmpfsctl and still has its scratch, in its namespace only.
     let own = std::fs::read_to_string(format!("/proc/{cmd_pid}/mountinfo")).unwrap();
     assert!(own.contains(&format!(" - tmpfs {tag} ")), "{own}");
-    assert!(anchor_is_empty(ROOT_ANCHOR), "nothing may be left in the normal namespace");
+    assert!(
+        anchor_is_empty(ROOT_ANCHOR),
+        "nothing may be left in the normal namespace"
+    );
     kill(cmd_pid, "KILL");
     // The orphan is reaped by init (or stays a zombie, which holds no namespace).
     assert!(
@@ -255,12 +306,24 @@ fn the_cap_gives_enospc_and_says_so() {
     let out = stdout(&o);
     assert!(out.contains("No space left on device"), "{out}");
     assert!(!out.contains("dd=0"), "{out}");
-    assert!(stderr(&o).contains("workspace full at 4.00 MiB"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("workspace full at 4.00 MiB"),
+        "{}",
+        stderr(&o)
+    );
     let j = read_json(&js);
     assert_eq!(j["full"], true);
     assert_eq!(j["peak_used_bytes"], 4u64 << 20);
     // Inside the cap nothing is said.
-    let o = tmpfsctl(&["run", "--size", "4M", "--", "sh", "-c", "head -c 1M /dev/zero > $TMPDIR/f"]);
+    let o = tmpfsctl(&[
+        "run",
+        "--size",
+        "4M",
+        "--",
+        "sh",
+        "-c",
+        "head -c 1M /dev/zero > $TMPDIR/f",
+    ]);
     assert!(o.status.success());
     assert!(!stderr(&o).contains("workspace full"), "{}", stderr(&o));
 }
@@ -277,9 +340,21 @@ fn concurrent_runs_do_not_see_each_other() {
         "-c",
         "echo secret > $TMPDIR/a-secret; echo $$; exec sleep 60",
     ]);
-    let o = tmpfsctl(&["run", "--size", "8M", "--", "sh", "-c", "echo $TMPDIR; ls -A $TMPDIR; echo end"]);
+    let o = tmpfsctl(&[
+        "run",
+        "--size",
+        "8M",
+        "--",
+        "sh",
+        "-c",
+        "echo $TMPDIR; ls -A $TMPDIR; echo end",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), format!("{ROOT_ANCHOR}\nend\n"), "B saw A's scratch");
+    assert_eq!(
+        stdout(&o),
+        format!("{ROOT_ANCHOR}\nend\n"),
+        "B saw A's scratch"
+    );
     // And from outside any scratch the path is just the empty anchor.
     assert!(anchor_is_empty(ROOT_ANCHOR));
     kill(a.id() as i32, "TERM");
@@ -323,8 +398,14 @@ fn cleanup_never_follows_symlinks_out_of_the_scratch() {
             assert_eq!(j["mode"], "directory");
             assert!(!scratch.exists(), "{} left behind", scratch.display());
         }
-        assert_eq!(std::fs::read_to_string(outside.path().join("precious")).unwrap(), "keep me");
-        assert_eq!(std::fs::read_to_string(outside.path().join("sub/also")).unwrap(), "keep me too");
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("precious")).unwrap(),
+            "keep me"
+        );
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("sub/also")).unwrap(),
+            "keep me too"
+        );
     }
 }
 
@@ -380,7 +461,11 @@ fn soft_cap_directory_mode_warns_and_cleans_up() {
         "ls -ld $TMPDIR; head -c 3M /dev/zero > $TMPDIR/f; sleep 0.5",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).starts_with("drwx------ "), "scratch must be 0700: {}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("drwx------ "),
+        "scratch must be 0700: {}",
+        stdout(&o)
+    );
     let err = stderr(&o);
     assert!(err.contains("the size cap is soft"), "{err}");
     assert!(err.contains("over its soft cap of 1.00 MiB"), "{err}");
@@ -407,10 +492,17 @@ fn keep_copies_a_private_scratch_to_disk() {
         "echo hi > $TMPDIR/a; mkdir $TMPDIR/d; ln -s /etc/hostname $TMPDIR/d/l",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains(&format!("scratch kept in {}", dest.display())), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("scratch kept in {}", dest.display())),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(std::fs::read_to_string(dest.join("a")).unwrap(), "hi\n");
     let l = std::fs::symlink_metadata(dest.join("d/l")).unwrap();
-    assert!(l.file_type().is_symlink(), "symlinks are copied as symlinks");
+    assert!(
+        l.file_type().is_symlink(),
+        "symlinks are copied as symlinks"
+    );
     // The same DIR again is refused before CMD runs.
     let marker = t.path().join("ran");
     let o = tmpfsctl(&["run", &keep, "--", "touch", marker.to_str().unwrap()]);
@@ -446,7 +538,9 @@ fn bad_input_is_refused_before_cmd_runs() {
 
 #[test]
 fn json_on_stdout_with_fd_1() {
-    let o = tmpfsctl(&["run", "--quiet", "--size", "8M", "--json", "fd:1", "--", "true"]);
+    let o = tmpfsctl(&[
+        "run", "--quiet", "--size", "8M", "--json", "fd:1", "--", "true",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(o.stderr.is_empty(), "--quiet: {}", stderr(&o));
     let j = json(&o);
@@ -462,7 +556,15 @@ fn shell_starts_in_the_scratch_and_cd_dash_returns() {
     let here = std::env::current_dir().unwrap();
     let o = bin()
         .env("SHELL", "/bin/sh")
-        .args(["shell", "-q", "--size", "8M", "--", "-c", "pwd; echo $TMPDIR; cd - >/dev/null; pwd"])
+        .args([
+            "shell",
+            "-q",
+            "--size",
+            "8M",
+            "--",
+            "-c",
+            "pwd; echo $TMPDIR; cd - >/dev/null; pwd",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -533,17 +635,38 @@ fn unprivileged_user_namespace_mode() {
     assert_eq!(j["mode"], "user-namespace", "{j}");
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.starts_with("65534\ntmpfs\n"), "CMD keeps its uid and gets a tmpfs: {out}");
+    assert!(
+        out.starts_with("65534\ntmpfs\n"),
+        "CMD keeps its uid and gets a tmpfs: {out}"
+    );
     assert!(out.contains("No space left on device"), "{out}");
-    assert!(stderr(&o).contains("workspace full at 4.00 MiB"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("workspace full at 4.00 MiB"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(j["peak_used_bytes"], 4u64 << 20);
     let anchor = j["path"].as_str().unwrap();
     assert_eq!(anchor, "/dev/shm/tmpfsctl-65534");
-    assert!(anchor_is_empty(anchor), "the scratch must not show outside its namespace");
+    assert!(
+        anchor_is_empty(anchor),
+        "the scratch must not show outside its namespace"
+    );
     // Plain directory mode as nobody too: created 0700, removed after.
     let o = as_nobody(
         &b,
-        &["run", "--no-namespace", "--size", "4M", "--json", js.to_str().unwrap(), "--", "sh", "-c", "echo x > $TMPDIR/f"],
+        &[
+            "run",
+            "--no-namespace",
+            "--size",
+            "4M",
+            "--json",
+            js.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "echo x > $TMPDIR/f",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let j = read_json(&js);
