@@ -493,7 +493,6 @@ fn execute(
     let cap = scratch.size_bytes;
     let teardown = scratch.teardown(keep.as_ref());
     let wall = start.elapsed();
-    drop(signals);
 
     let (status, exit_code, signal) = match &outcome {
         Ok(st) => status_of(*st),
@@ -551,6 +550,10 @@ fn execute(
     {
         eprintln!("tmpfsctl: error: {e:#}");
     }
+    // A signal that came after CMD ended has nobody left to go to; swallow
+    // it so it cannot replace CMD's exit status with tmpfsctl's own death.
+    let _ = signals.drain();
+    drop(signals);
     Ok(status)
 }
 

@@ -131,9 +131,8 @@ impl Signals {
 
 impl Drop for Signals {
     fn drop(&mut self) {
-        // Signals that arrived after the last read stay pending and are
-        // delivered (with their default action) once unblocked; by then the
-        // scratch is gone, which is what a late ^C should find.
+        // A signal still pending is delivered (default action) once
+        // unblocked; callers drain first when that is not wanted.
         // SAFETY: restoring the mask saved in block().
         unsafe {
             libc::pthread_sigmask(libc::SIG_SETMASK, &self.old_mask, std::ptr::null_mut());
