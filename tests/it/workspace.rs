@@ -61,10 +61,28 @@ fn anchor_is_empty(p: &str) -> bool {
         .unwrap_or(true)
 }
 
+/// Give tmpfsctl (and so CMD) default signal dispositions: a test binary
+/// started as a background job inherits SIGINT ignored, which CMD would
+/// inherit in turn (correctly, as with nohup), hiding what is tested here.
+fn default_signals(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only signal(2) between fork and exec, async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Start tmpfsctl with CMD printing its pid (and whatever else) on the first
 /// stdout line once its setup is done; returns (tmpfsctl, CMD pid, first line, rest of stdout).
 fn start(args: &[&str]) -> (Child, i32, String, BufReader<ChildStdout>) {
-    let mut child = bin()
+    let mut cmd = bin();
+    default_signals(&mut cmd);
+    let mut child = cmd
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -80,6 +98,16 @@ fn start(args: &[&str]) -> (Child, i32, String, BufReader<ChildStdout>) {
         .and_then(|w| w.parse().ok())
         .unwrap_or_else(|| panic!("CMD did not print its pid first: {line:?}"));
     (child, pid, line, out)
+}
+
+/// Wait until `pid` has exec'd `comm`: a shell that gets SIGINT between
+/// `echo $$` and `exec` may lose it (dash catches SIGINT under -c), which
+/// would test the shell, not tmpfsctl.
+fn wait_exec(pid: i32, comm: &str) {
+    let ok = eventually(|| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
+    });
+    assert!(ok, "pid {pid} never became {comm}");
 }
 
 fn kill(pid: i32, sig: &str) {
@@ -219,7 +247,7 @@ fn no_scratch_after_cmd_is_sigkilled() {
 fn signals_to_tmpfsctl_reach_cmd_then_cleanup_runs() {
     require_root!();
     for (sig, num) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
-        let (child, _, _, _rest) = start(&[
+        let (child, cmd_pid, _, _rest) = start(&[
             "run",
             "--size",
             "16M",
@@ -228,6 +256,7 @@ fn signals_to_tmpfsctl_reach_cmd_then_cleanup_runs() {
             "-c",
             "echo $$; exec sleep 60",
         ]);
+        wait_exec(cmd_pid, "sleep");
         let tag = format!("tmpfsctl-{}", child.id());
         assert!(!mounts_tagged(&tag).is_empty());
         kill(child.id() as i32, sig);
@@ -331,7 +360,7 @@ fn the_cap_gives_enospc_and_says_so() {
 #[test]
 fn concurrent_runs_do_not_see_each_other() {
     require_root!();
-    let (a, _, _, _rest) = start(&[
+    let (a, a_cmd, _, _rest) = start(&[
         "run",
         "--size",
         "8M",
@@ -357,6 +386,7 @@ fn concurrent_runs_do_not_see_each_other() {
     );
     // And from outside any scratch the path is just the empty anchor.
     assert!(anchor_is_empty(ROOT_ANCHOR));
+    wait_exec(a_cmd, "sleep");
     kill(a.id() as i32, "TERM");
     let (st, _) = finish(a);
     assert_eq!(st.code(), Some(143));
