@@ -82,38 +82,26 @@ pub fn json(out: &Output) -> serde_json::Value {
     })
 }
 
-/// `df -B1 --output=...` style numbers for a path: (size, used, avail).
-pub fn df_bytes(p: &Path) -> (u64, u64, u64) {
-    let out = Command::new("df")
-        .args(["-B1", "--output=size,used,avail"])
-        .arg(p)
-        .output()
-        .unwrap();
+/// The numbers df prints for a path with the given `--output` columns.
+fn df(args: &[&str], p: &Path) -> Vec<u64> {
+    let out = Command::new("df").args(args).arg(p).output().unwrap();
     let s = String::from_utf8_lossy(&out.stdout);
-    let v: Vec<u64> = s
-        .lines()
+    s.lines()
         .nth(1)
         .unwrap()
         .split_whitespace()
         .map(|x| x.parse().unwrap())
-        .collect();
+        .collect()
+}
+
+/// `df -B1` for a path: (size, used, avail).
+pub fn df_bytes(p: &Path) -> (u64, u64, u64) {
+    let v = df(&["-B1", "--output=size,used,avail"], p);
     (v[0], v[1], v[2])
 }
 
-/// `df -i --output=itotal,iused` for a path.
+/// `df -i` for a path: (inodes, inodes used).
 pub fn df_inodes(p: &Path) -> (u64, u64) {
-    let out = Command::new("df")
-        .args(["--output=itotal,iused"])
-        .arg(p)
-        .output()
-        .unwrap();
-    let s = String::from_utf8_lossy(&out.stdout);
-    let v: Vec<u64> = s
-        .lines()
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let v = df(&["--output=itotal,iused"], p);
     (v[0], v[1])
 }

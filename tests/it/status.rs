@@ -14,6 +14,15 @@ fn mount_json<'a>(v: &'a serde_json::Value, mp: &Path) -> &'a serde_json::Value 
         .unwrap_or_else(|| panic!("{} not in status --json", mp.display()))
 }
 
+fn path_json<'a>(v: &'a serde_json::Value, p: &Path) -> &'a serde_json::Value {
+    v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["path"] == p.to_str().unwrap())
+        .unwrap_or_else(|| panic!("{} not in paths", p.display()))
+}
+
 fn codes(v: &serde_json::Value) -> Vec<String> {
     v["warnings"]
         .as_array()
@@ -74,12 +83,7 @@ fn tmpfs_figures_agree_with_df() {
     );
 
     // The PATH section measures the data like `du -s -x -B1`.
-    let p = v["paths"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["path"] == m.path.to_str().unwrap())
-        .unwrap();
+    let p = path_json(&v, &m.path);
     assert_eq!(p["ram_backed"], true);
     assert_eq!(p["fstype"], "tmpfs");
     assert_eq!(p["mountpoint"], m.path.to_str().unwrap());
@@ -127,12 +131,7 @@ fn mount_point_with_a_space_and_a_nested_mount() {
     let v = json(&out);
     let j = mount_json(&v, &m.path);
     assert_eq!(j["size_bytes"].as_u64(), Some(4 << 20));
-    let p = v["paths"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["path"] == m.path.to_str().unwrap())
-        .unwrap();
+    let p = path_json(&v, &m.path);
     let used = p["used_bytes"].as_u64().unwrap();
     assert!(
         (100_000..1 << 20).contains(&used),
