@@ -1,0 +1,216 @@
+//! From a [`Fleet`] to a [`FleetReport`]: statistics, fit models,
+//! recommendation, outliers, and the data the charts need.
+
+use serde::Serialize;
+
+use super::fit::{self, FitParams, Fits, Outlier, Recommendation};
+use super::ingest::{Fleet, IngestReport};
+use super::stats::{self, Bucket, Summary};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The seed's thresholds (1 MB, 10 MB, 100 MB, 1 GB, 4.8 GB), in binary units.
+pub const DEFAULT_BUCKETS: [u64; 5] = [1 << 20, 10 << 20, 100 << 20, 1 << 30, 5_153_960_755];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceInfo {
+    /// `files` or `prometheus`.
+    pub kind: String,
+    pub inputs: Vec<String>,
+    /// `snapshot` (files: one reading per host), `peak` (max over the window) or `instant`.
+    pub value: String,
+    pub window_s: Option<u64>,
+    /// PromQL that was run (Prometheus only).
+    pub queries: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AnalyzeOptions {
+    pub fit: FitParams,
+    pub target_percent: f64,
+    pub headroom_percent: f64,
+    pub buckets: Vec<u64>,
+    /// At most this many host names per list (misfits, outliers).
+    pub list: usize,
+}
+
+impl Default for AnalyzeOptions {
+    fn default() -> Self {
+        AnalyzeOptions {
+            fit: FitParams::default(),
+            target_percent: 99.0,
+            headroom_percent: 25.0,
+            buckets: DEFAULT_BUCKETS.to_vec(),
+            list: 100,
+        }
+    }
+}
+
+/// Sampled points for the HTML charts (not part of the JSON schema).
+#[derive(Debug, Clone, Default)]
+pub struct ChartData {
+    /// (usage bytes, cumulative share 0..1), at most ~1000 points.
+    pub cdf: Vec<(u64, f64)>,
+    /// (RAM bytes, /tmp bytes), at most ~4000 hosts (an even sample).
+    pub scatter: Vec<(u64, u64)>,
+    /// Sorted RAM column quantiles for the histogram: (bin upper bound bytes, hosts).
+    pub ram_hist: Vec<(u64, u64)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetReport {
+    pub schema_version: u32,
+    pub source: SourceInfo,
+    pub hosts: u64,
+    pub input: IngestReport,
+    pub tmp_used_bytes: Option<Summary>,
+    /// Share of hosts under each threshold (seed 001's and `--buckets`).
+    pub tmp_used_buckets: Vec<Bucket>,
+    pub tmp_inodes: Option<Summary>,
+    pub mem_total_bytes: Option<Summary>,
+    pub mem_available_bytes: Option<Summary>,
+    pub swap_total_bytes: Option<Summary>,
+    pub swap_used_bytes: Option<Summary>,
+    pub fit: Fits,
+    pub recommendation: Recommendation,
+    pub outliers: Vec<Outlier>,
+    pub outliers_total: u64,
+    /// True when the tmpfs-size model fits fewer hosts than `--target` (exit code 1).
+    pub below_target: bool,
+    pub warnings: Vec<String>,
+    #[serde(skip)]
+    pub charts: ChartData,
+}
+
+fn column(f: &Fleet, get: impl Fn(&super::ingest::Row) -> u64) -> Vec<u64> {
+    let mut v: Vec<u64> = f.rows.iter().map(get).filter(|&x| x != u64::MAX).collect();
+    v.sort_unstable();
+    v
+}
+
+fn sample_even<T: Copy>(v: &[T], max: usize) -> Vec<T> {
+    if v.len() <= max {
+        return v.to_vec();
+    }
+    (0..max).map(|i| v[i * v.len() / max]).collect()
+}
+
+pub fn analyze(
+    f: &Fleet,
+    input: IngestReport,
+    source: SourceInfo,
+    o: &AnalyzeOptions,
+) -> FleetReport {
+    let mut warnings = Vec::new();
+    let mut charts = ChartData::default();
+    let tmp_sorted = column(f, |r| r.tmp_used);
+    let tmp_used_bytes = stats::summarize(&tmp_sorted);
+    let mut limits = o.buckets.clone();
+    limits.sort_unstable();
+    limits.dedup();
+    let tmp_used_buckets = stats::buckets(&tmp_sorted, &limits);
+    let n = tmp_sorted.len();
+    if n > 0 {
+        let step = (n / 1000).max(1);
+        charts.cdf = (0..n)
+            .step_by(step)
+            .chain(std::iter::once(n - 1))
+            .map(|i| (tmp_sorted[i], (i + 1) as f64 / n as f64))
+            .collect();
+    }
+    drop(tmp_sorted);
+    let tmp_inodes = stats::summarize(&column(f, |r| r.inodes));
+    let mem_sorted = column(f, |r| r.mem_total);
+    let mem_total_bytes = stats::summarize(&mem_sorted);
+    charts.ram_hist = ram_histogram(&mem_sorted);
+    drop(mem_sorted);
+    let mem_available_bytes = stats::summarize(&column(f, |r| r.mem_avail));
+    let swap_total_bytes = stats::summarize(&column(f, |r| r.swap_total));
+    let swap_used_bytes = stats::summarize(&column(f, |r| {
+        if r.swap_total == u64::MAX || r.swap_free == u64::MAX {
+            u64::MAX
+        } else {
+            r.swap_total.saturating_sub(r.swap_free)
+        }
+    }));
+    let pairs: Vec<(u64, u64)> = f.rows.iter().map(|r| (r.mem_total, r.tmp_used)).collect();
+    charts.scatter = sample_even(&pairs, 4000);
+    drop(pairs);
+
+    let fit = fit::fleet_fits(f, &o.fit, o.list);
+    let recommendation = fit::recommend(f, o.target_percent, o.headroom_percent);
+    let (outliers, outliers_total) = fit::outliers(f, &recommendation, o.list);
+    if f.is_empty() {
+        warnings.push(
+            "no hosts were read: check the input files (or the Prometheus query with --verbose)"
+                .into(),
+        );
+    }
+    if fit.mem_available.evaluated < f.len() as u64 {
+        warnings.push(format!(
+            "{} hosts have no MemAvailable figure: the MemAvailable models only count the {} that do",
+            f.len() as u64 - fit.mem_available.evaluated,
+            fit.mem_available.evaluated
+        ));
+    }
+    if input.skipped > 0 {
+        warnings.push(format!(
+            "{} input lines were skipped (--skip-bad); see input.skip_reasons",
+            input.skipped
+        ));
+    }
+    if input.duplicates_dropped > 0 {
+        warnings.push(format!(
+            "{} duplicate host snapshots were dropped, keeping each host's latest",
+            input.duplicates_dropped
+        ));
+    }
+    if source.value == "snapshot" {
+        warnings.push(
+            "these are one-off snapshots: /tmp at its peak may be much larger. Collect on a timer \
+             (examples/systemd) into Prometheus and use --prometheus for the peak over a window"
+                .into(),
+        );
+    }
+    if !recommendation.target_reached {
+        warnings.push(format!(
+            "no size up to 100% of RAM fits {}% of hosts; handle the outliers below by hand",
+            o.target_percent
+        ));
+    }
+    let below_target = !f.is_empty() && fit.half_ram.percent < o.target_percent;
+    FleetReport {
+        schema_version: SCHEMA_VERSION,
+        source,
+        hosts: f.len() as u64,
+        input,
+        tmp_used_bytes,
+        tmp_used_buckets,
+        tmp_inodes,
+        mem_total_bytes,
+        mem_available_bytes,
+        swap_total_bytes,
+        swap_used_bytes,
+        fit,
+        recommendation,
+        outliers,
+        outliers_total,
+        below_target,
+        warnings,
+        charts,
+    }
+}
+
+/// Hosts per power-of-two RAM size (rounded up: 7.8 GiB counts as 8 GiB).
+fn ram_histogram(sorted: &[u64]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for &m in sorted {
+        // MemTotal is a bit under the installed RAM, so rounding up lands on it.
+        let b = m.max(1).checked_next_power_of_two().unwrap_or(u64::MAX);
+        match out.last_mut() {
+            Some((ub, c)) if *ub == b => *c += 1,
+            _ => out.push((b, 1)),
+        }
+    }
+    out
+}

@@ -1,0 +1,482 @@
+//! `tmpfsctl collect`: one snapshot of this host (paths' usage and /proc/meminfo),
+//! printed as a JSON line, seed 001's Kirkland TSV row, or node_exporter
+//! textfile metrics.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use crate::sys::{self, MemInfo, Sysroot};
+
+pub const SNAPSHOT_SCHEMA_VERSION: u32 = 1;
+
+/// One directory's usage at snapshot time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathUsage {
+    /// The path as the user named it (`/tmp`).
+    pub path: String,
+    /// Allocated bytes, like `du -s -x -B1`; from statfs when the path is its own mount.
+    pub used_bytes: u64,
+    /// Inodes under the path (hard links once); from statfs when the path is its own mount.
+    pub inodes: u64,
+    /// `du` (tree walk) or `statfs` (the path is a mount point: the whole filesystem counts).
+    pub source: String,
+    /// Age of the oldest file or directory under the path, seconds; null for an empty tree.
+    pub oldest_age_s: Option<i64>,
+    /// Directories that could not be read: their contents are missing from a `du` figure.
+    pub unreadable_dirs: u64,
+    pub fstype: String,
+    pub mountpoint: String,
+    /// The path is a mount point itself.
+    pub own_mount: bool,
+    /// tmpfs size limit, when the path is on a size-limited tmpfs.
+    pub tmpfs_size_bytes: Option<u64>,
+}
+
+/// One host at one moment: what `fleet analyze` ingests (one JSON line).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub schema_version: u32,
+    /// Host name, or `anon-<hash>` with `--anonymize`.
+    pub host: String,
+    pub timestamp_unix_s: i64,
+    pub kernel: String,
+    pub paths: Vec<PathUsage>,
+    pub mem_total_bytes: u64,
+    pub mem_free_bytes: u64,
+    pub mem_available_bytes: u64,
+    pub buffers_bytes: u64,
+    pub cached_bytes: u64,
+    pub shmem_bytes: u64,
+    pub swap_total_bytes: u64,
+    pub swap_free_bytes: u64,
+}
+
+impl Snapshot {
+    pub fn meminfo(&self) -> MemInfo {
+        MemInfo {
+            mem_total_bytes: self.mem_total_bytes,
+            mem_free_bytes: self.mem_free_bytes,
+            mem_available_bytes: self.mem_available_bytes,
+            buffers_bytes: self.buffers_bytes,
+            cached_bytes: self.cached_bytes,
+            shmem_bytes: self.shmem_bytes,
+            swap_total_bytes: self.swap_total_bytes,
+            swap_free_bytes: self.swap_free_bytes,
+        }
+    }
+}
+
+/// How to name the host in a snapshot.
+#[derive(Debug, Clone, Default)]
+pub enum HostName {
+    /// uname's nodename.
+    #[default]
+    Real,
+    /// A stable, salted hash of the nodename: the same host always gets the same
+    /// name, so fleet snapshots over time still line up, but the name is not shown.
+    Anonymized { salt: String },
+    /// A fixed name (tests, containers whose nodename means nothing).
+    Fixed(String),
+}
+
+/// `anon-` and 16 hex digits of SHA-256(salt || name): stable across runs and
+/// hosts, and with a private salt not reversible by hashing a list of guesses.
+pub fn anonymize(name: &str, salt: &str) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(salt.as_bytes());
+    h.update([0u8]);
+    h.update(name.as_bytes());
+    let d = h.finalize();
+    let mut s = String::from("anon-");
+    for b in &d[..8] {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// Take one snapshot: usage of each path (relative to the sysroot) and meminfo.
+/// Unreadable subdirectories are counted in `unreadable_dirs`, never fatal; a
+/// path that does not exist is an error naming it.
+pub fn snapshot(root: &Sysroot, paths: &[PathBuf], name: &HostName) -> Result<Snapshot> {
+    let (mem, _) = root.meminfo()?;
+    let (mounts, _) = root.mountinfo()?;
+    let uts = rustix::system::uname();
+    let nodename = uts.nodename().to_string_lossy().into_owned();
+    let host = match name {
+        HostName::Real => nodename,
+        HostName::Anonymized { salt } => anonymize(&nodename, salt),
+        HostName::Fixed(s) => s.clone(),
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let mut out = Vec::with_capacity(paths.len());
+    for p in paths {
+        out.push(path_usage(root, p, &mounts, now)?);
+    }
+    Ok(Snapshot {
+        schema_version: SNAPSHOT_SCHEMA_VERSION,
+        host,
+        timestamp_unix_s: now,
+        kernel: uts.release().to_string_lossy().into_owned(),
+        paths: out,
+        mem_total_bytes: mem.mem_total_bytes,
+        mem_free_bytes: mem.mem_free_bytes,
+        mem_available_bytes: mem.mem_available_bytes,
+        buffers_bytes: mem.buffers_bytes,
+        cached_bytes: mem.cached_bytes,
+        shmem_bytes: mem.shmem_bytes,
+        swap_total_bytes: mem.swap_total_bytes,
+        swap_free_bytes: mem.swap_free_bytes,
+    })
+}
+
+fn path_usage(root: &Sysroot, p: &Path, mounts: &[sys::MountInfo], now: i64) -> Result<PathUsage> {
+    if !p.is_absolute() {
+        anyhow::bail!("--path {}: give an absolute path (e.g. /tmp)", p.display());
+    }
+    let on_host = root.path(p);
+    let canon = std::fs::canonicalize(&on_host).with_context(|| {
+        format!(
+            "--path {}: cannot be resolved; give an existing directory",
+            p.display()
+        )
+    })?;
+    let resolved = if root.is_live() {
+        canon.clone()
+    } else {
+        Path::new("/").join(canon.strip_prefix(root.root()).unwrap_or(&canon))
+    };
+    let m = sys::mountinfo::mount_for(mounts, &resolved);
+    let mountpoint = m
+        .map(|m| m.mount_point.clone())
+        .unwrap_or_else(|| "/".into());
+    let fstype = m
+        .map(|m| m.fstype.clone())
+        .unwrap_or_else(|| "unknown".into());
+    let own_mount = m.is_some() && mountpoint == resolved;
+    let u = sys::du::usage(&canon)
+        .with_context(|| format!("--path {}: cannot be read", p.display()))?;
+    // A mount point's statfs counts everything the filesystem holds, including
+    // files in directories we could not read and deleted-but-open files: for a
+    // tmpfs that is exactly the RAM it pins. Only meaningful on the live system.
+    let stats = if own_mount && root.is_live() {
+        sys::statfs::statfs(&canon).ok()
+    } else {
+        None
+    };
+    // ramfs reports no blocks and no inode limit: only the walk knows.
+    let (used, inodes, source) = match stats {
+        Some(s) if s.size_bytes > 0 => (
+            s.used_bytes,
+            if s.inodes_total > 0 {
+                s.inodes_used
+            } else {
+                u.inodes
+            },
+            "statfs",
+        ),
+        _ => (u.bytes, u.inodes, "du"),
+    };
+    let tmpfs_size = if fstype == "tmpfs" && root.is_live() {
+        sys::statfs::statfs(&canon)
+            .ok()
+            .map(|s| s.size_bytes)
+            .filter(|&b| b > 0)
+    } else {
+        None
+    };
+    Ok(PathUsage {
+        path: p.to_string_lossy().into_owned(),
+        used_bytes: used,
+        inodes,
+        source: source.into(),
+        oldest_age_s: u.oldest_mtime.map(|m| (now - m).max(0)),
+        unreadable_dirs: u.unreadable_dirs,
+        fstype,
+        mountpoint: mountpoint.to_string_lossy().into_owned(),
+        own_mount,
+        tmpfs_size_bytes: tmpfs_size,
+    })
+}
+
+/// Compact JSON, one line, newline-terminated.
+pub fn render_json_line(s: &Snapshot) -> Result<Vec<u8>> {
+    let mut v = serde_json::to_vec(s)?;
+    v.push(b'\n');
+    Ok(v)
+}
+
+fn kib_ceil(b: u64) -> u64 {
+    b.div_ceil(1024)
+}
+
+/// Seed 001's 12 tab-separated columns, all sizes in KiB as `du -s` and
+/// procps-3.3.9 `free` print them: host, /tmp KB, mem total/used/free/shared/
+/// buffers/cached, swap total/used/free, /tmp inodes. "used" is total - free,
+/// as old `free` computed it (buffers and cache included).
+pub fn render_kirkland(s: &Snapshot) -> Result<Vec<u8>> {
+    let p = match s.paths.as_slice() {
+        [p] => p,
+        _ => anyhow::bail!("--format kirkland has a single /tmp column; give exactly one --path"),
+    };
+    let k = |b: u64| b / 1024;
+    let line = format!(
+        "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+        s.host.replace(['\t', '\n'], " "),
+        kib_ceil(p.used_bytes),
+        k(s.mem_total_bytes),
+        k(s.mem_total_bytes.saturating_sub(s.mem_free_bytes)),
+        k(s.mem_free_bytes),
+        k(s.shmem_bytes),
+        k(s.buffers_bytes),
+        k(s.cached_bytes),
+        k(s.swap_total_bytes),
+        k(s.swap_total_bytes.saturating_sub(s.swap_free_bytes)),
+        k(s.swap_free_bytes),
+        p.inodes
+    );
+    Ok(line.into_bytes())
+}
+
+/// Prometheus text exposition label value escaping.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// node_exporter textfile-collector metrics. Memory is not repeated here:
+/// node_exporter's meminfo collector already exports `node_memory_*_bytes`.
+pub fn render_prom(s: &Snapshot) -> Result<Vec<u8>> {
+    let mut o = String::new();
+    type Get = fn(&PathUsage) -> Option<u64>;
+    let metrics: [(&str, &str, Get); 5] = [
+        (
+            "tmpfsctl_path_used_bytes",
+            "Bytes used under the path (du -s -x -B1; statfs when the path is a mount point).",
+            |p| Some(p.used_bytes),
+        ),
+        (
+            "tmpfsctl_path_inodes",
+            "Inodes under the path, hard links once.",
+            |p| Some(p.inodes),
+        ),
+        (
+            "tmpfsctl_path_oldest_file_age_seconds",
+            "Age of the oldest file under the path.",
+            |p| p.oldest_age_s.map(|a| a as u64),
+        ),
+        (
+            "tmpfsctl_path_unreadable_dirs",
+            "Directories under the path that could not be read (their contents are not counted).",
+            |p| Some(p.unreadable_dirs),
+        ),
+        (
+            "tmpfsctl_path_tmpfs_size_bytes",
+            "Size limit of the tmpfs holding the path.",
+            |p| p.tmpfs_size_bytes,
+        ),
+    ];
+    for (name, help, get) in metrics {
+        let vals: Vec<(String, u64)> = s
+            .paths
+            .iter()
+            .filter_map(|p| get(p).map(|v| (label(&p.path), v)))
+            .collect();
+        if vals.is_empty() {
+            continue;
+        }
+        o.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+        for (path, v) in vals {
+            o.push_str(&format!("{name}{{path=\"{path}\"}} {v}\n"));
+        }
+    }
+    o.push_str(&format!(
+        "# HELP tmpfsctl_collect_timestamp_seconds When tmpfsctl collect took this snapshot.\n\
+         # TYPE tmpfsctl_collect_timestamp_seconds gauge\ntmpfsctl_collect_timestamp_seconds {}\n",
+        s.timestamp_unix_s
+    ));
+    Ok(o.into_bytes())
+}
+
+/// Write `data` to `dest` so that readers (node_exporter, a scraper) see either
+/// the old file or the whole new one: temp file in the same directory, fsync,
+/// rename, fsync the directory. SIGINT/SIGTERM are held back while the temp
+/// file exists so an interrupt cannot leave it behind.
+pub fn write_atomic(dest: &Path, data: &[u8]) -> Result<()> {
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if dest.is_dir() {
+        anyhow::bail!(
+            "--output {}: is a directory; give a file name such as {}/tmpfsctl.prom",
+            dest.display(),
+            dest.display()
+        );
+    }
+    let _held = SignalsHeld::new();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmpfsctl-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .with_context(|| {
+            format!(
+                "--output {}: cannot create a file in {}",
+                dest.display(),
+                dir.display()
+            )
+        })?;
+    tmp.write_all(data)
+        .with_context(|| format!("writing {}", tmp.path().display()))?;
+    // The temp file is 0600; node_exporter usually runs as another user.
+    use std::os::unix::fs::PermissionsExt;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))
+        .context("chmod 644 on the new file")?;
+    tmp.as_file().sync_all().context("fsync of the new file")?;
+    tmp.persist(dest).map_err(|e| e.error).with_context(|| {
+        format!(
+            "--output {}: cannot rename the new file into place",
+            dest.display()
+        )
+    })?;
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP until dropped; a signal that arrived
+/// meanwhile is delivered (with its default action) right after.
+struct SignalsHeld {
+    old: libc::sigset_t,
+}
+
+impl SignalsHeld {
+    fn new() -> SignalsHeld {
+        // SAFETY: sigset_t is plain data; the calls only read/write the sets we own.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            libc::sigaddset(&mut set, libc::SIGHUP);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            SignalsHeld { old }
+        }
+    }
+}
+
+impl Drop for SignalsHeld {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved in new().
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap() -> Snapshot {
+        Snapshot {
+            schema_version: 1,
+            host: "web\"1".into(),
+            timestamp_unix_s: 1_700_000_000,
+            kernel: "6.1".into(),
+            paths: vec![PathUsage {
+                path: "/tmp".into(),
+                used_bytes: 16 * 1024 + 512,
+                inodes: 7,
+                source: "du".into(),
+                oldest_age_s: Some(60),
+                unreadable_dirs: 1,
+                fstype: "ext4".into(),
+                mountpoint: "/".into(),
+                own_mount: false,
+                tmpfs_size_bytes: None,
+            }],
+            mem_total_bytes: 4096 * 1024,
+            mem_free_bytes: 1024 * 1024,
+            mem_available_bytes: 3000 * 1024,
+            buffers_bytes: 100 * 1024,
+            cached_bytes: 1000 * 1024,
+            shmem_bytes: 20 * 1024,
+            swap_total_bytes: 2048 * 1024,
+            swap_free_bytes: 2000 * 1024,
+        }
+    }
+
+    #[test]
+    fn kirkland_has_twelve_kib_columns() {
+        let l = String::from_utf8(render_kirkland(&snap()).unwrap()).unwrap();
+        let f: Vec<&str> = l.trim_end().split('\t').collect();
+        assert_eq!(
+            f,
+            [
+                "web\"1", "17", "4096", "3072", "1024", "20", "100", "1000", "2048", "48", "2000",
+                "7"
+            ]
+        );
+    }
+
+    #[test]
+    fn prom_escapes_labels_and_skips_unknowns() {
+        let mut s = snap();
+        s.paths[0].path = "/t\"m\\p".into();
+        let t = String::from_utf8(render_prom(&s).unwrap()).unwrap();
+        assert!(
+            t.contains("tmpfsctl_path_used_bytes{path=\"/t\\\"m\\\\p\"} 16896\n"),
+            "{t}"
+        );
+        assert!(t.contains("# TYPE tmpfsctl_path_inodes gauge\ntmpfsctl_path_inodes{"));
+        assert!(
+            !t.contains("tmpfs_size_bytes{"),
+            "no tmpfs, no size metric: {t}"
+        );
+    }
+
+    #[test]
+    fn anonymized_names_are_stable_and_salted() {
+        assert_eq!(anonymize("web1", ""), anonymize("web1", ""));
+        assert_ne!(anonymize("web1", ""), anonymize("web2", ""));
+        assert_ne!(anonymize("web1", "a"), anonymize("web1", "b"));
+        assert_eq!(anonymize("web1", "").len(), 5 + 16);
+    }
+
+    #[test]
+    fn json_line_round_trips() {
+        let s = snap();
+        let l = render_json_line(&s).unwrap();
+        assert_eq!(l.iter().filter(|&&b| b == b'\n').count(), 1);
+        let back: Snapshot = serde_json::from_slice(&l).unwrap();
+        assert_eq!(back, s);
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole_file_world_readable() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("x.prom");
+        std::fs::write(&f, "old").unwrap();
+        write_atomic(&f, b"new contents\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "new contents\n");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&f).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "temp file left behind");
+        assert!(write_atomic(d.path(), b"x").is_err());
+    }
+}

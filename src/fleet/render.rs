@@ -1,0 +1,584 @@
+//! Rendering a [`FleetReport`]: the report is first laid out as a few neutral
+//! blocks (headings, paragraphs, tables), then written as terminal text,
+//! Markdown or HTML; HTML adds inline SVG charts.
+
+use std::fmt::Write as _;
+
+use super::analyze::FleetReport;
+use super::stats::Summary;
+use crate::units::fmt_bytes;
+
+enum Block {
+    Heading(String),
+    Para(String),
+    Table {
+        header: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
+}
+
+fn t(h: &[&str], rows: Vec<Vec<String>>) -> Block {
+    Block::Table {
+        header: h.iter().map(|s| s.to_string()).collect(),
+        rows,
+    }
+}
+
+fn names(v: &[String], total: u64, show: usize) -> String {
+    if total == 0 {
+        return "-".into();
+    }
+    let mut s = v.iter().take(show).cloned().collect::<Vec<_>>().join(", ");
+    if total as usize > show.min(v.len()) {
+        let _ = write!(s, " (+{} more)", total as usize - show.min(v.len()));
+    }
+    s
+}
+
+fn blocks(r: &FleetReport) -> Vec<Block> {
+    let mut b = Vec::new();
+    let value = match r.source.value.as_str() {
+        "peak" => format!(
+            "PEAK over the last {} (max_over_time)",
+            r.source.window_s.map(fmt_secs).unwrap_or_default()
+        ),
+        "instant" => "latest value (instant query)".to_string(),
+        _ => "one snapshot per host".to_string(),
+    };
+    b.push(Block::Heading(
+        "Would /tmp fit in tmpfs across the fleet?".into(),
+    ));
+    b.push(Block::Para(format!(
+        "{} hosts from {} ({}); /tmp figures are the {}. Sizes in binary units (1 MiB = 1024 KiB).",
+        r.hosts,
+        r.source.kind,
+        r.source.inputs.join(", "),
+        value
+    )));
+    if r.input.skipped > 0 || r.input.duplicates_dropped > 0 {
+        let mut rows: Vec<Vec<String>> = r
+            .input
+            .skip_reasons
+            .iter()
+            .map(|s| {
+                vec![
+                    format!("skipped: {}", s.reason),
+                    s.count.to_string(),
+                    s.first.clone(),
+                ]
+            })
+            .collect();
+        if r.input.duplicates_dropped > 0 {
+            rows.push(vec![
+                "duplicate host, older snapshot dropped".into(),
+                r.input.duplicates_dropped.to_string(),
+                r.input
+                    .duplicate_examples
+                    .first()
+                    .cloned()
+                    .unwrap_or_default(),
+            ]);
+        }
+        b.push(Block::Heading("Input".into()));
+        b.push(t(&["what", "lines", "first case"], rows));
+    }
+    b.push(Block::Heading("Statistics".into()));
+    let row = |name: &str, s: &Option<Summary>, bytes: bool| -> Vec<String> {
+        let f = |v: u64| if bytes { fmt_bytes(v) } else { v.to_string() };
+        match s {
+            None => vec![name.to_string(), "no data".into()],
+            Some(s) => vec![
+                name.to_string(),
+                f(s.max),
+                f(s.min),
+                if bytes {
+                    fmt_bytes(s.mean as u64)
+                } else {
+                    format!("{:.0}", s.mean)
+                },
+                f(s.median),
+                format!("{} (x{})", f(s.mode), s.mode_count),
+                f(s.p90),
+                f(s.p99),
+            ],
+        }
+    };
+    b.push(t(
+        &[
+            "figure", "max", "min", "mean", "median", "mode", "p90", "p99",
+        ],
+        vec![
+            row("/tmp used", &r.tmp_used_bytes, true),
+            row("/tmp inodes", &r.tmp_inodes, false),
+            row("RAM (MemTotal)", &r.mem_total_bytes, true),
+            row("MemAvailable", &r.mem_available_bytes, true),
+            row("swap total", &r.swap_total_bytes, true),
+            row("swap used", &r.swap_used_bytes, true),
+        ],
+    ));
+    b.push(Block::Heading("Hosts by /tmp usage".into()));
+    b.push(t(
+        &["/tmp used under", "hosts", "share"],
+        r.tmp_used_buckets
+            .iter()
+            .map(|k| {
+                vec![
+                    fmt_bytes(k.under_bytes),
+                    k.count.to_string(),
+                    format!("{:.1}%", k.percent),
+                ]
+            })
+            .collect(),
+    ));
+    b.push(Block::Heading("Fit models".into()));
+    let f = &r.fit;
+    b.push(t(
+        &["model", "fit", "of", "share", "do not fit (largest first)"],
+        [
+            &f.half_ram,
+            &f.mem_available,
+            &f.mem_available_plus_swap,
+            &f.inodes,
+        ]
+        .iter()
+        .map(|m| {
+            vec![
+                m.model.clone(),
+                m.count.to_string(),
+                m.evaluated.to_string(),
+                format!("{:.1}%", m.percent),
+                names(&m.misfits, m.misfits_total, 8),
+            ]
+        })
+        .collect(),
+    ));
+    let rec = &r.recommendation;
+    b.push(Block::Heading("Recommendation".into()));
+    b.push(Block::Para(format!(
+        "size={}% of RAM fits {:.1}% of hosts (target {}%, with {}% headroom over the {}){}.\n\
+         fstab: {}\n\
+         Or one fixed size for all: size={} fits {:.1}% of hosts; it is more than half the RAM of {} hosts.",
+        rec.size_percent_of_ram,
+        rec.fits_percent,
+        rec.target_percent,
+        rec.headroom_percent,
+        if r.source.value == "peak" { "peak" } else { "observed usage" },
+        if rec.target_reached { "" } else { " - TARGET NOT REACHED" },
+        rec.fstab_line,
+        crate::units::tmpfs_size_option(rec.size_bytes),
+        rec.size_bytes_fits_percent,
+        rec.size_bytes_over_half_ram_hosts
+    )));
+    if r.outliers_total > 0 {
+        b.push(Block::Heading(format!(
+            "Outliers to handle by hand ({} hosts do not fit {}% of RAM{})",
+            r.outliers_total,
+            rec.size_percent_of_ram,
+            if r.outliers_total as usize > r.outliers.len() {
+                format!(", largest {} shown", r.outliers.len())
+            } else {
+                String::new()
+            }
+        )));
+        b.push(t(
+            &[
+                "host",
+                "/tmp used",
+                "RAM",
+                "/tmp % of RAM",
+                "fits MemAvailable+SwapFree",
+            ],
+            r.outliers
+                .iter()
+                .map(|o| {
+                    vec![
+                        o.host.clone(),
+                        fmt_bytes(o.tmp_used_bytes),
+                        fmt_bytes(o.mem_total_bytes),
+                        format!("{:.1}%", o.tmp_percent_of_ram),
+                        match o.fits_mem_available_plus_swap {
+                            Some(true) => "yes".into(),
+                            Some(false) => "NO".into(),
+                            None => "unknown".into(),
+                        },
+                    ]
+                })
+                .collect(),
+        ));
+    }
+    if !r.warnings.is_empty() {
+        b.push(Block::Heading("Warnings".into()));
+        for w in &r.warnings {
+            b.push(Block::Para(format!("warning: {w}")));
+        }
+    }
+    b
+}
+
+pub fn fmt_secs(s: u64) -> String {
+    if s % 86400 == 0 {
+        format!("{}d", s / 86400)
+    } else if s % 3600 == 0 {
+        format!("{}h", s / 3600)
+    } else if s % 60 == 0 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+pub fn text(r: &FleetReport) -> String {
+    let mut o = String::new();
+    for b in blocks(r) {
+        match b {
+            Block::Heading(h) => {
+                let _ = writeln!(o, "\n{h}");
+            }
+            Block::Para(p) => {
+                let _ = writeln!(o, "{p}");
+            }
+            Block::Table { header, rows } => {
+                let h: Vec<&str> = header.iter().map(String::as_str).collect();
+                let mut tb = crate::output::table(&h);
+                for r in rows {
+                    tb.add_row(r);
+                }
+                let _ = writeln!(o, "{tb}");
+            }
+        }
+    }
+    o.trim_start().to_string()
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+pub fn markdown(r: &FleetReport) -> String {
+    let mut o = String::new();
+    let mut first = true;
+    for b in blocks(r) {
+        match b {
+            Block::Heading(h) => {
+                let _ = writeln!(o, "\n{} {h}\n", if first { "#" } else { "##" });
+                first = false;
+            }
+            Block::Para(p) => {
+                for l in p.lines() {
+                    let _ = writeln!(o, "{}  ", l.trim_end());
+                }
+                o.push('\n');
+            }
+            Block::Table { header, rows } => {
+                let _ = writeln!(
+                    o,
+                    "| {} |",
+                    header
+                        .iter()
+                        .map(|h| md_cell(h))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
+                let _ = writeln!(o, "|{}", "---|".repeat(header.len()));
+                for r in rows {
+                    let mut cells: Vec<String> = r.iter().map(|c| md_cell(c)).collect();
+                    cells.resize(header.len(), String::new());
+                    let _ = writeln!(o, "| {} |", cells.join(" | "));
+                }
+                o.push('\n');
+            }
+        }
+    }
+    o.trim_start().to_string()
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+pub fn html(r: &FleetReport) -> String {
+    let mut o = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tmpfsctl fleet report</title>\n<style>\
+         body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}\
+         table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}\
+         th{background:#f3f3f3}.charts svg{display:block;margin:1em 0;border:1px solid #eee}\
+         text{font-size:11px;font-family:sans-serif}</style></head><body>\n",
+    );
+    let mut first = true;
+    for b in blocks(r) {
+        match b {
+            Block::Heading(h) => {
+                let tag = if first { "h1" } else { "h2" };
+                first = false;
+                let _ = writeln!(o, "<{tag}>{}</{tag}>", esc(&h));
+            }
+            Block::Para(p) => {
+                let _ = writeln!(o, "<p>{}</p>", esc(&p).replace('\n', "<br>"));
+            }
+            Block::Table { header, rows } => {
+                o.push_str("<table><tr>");
+                for h in header {
+                    let _ = write!(o, "<th>{}</th>", esc(&h));
+                }
+                o.push_str("</tr>\n");
+                for r in rows {
+                    o.push_str("<tr>");
+                    for c in r {
+                        let _ = write!(o, "<td>{}</td>", esc(&c));
+                    }
+                    o.push_str("</tr>\n");
+                }
+                o.push_str("</table>\n");
+            }
+        }
+    }
+    o.push_str("<h2>Charts</h2><div class=\"charts\">\n");
+    o.push_str(&svg_cdf(r));
+    o.push_str(&svg_scatter(r));
+    o.push_str(&svg_ram_hist(r));
+    o.push_str("</div></body></html>\n");
+    o
+}
+
+const W: f64 = 720.0;
+const H: f64 = 360.0;
+const ML: f64 = 70.0;
+const MR: f64 = 20.0;
+const MT: f64 = 30.0;
+const MB: f64 = 45.0;
+
+/// A log10 axis over bytes; values below `lo` are drawn at `lo`.
+struct LogAxis {
+    lo: f64,
+    hi: f64,
+    from: f64,
+    to: f64,
+}
+
+impl LogAxis {
+    fn new(lo: u64, hi: u64, from: f64, to: f64) -> LogAxis {
+        let lo = (lo.max(1) as f64).log2().floor().exp2();
+        let hi = (hi.max(2) as f64).log2().ceil().exp2().max(lo * 2.0);
+        LogAxis { lo, hi, from, to }
+    }
+    fn at(&self, v: u64) -> f64 {
+        let v = (v as f64).max(self.lo);
+        self.from
+            + (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
+                * (self.to - self.from)
+    }
+    /// Tick values: powers of 1024, or of 2 when the range is narrow.
+    fn ticks(&self) -> Vec<u64> {
+        let mut v = Vec::new();
+        let mut x = 1u64;
+        let span = self.hi / self.lo;
+        let mult = if span > 1024.0 * 64.0 {
+            1024
+        } else if span > 64.0 {
+            16
+        } else {
+            2
+        };
+        while (x as f64) <= self.hi {
+            if (x as f64) >= self.lo {
+                v.push(x);
+            }
+            match x.checked_mul(mult) {
+                Some(n) => x = n,
+                None => break,
+            }
+        }
+        v
+    }
+}
+
+fn svg_open(o: &mut String, title: &str, desc: &str) {
+    let _ = write!(
+        o,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" role=\"img\">\
+         <title>{}</title><desc>{}</desc><text x=\"{}\" y=\"18\" font-weight=\"bold\">{}</text>",
+        esc(title),
+        esc(desc),
+        ML,
+        esc(title)
+    );
+    let _ = write!(
+        o,
+        "<rect x=\"{ML}\" y=\"{MT}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>",
+        W - ML - MR,
+        H - MT - MB
+    );
+}
+
+fn x_ticks(o: &mut String, ax: &LogAxis) {
+    for tk in ax.ticks() {
+        let x = ax.at(tk);
+        let _ = write!(
+            o,
+            "<line x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#eee\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            MT,
+            H - MB,
+            H - MB + 14.0,
+            esc(&fmt_bytes(tk))
+        );
+    }
+}
+
+fn svg_cdf(r: &FleetReport) -> String {
+    let mut o = String::new();
+    svg_open(
+        &mut o,
+        "CDF of /tmp usage (log axis)",
+        "Share of hosts whose /tmp usage is at most x; dashed lines are the bucket thresholds",
+    );
+    let pts = &r.charts.cdf;
+    let max = pts.last().map(|p| p.0).unwrap_or(1);
+    let bmax = r
+        .tmp_used_buckets
+        .iter()
+        .map(|b| b.under_bytes)
+        .max()
+        .unwrap_or(1);
+    let ax = LogAxis::new(1024, max.max(bmax), ML, W - MR);
+    x_ticks(&mut o, &ax);
+    let y = |s: f64| H - MB - s * (H - MT - MB);
+    for s in [0.0, 0.25, 0.5, 0.75, 0.9, 1.0] {
+        let _ = write!(
+            o,
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{:.0}%</text>",
+            ML - 4.0,
+            y(s) + 4.0,
+            s * 100.0
+        );
+    }
+    for b in &r.tmp_used_buckets {
+        let x = ax.at(b.under_bytes);
+        let _ = write!(
+            o,
+            "<line class=\"bucket\" x1=\"{x:.1}\" y1=\"{MT}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#c33\" stroke-dasharray=\"4 3\"/>\
+             <text x=\"{:.1}\" y=\"{}\" fill=\"#c33\">&lt;{} {:.1}%</text>",
+            H - MB,
+            x + 2.0,
+            MT + 12.0,
+            esc(&fmt_bytes(b.under_bytes)),
+            b.percent
+        );
+    }
+    let mut path = String::new();
+    for (i, (v, s)) in pts.iter().enumerate() {
+        let _ = write!(
+            path,
+            "{}{:.1},{:.1}",
+            if i == 0 { "M" } else { " L" },
+            ax.at(*v),
+            y(*s)
+        );
+    }
+    let _ = write!(
+        o,
+        "<path class=\"cdf\" d=\"{path}\" fill=\"none\" stroke=\"#1f6fb4\" stroke-width=\"2\"/>"
+    );
+    let _ = write!(
+        o,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">/tmp used (log scale)</text></svg>\n",
+        (ML + W - MR) / 2.0,
+        H - 8.0
+    );
+    o
+}
+
+fn svg_scatter(r: &FleetReport) -> String {
+    let mut o = String::new();
+    svg_open(
+        &mut o,
+        "/tmp usage vs RAM (log-log)",
+        "One dot per host (an even sample when there are many); the line is 50% of RAM, tmpfs's default size",
+    );
+    let pts = &r.charts.scatter;
+    let rmin = pts.iter().map(|p| p.0).min().unwrap_or(1 << 30);
+    let rmax = pts.iter().map(|p| p.0).max().unwrap_or(1 << 31);
+    let umax = pts.iter().map(|p| p.1).max().unwrap_or(1 << 20);
+    let ax = LogAxis::new(rmin, rmax, ML, W - MR);
+    let ay = LogAxis::new(1024, umax.max(rmax / 2), H - MB, MT);
+    x_ticks(&mut o, &ax);
+    for tk in ay.ticks() {
+        let yy = ay.at(tk);
+        let _ = write!(
+            o,
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            ML - 4.0,
+            yy + 4.0,
+            esc(&fmt_bytes(tk))
+        );
+    }
+    // 50 % line: y = x / 2 is straight on log-log axes.
+    let (x0, x1) = (ax.lo as u64, ax.hi as u64);
+    let _ = write!(
+        o,
+        "<line class=\"half\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#c33\" stroke-dasharray=\"5 3\"/>\
+         <text x=\"{:.1}\" y=\"{:.1}\" fill=\"#c33\" text-anchor=\"end\">50% of RAM</text>",
+        ax.at(x0),
+        ay.at(x0 / 2),
+        ax.at(x1),
+        ay.at(x1 / 2),
+        ax.at(x1) - 4.0,
+        ay.at(x1 / 2) + 14.0
+    );
+    for (ram, used) in pts {
+        let c = if *used > ram / 2 { "#c33" } else { "#1f6fb4" };
+        let _ = write!(
+            o,
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{c}\" fill-opacity=\"0.6\"/>",
+            ax.at(*ram),
+            ay.at(*used)
+        );
+    }
+    let _ = write!(
+        o,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">RAM (MemTotal, log scale); /tmp below 1 KiB drawn at 1 KiB</text></svg>\n",
+        (ML + W - MR) / 2.0,
+        H - 8.0
+    );
+    o
+}
+
+fn svg_ram_hist(r: &FleetReport) -> String {
+    let mut o = String::new();
+    svg_open(
+        &mut o,
+        "Hosts by RAM size",
+        "Number of hosts per RAM size, rounded up to a power of two",
+    );
+    let bins = &r.charts.ram_hist;
+    let maxc = bins.iter().map(|b| b.1).max().unwrap_or(1).max(1);
+    let n = bins.len().max(1) as f64;
+    let bw = (W - ML - MR) / n;
+    for (i, (ub, c)) in bins.iter().enumerate() {
+        let h = *c as f64 / maxc as f64 * (H - MT - MB - 14.0);
+        let x = ML + i as f64 * bw;
+        let _ = write!(
+            o,
+            "<rect class=\"bar\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"#1f6fb4\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{c}</text>\
+             <text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">&lt;={}</text>",
+            x + bw * 0.1,
+            H - MB - h,
+            bw * 0.8,
+            x + bw / 2.0,
+            H - MB - h - 3.0,
+            x + bw / 2.0,
+            H - MB + 14.0,
+            esc(&fmt_bytes(*ub))
+        );
+    }
+    let _ = write!(
+        o,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">RAM (MemTotal)</text></svg>\n",
+        (ML + W - MR) / 2.0,
+        H - 8.0
+    );
+    o
+}
