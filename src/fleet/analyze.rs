@@ -174,7 +174,9 @@ pub fn analyze(
     }
     if !recommendation.target_reached {
         warnings.push(format!(
-            "no size up to 100% of RAM fits {}% of hosts; handle the outliers below by hand",
+            "no size up to {}% of RAM (tmpfs's default; more competes with applications for RAM) fits {}% of \
+             hosts; handle the outliers below by hand, or lower --target",
+            fit::MAX_PERCENT_OF_RAM,
             o.target_percent
         ));
     }

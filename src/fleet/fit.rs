@@ -120,7 +120,7 @@ fn row_fit(r: &Row, p: &FitParams) -> [Option<bool>; 4] {
         Some(r.tmp_used <= size),
         avail.map(|a| r.tmp_used <= a),
         avail.map(|a| r.tmp_used <= a.saturating_add(swap_free)),
-        (r.inodes != none && nr > 0).then(|| r.inodes <= nr),
+        (r.inodes != none && nr > 0).then_some(r.inodes <= nr),
     ]
 }
 
@@ -207,13 +207,15 @@ pub struct Recommendation {
     pub size_bytes_over_half_ram_hosts: u64,
     /// The fstab line to roll out.
     pub fstab_line: String,
-    /// False when even 100 % of RAM does not reach the target.
+    /// False when even 50 % of RAM does not reach the target.
     pub target_reached: bool,
 }
 
-const PERCENT_STEPS: [f64; 16] = [
-    1.0, 2.0, 3.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0,
-];
+/// Sizes offered, as % of RAM. Nothing above 50 % (tmpfs's default): beyond
+/// it a full /tmp competes with the applications for RAM, and hosts that need
+/// more are outliers to handle by hand, not a reason to raise the fleet's size.
+const PERCENT_STEPS: [f64; 11] = [1.0, 2.0, 3.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0];
+pub const MAX_PERCENT_OF_RAM: f64 = 50.0;
 
 /// k-th smallest (1-based nearest rank for `target`) of an unsorted column, in place.
 fn rank_value<T: Copy + PartialOrd>(v: &mut [T], target_percent: f64) -> Option<T> {
@@ -239,7 +241,7 @@ pub fn recommend(f: &Fleet, target_percent: f64, headroom_percent: f64) -> Recom
     let need = rank_value(&mut ratios, target_percent).unwrap_or(0.0) * 100.0 * grow;
     drop(ratios);
     let step = PERCENT_STEPS.iter().copied().find(|&s| s >= need - 1e-9);
-    let pct_size = step.unwrap_or(100.0);
+    let pct_size = step.unwrap_or(MAX_PERCENT_OF_RAM);
     let fits = f
         .rows
         .iter()
@@ -413,8 +415,9 @@ mod tests {
         assert_eq!(o[0].host, "x2");
         assert_eq!(o[0].tmp_percent_of_ram, 60.0);
         assert_eq!(o[1].fits_mem_available_plus_swap, Some(false));
-        let r = recommend(&f, 100.0, 100.0);
+        let r = recommend(&f, 100.0, 0.0);
         assert!(!r.target_reached);
-        assert_eq!(r.size_percent_of_ram, 100.0);
+        assert_eq!(r.size_percent_of_ram, 50.0);
+        assert_eq!(r.fits_percent, 98.0);
     }
 }

@@ -338,8 +338,13 @@ fn json_error(e: serde_json::Error) -> Bad {
     }
 }
 
-fn parse_json<'a>(line: &'a [u8], path: &str) -> Result<Parsed<'a>, Bad> {
-    let j: JLine = serde_json::from_slice(line).map_err(json_error)?;
+/// `text` is the line as &str when its block was validated as UTF-8 in one go:
+/// serde_json then need not re-validate every string it meets.
+fn parse_json<'a>(line: &'a [u8], text: Option<&'a str>, path: &str) -> Result<Parsed<'a>, Bad> {
+    let j: JLine = match text {
+        Some(t) => serde_json::from_str(t).map_err(json_error)?,
+        None => serde_json::from_slice(line).map_err(json_error)?,
+    };
     if let Some(v) = j
         .schema_version
         .filter(|&v| v > super::collect::SNAPSHOT_SCHEMA_VERSION)
@@ -586,7 +591,7 @@ impl IngestReport {
                 first: f.clone(),
             })
             .collect();
-        v.sort_by(|a, b| b.count.cmp(&a.count));
+        v.sort_by_key(|r| std::cmp::Reverse(r.count));
         self.skip_reasons = v;
     }
 }
@@ -635,18 +640,23 @@ fn parse_chunk(
     };
     let mut start = 0;
     let mut seen_data = false;
-    let ends = memchr::memchr_iter(b'\n', chunk).chain(
-        (!chunk.is_empty() && chunk[chunk.len() - 1] != b'\n')
-            .then_some(chunk.len())
-            .into_iter(),
-    );
+    let chunk_text = if format == Format::Jsonl {
+        std::str::from_utf8(chunk).ok()
+    } else {
+        None
+    };
+    let ends = memchr::memchr_iter(b'\n', chunk)
+        .chain((!chunk.is_empty() && chunk[chunk.len() - 1] != b'\n').then_some(chunk.len()));
     for end in ends {
         out.lines += 1;
-        let mut line = &chunk[start..end];
-        start = end + 1;
-        if line.last() == Some(&b'\r') {
-            line = &line[..line.len() - 1];
+        let mut line_end = end;
+        if line_end > start && chunk[line_end - 1] == b'\r' {
+            line_end -= 1;
         }
+        let line = &chunk[start..line_end];
+        // '\n' and '\r' are ASCII, so these are char boundaries.
+        let line_text = chunk_text.and_then(|t| t.get(start..line_end));
+        start = end + 1;
         let t = line.trim_ascii();
         if t.is_empty() || t[0] == b'#' {
             continue;
@@ -654,7 +664,7 @@ fn parse_chunk(
         let first = !seen_data && first_line_is_file_start;
         seen_data = true;
         let parsed = match format {
-            Format::Jsonl => parse_json(line, path),
+            Format::Jsonl => parse_json(line, line_text, path),
             Format::Kirkland => {
                 let r = parse_kirkland(line);
                 // A header row (non-numeric second column) may open the file.

@@ -169,11 +169,8 @@ fn parse_count_arg(s: &str) -> Result<u64, String> {
     units::parse_count(s).map_err(|e| e.to_string())
 }
 
-fn parse_buckets(s: &str) -> Result<Vec<u64>, String> {
-    s.split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| units::parse_bytes(p).map_err(|e| e.to_string()))
-        .collect()
+fn parse_bytes_arg(s: &str) -> Result<u64, String> {
+    units::parse_bytes(s).map_err(|e| e.to_string())
 }
 
 /// Prometheus-style duration: `7d`, `12h`, `90m`, `1w`, `1h30m`.
@@ -261,8 +258,8 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "PERCENT", default_value = "25%", value_parser = parse_headroom)]
     pub headroom: f64,
     /// Extra usage thresholds for the "hosts under" table, e.g. 512M,2G
-    #[arg(long, value_name = "SIZES", value_parser = parse_buckets)]
-    pub buckets: Option<Vec<u64>>,
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_bytes_arg)]
+    pub buckets: Vec<u64>,
     /// At most this many host names per list (misfits, outliers)
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub list: usize,
@@ -285,7 +282,7 @@ pub fn fleet_cmd(_ctx: &Context, args: &FleetArgs) -> Result<u8> {
 
 fn analyze_options(a: &AnalyzeArgs) -> analyze::AnalyzeOptions {
     let mut buckets = analyze::DEFAULT_BUCKETS.to_vec();
-    buckets.extend(a.buckets.iter().flatten());
+    buckets.extend(a.buckets.iter().copied());
     analyze::AnalyzeOptions {
         fit: FitParams {
             size: a.size,
@@ -460,7 +457,7 @@ mod tests {
         assert_eq!(parse_percent("99.5"), Ok(99.5));
         assert!(parse_percent("0").is_err());
         assert!(parse_percent("101%").is_err());
-        assert_eq!(parse_buckets("512M,2G"), Ok(vec![512 << 20, 2 << 30]));
-        assert!(parse_buckets("512M,50%").is_err());
+        assert_eq!(parse_bytes_arg("512M"), Ok(512 << 20));
+        assert!(parse_bytes_arg("50%").is_err());
     }
 }

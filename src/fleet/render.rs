@@ -49,7 +49,7 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
         "Would /tmp fit in tmpfs across the fleet?".into(),
     ));
     b.push(Block::Para(format!(
-        "{} hosts from {} ({}); /tmp figures are the {}. Sizes in binary units (1 MiB = 1024 KiB).",
+        "{} hosts from {} ({}); /tmp figures: {}. Sizes in binary units (1 MiB = 1024 KiB).",
         r.hosts,
         r.source.kind,
         r.source.inputs.join(", "),
@@ -147,7 +147,7 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
                 m.count.to_string(),
                 m.evaluated.to_string(),
                 format!("{:.1}%", m.percent),
-                names(&m.misfits, m.misfits_total, 8),
+                names(&m.misfits, m.misfits_total, 3),
             ]
         })
         .collect(),
@@ -216,11 +216,11 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
 }
 
 pub fn fmt_secs(s: u64) -> String {
-    if s % 86400 == 0 {
+    if s.is_multiple_of(86400) {
         format!("{}d", s / 86400)
-    } else if s % 3600 == 0 {
+    } else if s.is_multiple_of(3600) {
         format!("{}h", s / 3600)
-    } else if s % 60 == 0 {
+    } else if s.is_multiple_of(60) {
         format!("{}m", s / 60)
     } else {
         format!("{s}s")
@@ -454,15 +454,16 @@ fn svg_cdf(r: &FleetReport) -> String {
             s * 100.0
         );
     }
-    for b in &r.tmp_used_buckets {
+    for (i, b) in r.tmp_used_buckets.iter().enumerate() {
         let x = ax.at(b.under_bytes);
+        // Staggered so neighbouring thresholds' labels do not overprint.
+        let ly = MT + 12.0 + 13.0 * (i % 4) as f64;
         let _ = write!(
             o,
             "<line class=\"bucket\" x1=\"{x:.1}\" y1=\"{MT}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#c33\" stroke-dasharray=\"4 3\"/>\
-             <text x=\"{:.1}\" y=\"{}\" fill=\"#c33\">&lt;{} {:.1}%</text>",
+             <text x=\"{:.1}\" y=\"{ly:.1}\" fill=\"#c33\">&lt;{} {:.1}%</text>",
             H - MB,
             x + 2.0,
-            MT + 12.0,
             esc(&fmt_bytes(b.under_bytes)),
             b.percent
         );
@@ -481,9 +482,9 @@ fn svg_cdf(r: &FleetReport) -> String {
         o,
         "<path class=\"cdf\" d=\"{path}\" fill=\"none\" stroke=\"#1f6fb4\" stroke-width=\"2\"/>"
     );
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">/tmp used (log scale)</text></svg>\n",
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">/tmp used (log scale)</text></svg>",
         (ML + W - MR) / 2.0,
         H - 8.0
     );
@@ -536,9 +537,9 @@ fn svg_scatter(r: &FleetReport) -> String {
             ay.at(*used)
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">RAM (MemTotal, log scale); /tmp below 1 KiB drawn at 1 KiB</text></svg>\n",
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">RAM (MemTotal, log scale); /tmp below 1 KiB drawn at 1 KiB</text></svg>",
         (ML + W - MR) / 2.0,
         H - 8.0
     );
@@ -574,9 +575,9 @@ fn svg_ram_hist(r: &FleetReport) -> String {
             esc(&fmt_bytes(*ub))
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">RAM (MemTotal)</text></svg>\n",
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">RAM (MemTotal)</text></svg>",
         (ML + W - MR) / 2.0,
         H - 8.0
     );

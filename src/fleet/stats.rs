@@ -41,15 +41,17 @@ pub fn summarize(sorted: &[u64]) -> Option<Summary> {
         ((sorted[n / 2 - 1] as u128 + sorted[n / 2] as u128) / 2) as u64
     };
     let (mut mode, mut mode_count) = (sorted[0], 0u64);
-    let mut i = 0;
-    while i < n {
-        let v = sorted[i];
-        let j = i + sorted[i..].partition_point(|&x| x == v);
-        if (j - i) as u64 > mode_count {
+    let mut run = 0u64;
+    for (i, &v) in sorted.iter().enumerate() {
+        run = if i > 0 && sorted[i - 1] == v {
+            run + 1
+        } else {
+            1
+        };
+        if run > mode_count {
             mode = v;
-            mode_count = (j - i) as u64;
+            mode_count = run;
         }
-        i = j;
     }
     Some(Summary {
         count: n as u64,

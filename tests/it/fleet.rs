@@ -1,1 +1,737 @@
-//! Integration tests for `fleet`.
+//! Integration tests for `collect` and `fleet analyze`: real trees, real mounts,
+//! real Prometheus and node_exporter.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::common::{bin, json, tmpfsctl};
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn du(args: &[&str], p: &Path) -> u64 {
+    let o = Command::new("du").args(args).arg(p).output().unwrap();
+    assert!(o.status.success());
+    stdout(&o)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// A small /tmp-like tree: nested dirs, a hard link, a symlink, a sparse file.
+fn make_tree(d: &Path) {
+    std::fs::create_dir_all(d.join("a/b/c")).unwrap();
+    std::fs::write(d.join("a/f1"), vec![1u8; 100_000]).unwrap();
+    std::fs::write(d.join("a/b/c/f2"), vec![2u8; 5000]).unwrap();
+    std::fs::hard_link(d.join("a/f1"), d.join("a/b/f1-link")).unwrap();
+    std::os::unix::fs::symlink("/usr", d.join("usr-link")).unwrap();
+    let f = std::fs::File::create(d.join("sparse")).unwrap();
+    f.set_len(10 << 20).unwrap();
+}
+
+#[test]
+fn collect_json_agrees_with_du_and_meminfo() {
+    let t = tempfile::tempdir().unwrap();
+    make_tree(t.path());
+    let p = t.path().to_str().unwrap();
+    let o = tmpfsctl(&["collect", "--path", p]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 1, "one JSON line: {out}");
+    let j = json(&o);
+    assert_eq!(j["schema_version"], 1);
+    let pu = &j["paths"][0];
+    assert_eq!(pu["path"], p);
+    assert_eq!(pu["source"], "du");
+    assert_eq!(
+        pu["used_bytes"].as_u64().unwrap(),
+        du(&["-s", "-x", "-B1"], t.path())
+    );
+    assert_eq!(
+        pu["inodes"].as_u64().unwrap(),
+        du(&["-s", "-x", "--inodes"], t.path())
+    );
+    assert_eq!(pu["unreadable_dirs"], 0);
+    assert!(pu["oldest_age_s"].as_i64().unwrap() >= 0);
+    let mem = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let total: u64 = mem
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(j["mem_total_bytes"].as_u64().unwrap(), total * 1024);
+    let uts = rustix::system::uname();
+    assert_eq!(j["host"], uts.nodename().to_str().unwrap());
+
+    let a = json(&tmpfsctl(&["collect", "--path", p, "--anonymize"]));
+    let b = json(&tmpfsctl(&["collect", "--path", p, "--anonymize"]));
+    assert_eq!(a["host"], b["host"], "anonymized name must be stable");
+    assert!(a["host"].as_str().unwrap().starts_with("anon-"));
+    assert_ne!(a["host"], j["host"]);
+    let c = json(
+        &bin()
+            .args(["collect", "--path", p, "--anonymize"])
+            .env("TMPFSCTL_ANON_SALT", "s3cret")
+            .output()
+            .unwrap(),
+    );
+    assert_ne!(a["host"], c["host"], "the salt changes the hash");
+}
+
+#[test]
+fn collect_errors_name_the_path() {
+    let o = tmpfsctl(&["collect", "--path", "/nonexistent/tmpfsctl-xyz"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("/nonexistent/tmpfsctl-xyz"),
+        "{}",
+        stderr(&o)
+    );
+    let o = tmpfsctl(&["collect", "--path", "relative/dir"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("absolute"), "{}", stderr(&o));
+    let o = tmpfsctl(&[
+        "collect", "--format", "kirkland", "--path", "/tmp", "--path", "/var/tmp",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("exactly one --path"));
+}
+
+/// A fixture system root: /proc/meminfo, /proc/self/mountinfo and a /tmp tree.
+fn sysroot() -> tempfile::TempDir {
+    let s = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(s.path().join("proc/self")).unwrap();
+    std::fs::create_dir_all(s.path().join("etc")).unwrap();
+    std::fs::write(
+        s.path().join("proc/meminfo"),
+        "MemTotal:        4000000 kB\nMemFree:         1000000 kB\nMemAvailable:    2500000 kB\n\
+         Buffers:           20000 kB\nCached:           900000 kB\nShmem:             30000 kB\n\
+         SwapTotal:       2000000 kB\nSwapFree:        1500000 kB\n",
+    )
+    .unwrap();
+    std::fs::write(
+        s.path().join("proc/self/mountinfo"),
+        "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(s.path().join("tmp")).unwrap();
+    make_tree(&s.path().join("tmp"));
+    s
+}
+
+#[test]
+fn collect_kirkland_row_has_seed_columns_in_kib() {
+    let s = sysroot();
+    let root = s.path().to_str().unwrap();
+    let o = tmpfsctl(&[
+        "--sysroot",
+        root,
+        "collect",
+        "--format",
+        "kirkland",
+        "--host",
+        "web-7",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = stdout(&o);
+    let f: Vec<&str> = line.trim_end().split('\t').collect();
+    assert_eq!(f.len(), 12, "{line}");
+    let bytes = du(&["-s", "-x", "-B1"], &s.path().join("tmp"));
+    let inodes = du(&["-s", "-x", "--inodes"], &s.path().join("tmp"));
+    assert_eq!(f[0], "web-7");
+    assert_eq!(f[1], bytes.div_ceil(1024).to_string());
+    // free(1) of procps 3.3.9: total used free shared buffers cached; swap total used free.
+    assert_eq!(
+        &f[2..11],
+        [
+            "4000000", "3000000", "1000000", "30000", "20000", "900000", "2000000", "500000",
+            "1500000"
+        ]
+    );
+    assert_eq!(f[11], inodes.to_string());
+
+    // ... and fleet analyze reads it back.
+    let d = tempfile::tempdir().unwrap();
+    let k = d.path().join("k.tsv");
+    std::fs::write(&k, &line).unwrap();
+    let j = json(&tmpfsctl(&[
+        "fleet",
+        "analyze",
+        k.to_str().unwrap(),
+        "--json",
+        "--target",
+        "50",
+    ]));
+    assert_eq!(j["hosts"], 1);
+    assert_eq!(
+        j["mem_total_bytes"]["max"].as_u64().unwrap(),
+        4_000_000 * 1024
+    );
+    assert_eq!(
+        j["tmp_used_bytes"]["max"].as_u64().unwrap(),
+        bytes.div_ceil(1024) * 1024
+    );
+    // MemAvailable estimated from free's columns: free + buffers + cached.
+    assert_eq!(
+        j["mem_available_bytes"]["max"].as_u64().unwrap(),
+        1_920_000 * 1024
+    );
+}
+
+#[test]
+fn collect_prom_output_is_atomic_and_world_readable() {
+    let s = sysroot();
+    let root = s.path().to_str().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("tmpfsctl.prom");
+    std::fs::write(&f, "old\n").unwrap();
+    let o = tmpfsctl(&[
+        "--sysroot",
+        root,
+        "collect",
+        "--format",
+        "prom",
+        "--output",
+        f.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    let text = std::fs::read_to_string(&f).unwrap();
+    let bytes = du(&["-s", "-x", "-B1"], &s.path().join("tmp"));
+    assert!(
+        text.contains(&format!(
+            "tmpfsctl_path_used_bytes{{path=\"/tmp\"}} {bytes}\n"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("# TYPE tmpfsctl_path_inodes gauge\n"));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&f).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
+    let names: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names,
+        [std::ffi::OsString::from("tmpfsctl.prom")],
+        "temp file left behind"
+    );
+    // promtool, when installed, must accept it as exposition format.
+    if let Ok(c) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        use std::io::Write;
+        let mut c = c;
+        c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        let r = c.wait_with_output().unwrap();
+        assert!(r.status.success(), "promtool check metrics: {}", stderr(&r));
+    }
+    // A directory that does not exist: exit 2, nothing written.
+    let bad = d.path().join("nope/x.prom");
+    let o = tmpfsctl(&[
+        "--sysroot",
+        root,
+        "collect",
+        "--format",
+        "prom",
+        "--output",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nope"), "{}", stderr(&o));
+}
+
+#[test]
+fn collect_counts_unreadable_dirs_without_failing() {
+    crate::require_root!();
+    let t = tempfile::tempdir().unwrap();
+    let top = t.path().join("tmp");
+    make_tree(&top);
+    std::fs::create_dir(top.join("secret")).unwrap();
+    std::fs::write(top.join("secret/big"), vec![0u8; 200_000]).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for p in [
+        t.path(),
+        &top,
+        &top.join("a"),
+        &top.join("a/b"),
+        &top.join("a/b/c"),
+    ] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(top.join("secret"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    // The binary must be reachable by `nobody`; skip if the checkout is private.
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_tmpfsctl"));
+    let probe = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .arg("--version")
+        .output();
+    match probe {
+        Ok(o) if o.status.success() => {}
+        _ => {
+            eprintln!(
+                "SKIP collect_counts_unreadable_dirs: `nobody` cannot run {} (private checkout or no setpriv)",
+                exe.display()
+            );
+            return;
+        }
+    }
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .args(["collect", "--path", top.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 directories could not be read"),
+        "{}",
+        stderr(&o)
+    );
+    let j = json(&o);
+    assert_eq!(j["paths"][0]["unreadable_dirs"], 1);
+    let as_root = json(&tmpfsctl(&["collect", "--path", top.to_str().unwrap()]));
+    let diff = as_root["paths"][0]["used_bytes"].as_u64().unwrap()
+        - j["paths"][0]["used_bytes"].as_u64().unwrap();
+    assert!(
+        diff >= 200_000,
+        "the unreadable file is missing from the unprivileged figure: {diff}"
+    );
+}
+
+#[test]
+fn collect_on_a_tmpfs_mount_uses_statfs() {
+    crate::require_root!();
+    let m = crate::common::TestMount::tmpfs("size=16M,nr_inodes=1000");
+    std::fs::write(m.path.join("f"), vec![3u8; 1 << 20]).unwrap();
+    std::fs::create_dir(m.path.join("d")).unwrap();
+    let j = json(&tmpfsctl(&["collect", "--path", m.path.to_str().unwrap()]));
+    let p = &j["paths"][0];
+    assert_eq!(p["fstype"], "tmpfs");
+    assert_eq!(p["own_mount"], true);
+    assert_eq!(p["source"], "statfs");
+    assert_eq!(p["tmpfs_size_bytes"].as_u64().unwrap(), 16 << 20);
+    let (_, used, _) = crate::common::df_bytes(&m.path);
+    assert_eq!(p["used_bytes"].as_u64().unwrap(), used);
+    let (_, iused) = crate::common::df_inodes(&m.path);
+    assert_eq!(p["inodes"].as_u64().unwrap(), iused);
+}
+
+// ---------------------------------------------------------------- analyze
+
+/// Ten hosts, figures in KiB: (name, /tmp, RAM, free, swap total, swap free).
+/// Buffers and cache are 0, so MemAvailable (estimated) = free.
+const KIRKLAND: [(&str, u64, u64, u64, u64, u64); 10] = [
+    ("h01", 4, 4_000_000, 1_000_000, 2_000_000, 2_000_000),
+    ("h02", 4, 4_000_000, 1_000_000, 2_000_000, 2_000_000),
+    ("h03", 4, 4_000_000, 1_000_000, 2_000_000, 2_000_000),
+    ("h04", 16, 4_000_000, 1_000_000, 2_000_000, 2_000_000),
+    ("h05", 16, 4_000_000, 1_000_000, 2_000_000, 2_000_000),
+    ("h06", 1000, 4_000_000, 1_000_000, 2_000_000, 2_000_000),
+    ("h07", 50_000, 4_000_000, 1_000_000, 2_000_000, 2_000_000),
+    ("h08", 1_500_000, 4_000_000, 1_000_000, 2_000_000, 2_000_000),
+    ("h09", 3_000_000, 4_000_000, 1_000_000, 2_000_000, 2_000_000),
+    (
+        "h10",
+        105_906_176,
+        8_000_000,
+        1_000_000,
+        2_000_000,
+        2_000_000,
+    ),
+];
+
+fn kirkland_text() -> String {
+    KIRKLAND
+        .iter()
+        .enumerate()
+        .map(|(i, (h, tmp, ram, free, st, sf))| {
+            format!(
+                "{h}\t{tmp}\t{ram}\t{}\t{free}\t0\t0\t0\t{st}\t{}\t{sf}\t{}\n",
+                ram - free,
+                st - sf,
+                i + 1
+            )
+        })
+        .collect()
+}
+
+fn names(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn analyze_kirkland_statistics_fit_and_recommendation_are_exact() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("tmpfs.txt");
+    std::fs::write(&f, kirkland_text()).unwrap();
+    let o = tmpfsctl(&["fleet", "analyze", f.to_str().unwrap(), "--json"]);
+    // 80 % fit half their RAM: below the default 99 % target -> exit 1.
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["hosts"], 10);
+    let t = &j["tmp_used_bytes"];
+    assert_eq!(t["max"], 105_906_176u64 * 1024);
+    assert_eq!(t["min"], 4096);
+    assert_eq!(t["median"], (16 + 1000) / 2 * 1024);
+    assert_eq!(t["mode"], 4096);
+    assert_eq!(t["mode_count"], 3);
+    assert_eq!(t["p90"], 3_000_000u64 * 1024);
+    assert_eq!(t["p99"], 105_906_176u64 * 1024);
+    let mean: u64 = KIRKLAND.iter().map(|h| h.1 * 1024).sum::<u64>() / 10;
+    assert!((t["mean"].as_f64().unwrap() - mean as f64).abs() < 1.0);
+    for k in [
+        "mem_total_bytes",
+        "swap_total_bytes",
+        "swap_used_bytes",
+        "tmp_inodes",
+    ] {
+        for s in ["max", "min", "mean", "median", "mode", "p90", "p99"] {
+            assert!(!j[k][s].is_null(), "{k}.{s} missing");
+        }
+    }
+    assert_eq!(j["mem_total_bytes"]["mode"], 4_000_000u64 * 1024);
+    assert_eq!(j["swap_used_bytes"]["max"], 0);
+    let shares: Vec<(u64, f64)> = j["tmp_used_buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["count"].as_u64().unwrap(), b["percent"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(
+        shares,
+        [(6, 60.0), (6, 60.0), (7, 70.0), (7, 70.0), (9, 90.0)]
+    );
+
+    let fit = &j["fit"];
+    assert_eq!(fit["half_ram"]["count"], 8);
+    assert_eq!(fit["half_ram"]["percent"], 80.0);
+    assert_eq!(names(&fit["half_ram"]["misfits"]), ["h10", "h09"]);
+    assert_eq!(fit["mem_available"]["count"], 7);
+    assert_eq!(
+        names(&fit["mem_available"]["misfits"]),
+        ["h10", "h09", "h08"]
+    );
+    assert_eq!(fit["mem_available_plus_swap"]["count"], 9);
+    assert_eq!(names(&fit["mem_available_plus_swap"]["misfits"]), ["h10"]);
+    assert_eq!(fit["inodes"]["count"], 10);
+
+    let r = &j["recommendation"];
+    assert_eq!(r["target_percent"], 99.0);
+    // 99 % of 10 hosts is all 10, and h10 needs 1323 % of its RAM: not reachable.
+    assert_eq!(r["target_reached"], false);
+    assert_eq!(r["size_percent_of_ram"], 50.0);
+    assert_eq!(j["outliers"][0]["host"], "h10");
+
+    // 80 % target, no headroom: the 8th smallest need is h08's 37.5 % -> 40 %.
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        f.to_str().unwrap(),
+        "--json",
+        "--target",
+        "80%",
+        "--headroom",
+        "0",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "80 % fit and 80 % asked: {}",
+        stderr(&o)
+    );
+    let j = json(&o);
+    assert_eq!(j["recommendation"]["size_percent_of_ram"], 40.0);
+    assert_eq!(j["recommendation"]["fits_percent"], 80.0);
+    assert_eq!(j["recommendation"]["target_reached"], true);
+    assert_eq!(j["outliers_total"], 2);
+
+    // --size and --nr-inodes change the models.
+    let j = json(&tmpfsctl(&[
+        "fleet",
+        "analyze",
+        f.to_str().unwrap(),
+        "--json",
+        "--size",
+        "1G",
+        "--nr-inodes",
+        "5",
+    ]));
+    assert_eq!(j["fit"]["half_ram"]["count"], 7);
+    assert_eq!(j["fit"]["inodes"]["count"], 5);
+    assert_eq!(names(&j["fit"]["inodes"]["misfits"])[0], "h10");
+}
+
+#[test]
+fn analyze_text_and_markdown_reports() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("tmpfs.txt");
+    std::fs::write(&f, kirkland_text()).unwrap();
+    let o = tmpfsctl(&["fleet", "analyze", f.to_str().unwrap(), "--buckets", "2G"]);
+    let t = stdout(&o);
+    for want in [
+        "Statistics",
+        "/tmp used",
+        "101 GiB",
+        "Fit models",
+        "80.0%",
+        "h10",
+        "Recommendation",
+        "fstab: tmpfs /tmp tmpfs",
+        "one snapshot per host",
+        "2.00 GiB",
+    ] {
+        assert!(t.contains(want), "text lacks {want:?}:\n{t}");
+    }
+    let o = tmpfsctl(&["fleet", "analyze", f.to_str().unwrap(), "--markdown"]);
+    let m = stdout(&o);
+    assert!(m.starts_with("# Would /tmp fit"), "{m}");
+    assert!(
+        m.contains("| figure | max | min | mean | median | mode | p90 | p99 |"),
+        "{m}"
+    );
+    assert!(m.contains("## Outliers to handle by hand"));
+}
+
+#[test]
+fn analyze_html_has_three_charts_and_renders_in_chromium() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("tmpfs.txt");
+    std::fs::write(&f, kirkland_text()).unwrap();
+    let h = d.path().join("report.html");
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        f.to_str().unwrap(),
+        "--html",
+        h.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&h).unwrap();
+    assert_eq!(html.matches("<svg").count(), 3);
+    assert_eq!(
+        html.matches("class=\"bucket\"").count(),
+        5,
+        "one line per bucket"
+    );
+    assert!(html.contains("class=\"cdf\""));
+    assert!(html.contains("50% of RAM"));
+    assert_eq!(html.matches("<circle").count(), 10, "one dot per host");
+    assert_eq!(
+        html.matches("class=\"bar\"").count(),
+        2,
+        "4 GiB and 8 GiB bins"
+    );
+    let Ok(_) = Command::new("chromium").arg("--version").output() else {
+        eprintln!("SKIP html rendering: chromium is not installed");
+        return;
+    };
+    let png = d.path().join("r.png");
+    let r = Command::new("timeout")
+        .args([
+            "60",
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1000,2000",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            d.path().join("profile").display()
+        ))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", h.display()))
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "chromium: {}", stderr(&r));
+    assert!(
+        std::fs::metadata(&png).unwrap().len() > 20_000,
+        "rendered page is suspiciously small"
+    );
+}
+
+#[test]
+fn analyze_mixed_formats_stdin_and_duplicates() {
+    let d = tempfile::tempdir().unwrap();
+    let k = d.path().join("old.tsv");
+    std::fs::write(&k, kirkland_text()).unwrap();
+    // h10 again, newer (it has a timestamp), now with a small /tmp.
+    let j = d.path().join("new.jsonl");
+    std::fs::write(
+        &j,
+        "{\"host\":\"h10\",\"timestamp_unix_s\":1700000000,\"paths\":[{\"path\":\"/tmp\",\"used_bytes\":8192,\"inodes\":2}],\
+         \"mem_total_bytes\":8192000000,\"mem_available_bytes\":4000000000,\"swap_total_bytes\":0,\"swap_free_bytes\":0}\n",
+    )
+    .unwrap();
+    let c = d.path().join("more.csv");
+    std::fs::write(&c, "host,tmp_used_bytes,mem_total_bytes,mem_available_bytes\nc1,1048576,2147483648,1073741824\n").unwrap();
+    let mut child = bin()
+        .args([
+            "fleet",
+            "analyze",
+            k.to_str().unwrap(),
+            j.to_str().unwrap(),
+            "-",
+            c.to_str().unwrap(),
+            "--json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut i = child.stdin.take().unwrap();
+        i.write_all(b"s1\t4\t1000000\t0\t1000000\t0\t0\t0\t0\t0\t0\t1\n")
+            .unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    let v = json(&o);
+    assert_eq!(v["hosts"], 12, "10 + c1 + s1, h10 once");
+    assert_eq!(v["input"]["duplicates_dropped"], 1);
+    let formats: Vec<&str> = v["input"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["format"].as_str().unwrap())
+        .collect();
+    assert_eq!(formats, ["kirkland", "jsonl", "kirkland", "csv"]);
+    assert!(
+        stderr(&o).contains("duplicate host: h10: kept"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !names(&v["fit"]["half_ram"]["misfits"]).contains(&"h10".to_string()),
+        "the newer h10 fits"
+    );
+    assert_eq!(v["tmp_used_bytes"]["max"], 3_000_000u64 * 1024);
+}
+
+#[test]
+fn analyze_malformed_input_stops_or_is_counted_with_skip_bad() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("bad.tsv");
+    let mut t = kirkland_text();
+    t.push_str("h11\t12\t4000000\n");
+    t.push_str("h12\tx\t4000000\t0\t0\t0\t0\t0\t0\t0\t0\t0\n");
+    std::fs::write(&f, &t).unwrap();
+    let o = tmpfsctl(&["fleet", "analyze", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!(
+            "{}:11: wrong column count: 3 columns",
+            f.display()
+        )),
+        "{e}"
+    );
+    assert!(e.contains("--skip-bad"));
+    assert!(o.stdout.is_empty(), "nothing half-written on stdout");
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        f.to_str().unwrap(),
+        "--skip-bad",
+        "--json",
+    ]);
+    let v = json(&o);
+    assert_eq!(v["hosts"], 10);
+    assert_eq!(v["input"]["skipped"], 2);
+    let reasons: Vec<&str> = v["input"]["skip_reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["reason"].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.contains(&"wrong column count") && reasons.contains(&"not a number"),
+        "{reasons:?}"
+    );
+    assert!(
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("2 input lines were skipped"))
+    );
+
+    let o = tmpfsctl(&["fleet", "analyze", "/nonexistent/fleet.jsonl"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/fleet.jsonl"));
+    let o = tmpfsctl(&["fleet", "analyze"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nothing to analyze"));
+    let o = tmpfsctl(&["fleet", "analyze", "-", "-"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn collect_then_analyze_round_trip() {
+    let t = tempfile::tempdir().unwrap();
+    make_tree(t.path());
+    let p = t.path().to_str().unwrap();
+    let mut lines = String::new();
+    for h in ["a", "b", "c"] {
+        let o = tmpfsctl(&["collect", "--path", p, "--host", h]);
+        assert!(o.status.success());
+        lines.push_str(&stdout(&o));
+    }
+    let f = t.path().join("fleet.jsonl");
+    std::fs::write(&f, &lines).unwrap();
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        f.to_str().unwrap(),
+        "--path",
+        p,
+        "--json",
+    ]);
+    let v = json(&o);
+    assert_eq!(v["hosts"], 3);
+    let used = du(&["-s", "-x", "-B1"], t.path());
+    // The tree grew by fleet.jsonl only after the snapshots were taken.
+    assert_eq!(
+        v["tmp_used_bytes"]["mode"].as_u64().unwrap(),
+        used - std::fs::metadata(&f)
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                m.blocks() * 512
+            })
+            .unwrap()
+    );
+    // The default --path /tmp is not in these snapshots: a clear error.
+    let o = tmpfsctl(&["fleet", "analyze", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no entry for path /tmp"),
+        "{}",
+        stderr(&o)
+    );
+}
