@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use rustix::fs::{AtFlags, CWD, Dir, FileType, Mode, OFlags, Stat};
+use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, RawDir, Stat};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Usage {
@@ -43,6 +43,7 @@ struct Walker {
     dev: u64,
     seen_links: HashSet<(u64, u64)>,
     usage: Usage,
+    buf: Vec<u8>,
 }
 
 impl Walker {
@@ -62,11 +63,12 @@ impl Walker {
     fn walk(&mut self, fd: OwnedFd, path: &mut PathBuf, depth: usize) {
         let mut subdirs: Vec<Box<[u8]>> = Vec::new();
         {
-            let Ok(mut dir) = Dir::read_from(&fd) else {
-                self.usage.unreadable_dirs += 1;
-                return;
-            };
-            while let Some(ent) = dir.read() {
+            // One reused 32 KiB getdents buffer, read straight from `fd`: as
+            // GNU du does, one or two getdents calls per directory and no
+            // reopen of "." (rustix's Dir starts at 768 bytes and dups the fd).
+            let mut buf = std::mem::take(&mut self.buf);
+            let mut dir = RawDir::new(&fd, buf.spare_capacity_mut());
+            while let Some(ent) = dir.next() {
                 let Ok(ent) = ent else {
                     self.usage.unreadable_dirs += 1;
                     break;
@@ -87,6 +89,8 @@ impl Walker {
                     subdirs.push(b.into());
                 }
             }
+            drop(dir);
+            self.buf = buf;
         }
         let keep_parent = depth < MAX_OPEN_DEPTH;
         let parent = if keep_parent { Some(fd) } else { None };
@@ -113,6 +117,7 @@ pub fn usage(root: &Path) -> Result<Usage> {
         dev: st.st_dev,
         seen_links: HashSet::new(),
         usage: Usage::default(),
+        buf: Vec::with_capacity(32 << 10),
     };
     w.account(&st);
     if FileType::from_raw_mode(st.st_mode) != FileType::Directory {

@@ -1038,3 +1038,45 @@ fn prometheus_unreachable_http_errors_and_non_prometheus_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("rejected the query (HTTP 400, bad_data): parse error"), "{}", stderr(&o));
 }
+
+// ---------------------------------------------------------------- systemd example
+
+#[test]
+fn systemd_example_units_verify_and_their_command_runs() {
+    let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/systemd");
+    let service = std::fs::read_to_string(ex.join("tmpfsctl-collect.service")).unwrap();
+    let timer = std::fs::read_to_string(ex.join("tmpfsctl-collect.timer")).unwrap();
+    let exec = service.lines().find_map(|l| l.strip_prefix("ExecStart=")).unwrap();
+    let args: Vec<&str> = exec.split_whitespace().collect();
+    assert_eq!(args[0], "/usr/local/bin/tmpfsctl");
+    // Run the unit's command line with our binary and the output in a temp dir.
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("tmpfsctl.prom");
+    let mut cmd: Vec<String> = args[1..].iter().map(|s| s.to_string()).collect();
+    let i = cmd.iter().position(|a| a == "--output").unwrap();
+    assert_eq!(cmd[i + 1], "/var/lib/prometheus/node-exporter/tmpfsctl.prom");
+    cmd[i + 1] = out.to_str().unwrap().to_string();
+    let refs: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let o = tmpfsctl(&refs);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("tmpfsctl_path_used_bytes{path=\"/tmp\"}"), "{text}");
+    assert!(text.contains("tmpfsctl_path_used_bytes{path=\"/var/tmp\"}"), "{text}");
+    if Command::new("systemd-analyze").arg("--version").output().is_err() {
+        eprintln!("SKIP systemd-analyze verify: systemd-analyze not installed");
+        return;
+    }
+    std::fs::write(
+        d.path().join("tmpfsctl-collect.service"),
+        service.replace("/usr/local/bin/tmpfsctl", env!("CARGO_BIN_EXE_tmpfsctl")),
+    )
+    .unwrap();
+    std::fs::write(d.path().join("tmpfsctl-collect.timer"), timer).unwrap();
+    let v = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(d.path().join("tmpfsctl-collect.service"))
+        .arg(d.path().join("tmpfsctl-collect.timer"))
+        .output()
+        .unwrap();
+    assert!(v.status.success() && v.stderr.is_empty(), "systemd-analyze verify: {}", stderr(&v));
+}
