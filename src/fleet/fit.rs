@@ -205,6 +205,9 @@ pub struct Recommendation {
     pub size_bytes_fits_percent: f64,
     /// Hosts where that fixed size is more than half their RAM (risky there).
     pub size_bytes_over_half_ram_hosts: u64,
+    /// False when the fixed size is over half the RAM of more hosts than the
+    /// target leaves out: use the share of RAM instead.
+    pub size_bytes_advisable: bool,
     /// The fstab line to roll out.
     pub fstab_line: String,
     /// False when even 50 % of RAM does not reach the target.
@@ -268,6 +271,7 @@ pub fn recommend(f: &Fleet, target_percent: f64, headroom_percent: f64) -> Recom
         size_bytes: size_b,
         size_bytes_fits_percent: pct(fits_b, n),
         size_bytes_over_half_ram_hosts: over_half,
+        size_bytes_advisable: (over_half as f64) <= n as f64 * (1.0 - target_percent / 100.0),
         fstab_line: format!("tmpfs /tmp tmpfs rw,nosuid,nodev,size={pct_size}% 0 0"),
         target_reached: step.is_some() && pct(fits, n) >= target_percent.min(100.0) - 0.05,
     }
@@ -409,6 +413,7 @@ mod tests {
         assert!(r.target_reached);
         assert_eq!(r.size_bytes, 128 << 20); // 80 MiB * 1.25 = 100 MiB -> 128 MiB
         assert_eq!(r.size_bytes_fits_percent, 98.0);
+        assert!(r.size_bytes_advisable, "128 MiB is far below half of 8 GiB");
         assert!(r.fstab_line.contains("size=2%"));
         let (o, total) = outliers(&f, &r, 10);
         assert_eq!(total, 2);

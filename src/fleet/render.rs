@@ -157,7 +157,7 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
     b.push(Block::Para(format!(
         "size={}% of RAM fits {:.1}% of hosts (target {}%, with {}% headroom over the {}){}.\n\
          fstab: {}\n\
-         Or one fixed size for all: size={} fits {:.1}% of hosts; it is more than half the RAM of {} hosts.",
+         Or one fixed size for all: size={} fits {:.1}% of hosts; it is more than half the RAM of {} hosts{}.",
         rec.size_percent_of_ram,
         rec.fits_percent,
         rec.target_percent,
@@ -167,7 +167,8 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
         rec.fstab_line,
         crate::units::tmpfs_size_option(rec.size_bytes),
         rec.size_bytes_fits_percent,
-        rec.size_bytes_over_half_ram_hosts
+        rec.size_bytes_over_half_ram_hosts,
+        if rec.size_bytes_advisable { "" } else { " - not advisable, use the share of RAM" }
     )));
     if r.outliers_total > 0 {
         b.push(Block::Heading(format!(

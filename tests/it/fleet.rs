@@ -966,6 +966,7 @@ fn prometheus_backfilled_history_the_peak_drives_the_fit() {
     let mis = names(&fit["misfits"]);
     assert!(mis.iter().all(|h| h[5..].parse::<usize>().unwrap() % 2 == 0), "{mis:?}");
     assert_eq!(p["recommendation"]["target_reached"], false);
+    assert_eq!(p["recommendation"]["size_bytes_advisable"], false, "8G is all of these hosts' RAM");
 
     let t = stdout(&tmpfsctl(&["fleet", "analyze", "--prometheus", &url]));
     assert!(t.contains("PEAK over the last 7d"), "{t}");
