@@ -89,7 +89,6 @@ impl Walker {
                     subdirs.push(b.into());
                 }
             }
-            drop(dir);
             self.buf = buf;
         }
         let keep_parent = depth < MAX_OPEN_DEPTH;

@@ -758,7 +758,9 @@ impl Server {
         match cmd.stdout(f.try_clone().unwrap()).stderr(f).spawn() {
             Ok(child) => Some(Server { child, name, log }),
             Err(e) => {
-                eprintln!("SKIP: cannot start {name} ({e}); install Debian's prometheus and prometheus-node-exporter");
+                eprintln!(
+                    "SKIP: cannot start {name} ({e}); install Debian's prometheus and prometheus-node-exporter"
+                );
                 None
             }
         }
@@ -770,7 +772,11 @@ impl Server {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn http_get(url: &str) -> Option<String> {
@@ -799,10 +805,16 @@ fn prometheus(dir: &Path, data: &Path, scrape: Option<u16>) -> Option<(Server, S
     let port = free_port();
     let cfg = dir.join("prometheus.yml");
     let jobs = match scrape {
-        Some(p) => format!("scrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: ['127.0.0.1:{p}']\n"),
+        Some(p) => format!(
+            "scrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: ['127.0.0.1:{p}']\n"
+        ),
         None => "scrape_configs: []\n".into(),
     };
-    std::fs::write(&cfg, format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n{jobs}")).unwrap();
+    std::fs::write(
+        &cfg,
+        format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n{jobs}"),
+    )
+    .unwrap();
     let srv = Server::start(
         "prometheus",
         Command::new("prometheus")
@@ -820,7 +832,13 @@ fn prometheus(dir: &Path, data: &Path, scrape: Option<u16>) -> Option<(Server, S
 fn query_has_result(url: &str, q: &str) -> bool {
     let enc: String = q
         .bytes()
-        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect();
     http_get(&format!("{url}/api/v1/query?query={enc}"))
         .map(|b| b.contains("\"result\":[{"))
@@ -835,7 +853,15 @@ fn prometheus_scrape_of_collect_textfile_matches_the_file_path() {
     let textdir = d.path().join("textfile");
     std::fs::create_dir(&textdir).unwrap();
     let treep = tree.to_str().unwrap();
-    let o = tmpfsctl(&["collect", "--format", "prom", "--path", treep, "--output", textdir.join("tmpfsctl.prom").to_str().unwrap()]);
+    let o = tmpfsctl(&[
+        "collect",
+        "--format",
+        "prom",
+        "--path",
+        treep,
+        "--output",
+        textdir.join("tmpfsctl.prom").to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let snap = tmpfsctl(&["collect", "--path", treep]);
     let snapfile = d.path().join("snap.jsonl");
@@ -846,34 +872,87 @@ fn prometheus_scrape_of_collect_textfile_matches_the_file_path() {
         "node_exporter",
         Command::new("prometheus-node-exporter")
             .arg(format!("--web.listen-address=127.0.0.1:{ne_port}"))
-            .arg(format!("--collector.textfile.directory={}", textdir.display())),
+            .arg(format!(
+                "--collector.textfile.directory={}",
+                textdir.display()
+            )),
         d.path().join("ne.log"),
     ) else {
         return;
     };
-    wait_for(&ne, &format!("http://127.0.0.1:{ne_port}/metrics"), |b| b.contains("tmpfsctl_path_used_bytes"));
+    wait_for(&ne, &format!("http://127.0.0.1:{ne_port}/metrics"), |b| {
+        b.contains("tmpfsctl_path_used_bytes")
+    });
     let data = d.path().join("data");
-    let Some((srv, url)) = prometheus(d.path(), &data, Some(ne_port)) else { return };
-    wait_for(&srv, &format!("{url}/api/v1/query?query=tmpfsctl_path_inodes"), |b| b.contains("\"result\":[{"));
+    let Some((srv, url)) = prometheus(d.path(), &data, Some(ne_port)) else {
+        return;
+    };
+    wait_for(
+        &srv,
+        &format!("{url}/api/v1/query?query=tmpfsctl_path_inodes"),
+        |b| b.contains("\"result\":[{"),
+    );
     assert!(query_has_result(&url, "node_memory_MemTotal_bytes"));
 
-    let files = json(&tmpfsctl(&["fleet", "analyze", snapfile.to_str().unwrap(), "--path", treep, "--json"]));
-    let o = tmpfsctl(&["fleet", "analyze", "--prometheus", &url, "--path", treep, "--window", "1h", "--json", "--verbose"]);
+    let files = json(&tmpfsctl(&[
+        "fleet",
+        "analyze",
+        snapfile.to_str().unwrap(),
+        "--path",
+        treep,
+        "--json",
+    ]));
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &url,
+        "--path",
+        treep,
+        "--window",
+        "1h",
+        "--json",
+        "--verbose",
+    ]);
     assert!(o.status.code() != Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("PromQL: max_over_time(tmpfsctl_path_used_bytes{path="), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("PromQL: max_over_time(tmpfsctl_path_used_bytes{path="),
+        "{}",
+        stderr(&o)
+    );
     let p = json(&o);
     assert_eq!(p["source"]["value"], "peak");
     assert_eq!(p["source"]["window_s"], 3600);
     assert_eq!(p["hosts"], 1);
     assert_eq!(p["fit"]["half_ram"]["count"], 1);
-    for k in ["tmp_used_bytes", "tmp_inodes", "mem_total_bytes", "swap_total_bytes"] {
+    for k in [
+        "tmp_used_bytes",
+        "tmp_inodes",
+        "mem_total_bytes",
+        "swap_total_bytes",
+    ] {
         assert_eq!(p[k]["max"], files[k]["max"], "{k}: prometheus vs file");
     }
-    let (pa, fa) = (p["mem_available_bytes"]["max"].as_f64().unwrap(), files["mem_available_bytes"]["max"].as_f64().unwrap());
+    let (pa, fa) = (
+        p["mem_available_bytes"]["max"].as_f64().unwrap(),
+        files["mem_available_bytes"]["max"].as_f64().unwrap(),
+    );
     assert!((pa - fa).abs() / fa < 0.2, "MemAvailable {pa} vs {fa}");
-    let o = tmpfsctl(&["fleet", "analyze", "--prometheus", &url, "--path", treep, "--instant"]);
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &url,
+        "--path",
+        treep,
+        "--instant",
+    ]);
     let t = stdout(&o);
-    assert!(t.contains("latest value (instant query)"), "{t}\n{}", stderr(&o));
+    assert!(
+        t.contains("latest value (instant query)"),
+        "{t}\n{}",
+        stderr(&o)
+    );
 
     // Where the path is a mount, node_filesystem_* is used: a real tmpfs.
     if crate::common::is_root() {
@@ -883,10 +962,23 @@ fn prometheus_scrape_of_collect_textfile_matches_the_file_path() {
         let q = format!("node_filesystem_avail_bytes{{mountpoint=\"{mp}\"}}");
         let start = std::time::Instant::now();
         while !query_has_result(&url, &q) {
-            assert!(start.elapsed().as_secs() < 30, "no node_filesystem series for {mp}");
+            assert!(
+                start.elapsed().as_secs() < 30,
+                "no node_filesystem series for {mp}"
+            );
             std::thread::sleep(std::time::Duration::from_millis(300));
         }
-        let p = json(&tmpfsctl(&["fleet", "analyze", "--prometheus", &url, "--path", mp, "--window", "1h", "--json"]));
+        let p = json(&tmpfsctl(&[
+            "fleet",
+            "analyze",
+            "--prometheus",
+            &url,
+            "--path",
+            mp,
+            "--window",
+            "1h",
+            "--json",
+        ]));
         let (_, used, _) = crate::common::df_bytes(&m.path);
         assert_eq!(p["tmp_used_bytes"]["max"].as_u64().unwrap(), used);
     }
@@ -911,21 +1003,35 @@ fn history(hosts: usize, now: i64) -> String {
                 format!("{{instance=\"host-{h:03}\"}}")
             };
             for s in 0..=steps {
-                o.push_str(&format!("{name}{labels} {} {}\n", val(h, s), t0 + s as i64 * 3600));
+                o.push_str(&format!(
+                    "{name}{labels} {} {}\n",
+                    val(h, s),
+                    t0 + s as i64 * 3600
+                ));
             }
         }
     };
     let spike_at = |h: usize| 5 + (h * 7) % (steps - 10);
-    fam(&mut o, "tmpfsctl_path_used_bytes", &|h, s| {
-        if s == spike_at(h) {
-            if h % 2 == 0 { 6 << 30 } else { 1 << 30 }
-        } else {
-            10 * MIB
-        }
-    }, true);
+    fam(
+        &mut o,
+        "tmpfsctl_path_used_bytes",
+        &|h, s| {
+            if s == spike_at(h) {
+                if h % 2 == 0 { 6 << 30 } else { 1 << 30 }
+            } else {
+                10 * MIB
+            }
+        },
+        true,
+    );
     fam(&mut o, "tmpfsctl_path_inodes", &|_, _| 100, true);
     fam(&mut o, "node_memory_MemTotal_bytes", &|_, _| 8 << 30, false);
-    fam(&mut o, "node_memory_MemAvailable_bytes", &|_, _| 7 << 30, false);
+    fam(
+        &mut o,
+        "node_memory_MemAvailable_bytes",
+        &|_, _| 7 << 30,
+        false,
+    );
     fam(&mut o, "node_memory_SwapTotal_bytes", &|_, _| 0, false);
     fam(&mut o, "node_memory_SwapFree_bytes", &|_, _| 0, false);
     o.push_str("# EOF\n");
@@ -939,7 +1045,10 @@ fn prometheus_backfilled_history_the_peak_drives_the_fit() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
     let om = d.path().join("history.om");
     std::fs::write(&om, history(200, now)).unwrap();
     let data = d.path().join("data");
@@ -951,28 +1060,60 @@ fn prometheus_backfilled_history_the_peak_drives_the_fit() {
         .output()
         .unwrap();
     assert!(o.status.success(), "promtool: {}", stderr(&o));
-    let Some((srv, url)) = prometheus(d.path(), &data, None) else { return };
-    wait_for(&srv, &format!("{url}/api/v1/query?query=count(node_memory_MemTotal_bytes)"), |b| b.contains("\"200\""));
+    let Some((srv, url)) = prometheus(d.path(), &data, None) else {
+        return;
+    };
+    wait_for(
+        &srv,
+        &format!("{url}/api/v1/query?query=count(node_memory_MemTotal_bytes)"),
+        |b| b.contains("\"200\""),
+    );
 
     let o = tmpfsctl(&["fleet", "analyze", "--prometheus", &url, "--json"]);
-    assert_eq!(o.status.code(), Some(1), "half the hosts' peaks do not fit: {}", stderr(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "half the hosts' peaks do not fit: {}",
+        stderr(&o)
+    );
     let p = json(&o);
     assert_eq!(p["hosts"], 200);
     assert_eq!(p["source"]["value"], "peak");
     assert_eq!(p["tmp_used_bytes"]["max"], 6u64 << 30);
-    assert_eq!(p["tmp_used_bytes"]["min"], 1u64 << 30, "every host's peak, not its last value");
+    assert_eq!(
+        p["tmp_used_bytes"]["min"],
+        1u64 << 30,
+        "every host's peak, not its last value"
+    );
     let fit = &p["fit"]["half_ram"];
-    assert_eq!((fit["count"].as_u64(), fit["misfits_total"].as_u64()), (Some(100), Some(100)));
+    assert_eq!(
+        (fit["count"].as_u64(), fit["misfits_total"].as_u64()),
+        (Some(100), Some(100))
+    );
     let mis = names(&fit["misfits"]);
-    assert!(mis.iter().all(|h| h[5..].parse::<usize>().unwrap() % 2 == 0), "{mis:?}");
+    assert!(
+        mis.iter()
+            .all(|h| h[5..].parse::<usize>().unwrap() % 2 == 0),
+        "{mis:?}"
+    );
     assert_eq!(p["recommendation"]["target_reached"], false);
-    assert_eq!(p["recommendation"]["size_bytes_advisable"], false, "8G is all of these hosts' RAM");
+    assert_eq!(
+        p["recommendation"]["size_bytes_advisable"], false,
+        "8G is all of these hosts' RAM"
+    );
 
     let t = stdout(&tmpfsctl(&["fleet", "analyze", "--prometheus", &url]));
     assert!(t.contains("PEAK over the last 7d"), "{t}");
 
     // The latest values alone would say everything fits.
-    let o = tmpfsctl(&["fleet", "analyze", "--prometheus", &url, "--instant", "--json"]);
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &url,
+        "--instant",
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let i = json(&o);
     assert_eq!(i["hosts"], 200);
@@ -980,16 +1121,41 @@ fn prometheus_backfilled_history_the_peak_drives_the_fit() {
     assert_eq!(i["fit"]["half_ram"]["count"], 200);
 
     // A window that misses every spike.
-    let j = json(&tmpfsctl(&["fleet", "analyze", "--prometheus", &url, "--window", "2m", "--json"]));
+    let j = json(&tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &url,
+        "--window",
+        "2m",
+        "--json",
+    ]));
     assert_eq!(j["tmp_used_bytes"]["max"], 10u64 << 20);
 
     // Empty result: a path nobody reports.
-    let o = tmpfsctl(&["fleet", "analyze", "--prometheus", &url, "--path", "/no/such/dir"]);
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &url,
+        "--path",
+        "/no/such/dir",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("has no peak usage for /no/such/dir") && e.contains("--window"), "{e}");
+    assert!(
+        e.contains("has no peak usage for /no/such/dir") && e.contains("--window"),
+        "{e}"
+    );
     // Series without the host label cannot be attributed: say which flag fixes it.
-    let o = tmpfsctl(&["fleet", "analyze", "--prometheus", &format!("{url}/"), "--host-label", "nope"]);
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &format!("{url}/"),
+        "--host-label",
+        "nope",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("lack that label"), "{}", stderr(&o));
     drop(srv);
@@ -1014,20 +1180,49 @@ fn fake_http(response: &'static str) -> u16 {
 #[test]
 fn prometheus_unreachable_http_errors_and_non_prometheus_exit_2() {
     let closed = free_port();
-    let o = tmpfsctl(&["fleet", "analyze", "--prometheus", &format!("http://127.0.0.1:{closed}"), "--timeout", "5s"]);
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &format!("http://127.0.0.1:{closed}"),
+        "--timeout",
+        "5s",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("cannot reach Prometheus at http://127.0.0.1:"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot reach Prometheus at http://127.0.0.1:"),
+        "{}",
+        stderr(&o)
+    );
     assert!(o.stdout.is_empty());
 
-    let p = fake_http("HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found");
-    let o = tmpfsctl(&["fleet", "analyze", "--prometheus", &format!("http://127.0.0.1:{p}/prom")]);
+    let p = fake_http(
+        "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found",
+    );
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &format!("http://127.0.0.1:{p}/prom"),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("answered HTTP 404"), "{}", stderr(&o));
 
-    let p = fake_http("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\nConnection: close\r\n\r\n<html></html>");
-    let o = tmpfsctl(&["fleet", "analyze", "--prometheus", &format!("http://127.0.0.1:{p}")]);
+    let p = fake_http(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\nConnection: close\r\n\r\n<html></html>",
+    );
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &format!("http://127.0.0.1:{p}"),
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("did not answer with Prometheus API JSON"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("did not answer with Prometheus API JSON"),
+        "{}",
+        stderr(&o)
+    );
 
     let body = r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
     let resp: &'static str = Box::leak(
@@ -1035,9 +1230,18 @@ fn prometheus_unreachable_http_errors_and_non_prometheus_exit_2() {
             .into_boxed_str(),
     );
     let p = fake_http(resp);
-    let o = tmpfsctl(&["fleet", "analyze", "--prometheus", &format!("http://127.0.0.1:{p}")]);
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &format!("http://127.0.0.1:{p}"),
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("rejected the query (HTTP 400, bad_data): parse error"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("rejected the query (HTTP 400, bad_data): parse error"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 // ---------------------------------------------------------------- systemd example
@@ -1047,7 +1251,10 @@ fn systemd_example_units_verify_and_their_command_runs() {
     let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/systemd");
     let service = std::fs::read_to_string(ex.join("tmpfsctl-collect.service")).unwrap();
     let timer = std::fs::read_to_string(ex.join("tmpfsctl-collect.timer")).unwrap();
-    let exec = service.lines().find_map(|l| l.strip_prefix("ExecStart=")).unwrap();
+    let exec = service
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap();
     let args: Vec<&str> = exec.split_whitespace().collect();
     assert_eq!(args[0], "/usr/local/bin/tmpfsctl");
     // Run the unit's command line with our binary and the output in a temp dir.
@@ -1055,15 +1262,28 @@ fn systemd_example_units_verify_and_their_command_runs() {
     let out = d.path().join("tmpfsctl.prom");
     let mut cmd: Vec<String> = args[1..].iter().map(|s| s.to_string()).collect();
     let i = cmd.iter().position(|a| a == "--output").unwrap();
-    assert_eq!(cmd[i + 1], "/var/lib/prometheus/node-exporter/tmpfsctl.prom");
+    assert_eq!(
+        cmd[i + 1],
+        "/var/lib/prometheus/node-exporter/tmpfsctl.prom"
+    );
     cmd[i + 1] = out.to_str().unwrap().to_string();
     let refs: Vec<&str> = cmd.iter().map(String::as_str).collect();
     let o = tmpfsctl(&refs);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&out).unwrap();
-    assert!(text.contains("tmpfsctl_path_used_bytes{path=\"/tmp\"}"), "{text}");
-    assert!(text.contains("tmpfsctl_path_used_bytes{path=\"/var/tmp\"}"), "{text}");
-    if Command::new("systemd-analyze").arg("--version").output().is_err() {
+    assert!(
+        text.contains("tmpfsctl_path_used_bytes{path=\"/tmp\"}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tmpfsctl_path_used_bytes{path=\"/var/tmp\"}"),
+        "{text}"
+    );
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         eprintln!("SKIP systemd-analyze verify: systemd-analyze not installed");
         return;
     }
@@ -1079,5 +1299,9 @@ fn systemd_example_units_verify_and_their_command_runs() {
         .arg(d.path().join("tmpfsctl-collect.timer"))
         .output()
         .unwrap();
-    assert!(v.status.success() && v.stderr.is_empty(), "systemd-analyze verify: {}", stderr(&v));
+    assert!(
+        v.status.success() && v.stderr.is_empty(),
+        "systemd-analyze verify: {}",
+        stderr(&v)
+    );
 }
