@@ -255,6 +255,8 @@ pub fn options_from_args(a: &BenchArgs) -> Result<Options> {
     let mut o = Options::default();
     if a.quick {
         o.min_time = Duration::ZERO;
+        // Bounded on any device: a slow disk shortens op-counted runs, not the test.
+        o.runtime = Some(Duration::from_millis(50));
         o.ceiling_buffer_bytes = Some(32 << 20);
     }
     if let Some(t) = &a.min_time {
