@@ -12,14 +12,32 @@ use super::stats;
 
 /// Largest CPU cache as /sys reports it (the level with the highest number).
 pub fn llc_bytes() -> Option<u64> {
+    cache_bytes(None)
+}
+
+/// The data or unified cache of one level (`Some(2)`), or of the highest level.
+pub fn cache_bytes(want: Option<u32>) -> Option<u64> {
     let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
     let mut best: Option<(u32, u64)> = None;
     for e in dir.flatten() {
         let p = e.path();
-        let level = std::fs::read_to_string(p.join("level")).ok()?;
-        let size = std::fs::read_to_string(p.join("size")).ok()?;
-        let level: u32 = level.trim().parse().ok()?;
-        let size = crate::units::parse_bytes(size.trim()).ok()?;
+        // Skip entries that are not cache levels (`uevent`) or are unreadable.
+        let (Ok(level), Ok(size)) = (
+            std::fs::read_to_string(p.join("level")),
+            std::fs::read_to_string(p.join("size")),
+        ) else {
+            continue;
+        };
+        let (Ok(level), Ok(size)) = (
+            level.trim().parse::<u32>(),
+            crate::units::parse_bytes(size.trim()),
+        ) else {
+            continue;
+        };
+        let kind = std::fs::read_to_string(p.join("type")).unwrap_or_default();
+        if want.is_some_and(|l| l != level) || kind.trim() == "Instruction" {
+            continue;
+        }
         if best.is_none_or(|(l, s)| level > l || (level == l && size > s)) {
             best = Some((level, size));
         }

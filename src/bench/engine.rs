@@ -102,6 +102,9 @@ struct Worker {
     offsets: Vec<(u32, u64)>,
     names: Vec<CString>,
     run_no: u64,
+    /// Queue depth > 1: an io_uring and one buffer per in-flight request.
+    ring: Option<io_uring::IoUring>,
+    slots: Vec<AlignedBuf>,
 }
 
 pub struct Setup<'a> {
@@ -224,7 +227,158 @@ impl Worker {
             offsets: Vec::new(),
             names: Vec::new(),
             run_no: 0,
+            ring: None,
+            slots: Vec::new(),
         })
+    }
+
+    /// Set up io_uring for queue depth `qd`; false when the kernel refuses
+    /// (io_uring disabled by sysctl, seccomp, old kernel).
+    fn enable_uring(&mut self, w: &Workload) -> bool {
+        let Ok(ring) = io_uring::IoUring::new(w.iodepth.next_power_of_two()) else {
+            return false;
+        };
+        self.ring = Some(ring);
+        let bs = w.bs_bytes as usize;
+        self.slots = (0..w.iodepth)
+            .map(|_| {
+                let mut b = AlignedBuf::new(bs.max(16));
+                self.rng.fill_bytes(b.as_mut_slice());
+                b
+            })
+            .collect();
+        true
+    }
+
+    /// The timed part for queue depth > 1: keep `iodepth` requests in flight.
+    fn run_uring(
+        &mut self,
+        s: &Setup,
+        ops: u64,
+        mut lat: Option<&mut Histogram<u64>>,
+        clock_ns: u64,
+    ) -> Result<()> {
+        use io_uring::{opcode, types};
+        use std::os::fd::AsRawFd;
+        let w = s.w;
+        let bs = w.bs_bytes as usize;
+        let write = matches!(w.op, Op::SeqWrite | Op::RandWrite);
+        // Streaming workloads open their files inside the timing, as the QD1 path does.
+        let mut owned: Vec<File> = Vec::new();
+        let list: Vec<(u32, u64)> = match w.op {
+            Op::SeqWrite | Op::SeqRead => {
+                for p in &self.files {
+                    let mut oo = OpenOptions::new();
+                    oo.mode(0o600).custom_flags(open_flags(w, s.direct, write));
+                    if write {
+                        oo.write(true).create_new(true);
+                    } else {
+                        oo.read(true);
+                    }
+                    owned.push(oo.open(p).map_err(|e| io_err(e, "opening", p))?);
+                }
+                let per = if w.op == Op::SeqWrite && w.ops > 0 {
+                    (ops / w.files).max(1) * w.bs_bytes
+                } else {
+                    Self::file_bytes(w)
+                };
+                (0..self.files.len() as u32)
+                    .flat_map(|f| (0..per / w.bs_bytes).map(move |b| (f, b * w.bs_bytes)))
+                    .collect()
+            }
+            _ => std::mem::take(&mut self.offsets),
+        };
+        let files: &[File] = if owned.is_empty() { &self.open } else { &owned };
+        let fds: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
+        let qd = self.slots.len();
+        let Some(ring) = self.ring.as_mut() else {
+            anyhow::bail!("io_uring not set up");
+        };
+        let mut free: Vec<usize> = (0..qd).collect();
+        let mut started: Vec<Option<Instant>> = vec![None; qd];
+        let (mut next, mut done) = (0usize, 0usize);
+        let mut cqes: Vec<(u64, i32)> = Vec::with_capacity(qd);
+        while done < list.len() {
+            check_stop(s.stop)?;
+            while next < list.len() {
+                let Some(slot) = free.pop() else { break };
+                let (f, off) = list[next];
+                let buf = self.slots[slot].as_mut_slice();
+                if write && bs >= 16 {
+                    // Unique content per block (the slot is not in flight now).
+                    buf[..8].copy_from_slice(&(next as u64).to_le_bytes());
+                    buf[8..16].copy_from_slice(&self.run_no.to_le_bytes());
+                }
+                let fd = types::Fd(fds[f as usize]);
+                let e = if write {
+                    opcode::Write::new(fd, buf.as_ptr(), bs as u32)
+                        .offset(off)
+                        .build()
+                } else {
+                    opcode::Read::new(fd, buf.as_mut_ptr(), bs as u32)
+                        .offset(off)
+                        .build()
+                };
+                if lat.is_some() {
+                    started[slot] = Some(Instant::now());
+                }
+                // SAFETY: the buffer is this slot's own allocation, which lives
+                // in `self.slots` until the run ends; the slot is not reused
+                // (or touched) until its completion is reaped below, and every
+                // submitted request is reaped before this function returns.
+                unsafe { ring.submission().push(&e.user_data(slot as u64)) }
+                    .map_err(|_| anyhow::anyhow!("io_uring submission queue full"))?;
+                next += 1;
+            }
+            ring.submit_and_wait(1).context("io_uring submit")?;
+            cqes.clear();
+            cqes.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+            for &(slot, res) in &cqes {
+                let slot = slot as usize;
+                done += 1;
+                free.push(slot);
+                if let (Some(h), Some(t)) = (lat.as_deref_mut(), started[slot].take()) {
+                    let ns = (t.elapsed().as_nanos() as u64).saturating_sub(clock_ns);
+                    let _ = h.record(ns.max(1));
+                }
+                if res < 0 {
+                    let e = std::io::Error::from_raw_os_error(-res);
+                    // Drain what is still in flight before giving up: the kernel
+                    // may still use those buffers.
+                    let inflight = qd - free.len();
+                    if inflight > 0 {
+                        let _ = ring.submit_and_wait(inflight);
+                    }
+                    return Err(io_err(
+                        e,
+                        if write { "writing" } else { "reading" },
+                        &self.dir,
+                    ));
+                }
+                if res as usize != bs {
+                    let inflight = qd - free.len();
+                    if inflight > 0 {
+                        let _ = ring.submit_and_wait(inflight);
+                    }
+                    anyhow::bail!(
+                        "short {} of {res} bytes in {}",
+                        if write { "write" } else { "read" },
+                        self.dir.display()
+                    );
+                }
+            }
+        }
+        if write
+            && matches!(
+                w.sync,
+                Sync::FsyncEnd | Sync::FsyncEach | Sync::FsyncEvery(_)
+            )
+        {
+            for (f, p) in files.iter().zip(&self.files) {
+                f.sync_all().map_err(|e| io_err(e, "fsync", p))?;
+            }
+        }
+        Ok(())
     }
 
     fn file_bytes(w: &Workload) -> u64 {
@@ -348,6 +502,9 @@ impl Worker {
         mut lat: Option<&mut Histogram<u64>>,
         clock_ns: u64,
     ) -> Result<()> {
+        if self.ring.is_some() {
+            return self.run_uring(s, ops, lat, clock_ns);
+        }
         let w = s.w;
         let bs = w.bs_bytes as usize;
         macro_rules! timed {
@@ -390,7 +547,7 @@ impl Worker {
                         off += bs as u64;
                         writes += 1;
                         if let Sync::FsyncEvery(n) = w.sync
-                            && writes % n == 0
+                            && writes.is_multiple_of(n)
                         {
                             timed!(f.sync_all()).map_err(|e| io_err(e, "fsync", p))?;
                         }
@@ -538,6 +695,9 @@ pub fn run_volume(w: &Workload, ops: u64) -> (u64, u64) {
 
 /// One measured (workload, target) pair before statistics.
 pub struct Measured {
+    /// The workload as run (queue depth emulated with threads when io_uring is missing).
+    pub effective: Workload,
+    pub engine: Engine,
     /// Nanoseconds of each measured run.
     pub run_ns: Vec<u64>,
     pub ops_per_run: u64,
@@ -556,6 +716,50 @@ pub struct Plan {
     pub clock_ns: u64,
     /// Per-run time bound for op-counted workloads (`--runtime`).
     pub runtime: Option<Duration>,
+}
+
+/// How requests are issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// pread/pwrite, one request at a time per thread.
+    Psync,
+    /// io_uring keeping `iodepth` requests in flight per thread.
+    IoUring,
+    /// No io_uring: `iodepth` threads per requested thread, each at depth 1.
+    PsyncThreads,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Psync => "psync",
+            Engine::IoUring => "io_uring",
+            Engine::PsyncThreads => "psync-threads",
+        }
+    }
+}
+
+/// Whether this kernel lets us use io_uring (it may be disabled by sysctl or seccomp).
+pub fn uring_available() -> bool {
+    io_uring::IoUring::new(2).is_ok()
+}
+
+/// The workload to run and how: queue depth via io_uring, or the stated fallback.
+fn effective(w: &Workload) -> (Workload, Engine) {
+    if w.iodepth <= 1 {
+        return (w.clone(), Engine::Psync);
+    }
+    if uring_available() {
+        return (w.clone(), Engine::IoUring);
+    }
+    let q = w.iodepth as u64;
+    let mut e = w.clone();
+    e.threads = w.threads * w.iodepth;
+    e.iodepth = 1;
+    // Same total bytes and ops, split over the extra threads.
+    e.size_bytes = ((w.size_bytes / q) / (w.bs_bytes * w.files)).max(1) * w.bs_bytes * w.files;
+    e.ops = if w.ops > 0 { (w.ops / q).max(1) } else { 0 };
+    (e, Engine::PsyncThreads)
 }
 
 /// Median cost of one `Instant::now()` pair, subtracted from latency samples.
@@ -622,9 +826,16 @@ fn measure_in(
     } else {
         CacheMode::Evict
     };
+    let (eff, engine) = effective(w);
+    let w = &eff;
     let mut workers: Vec<Worker> = (0..w.threads)
         .map(|t| Worker::new(wdir.join(format!("t{t}")), w, 0x7e57_0000 + t as u64))
         .collect::<Result<_>>()?;
+    if engine == Engine::IoUring {
+        for wk in &mut workers {
+            anyhow::ensure!(wk.enable_uring(w), "io_uring setup failed for {}", w.id);
+        }
+    }
     let mut setup = Setup { w, stop, direct };
     for wk in &mut workers {
         wk.prepare(&setup)?;
@@ -740,6 +951,8 @@ fn measure_in(
         resident = Some(resident.unwrap_or(0.0).max(resident_fraction(&f)?));
     }
     Ok(Measured {
+        effective: eff.clone(),
+        engine,
         run_ns,
         ops_per_run: ops,
         latency,

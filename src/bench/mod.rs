@@ -7,6 +7,7 @@
 
 mod ceiling;
 mod engine;
+pub mod html;
 pub mod render;
 pub mod report;
 pub mod stats;
@@ -97,6 +98,20 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SIZE")]
     pub ceiling_size: Option<String>,
 
+    #[command(flatten)]
+    pub custom: Box<CustomArgs>,
+
+    #[command(flatten)]
+    pub out: Box<OutputArgs>,
+
+    /// Show two saved --json runs side by side instead of measuring
+    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["targets", "rw", "quick"])]
+    pub compare: Option<Vec<PathBuf>>,
+}
+
+/// fio-like knobs for one custom workload (`--rw` and friends).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CustomArgs {
     /// Custom workload: seq-write, rewrite, seq-read, rand-read, rand-write, small-files, metadata
     #[arg(long, value_enum, value_name = "OP")]
     pub rw: Option<Op>,
@@ -121,7 +136,11 @@ pub struct BenchArgs {
     /// Custom workload: time per run for random/small-file/metadata workloads (e.g. 2s)
     #[arg(long, value_name = "DURATION", requires = "rw")]
     pub runtime: Option<String>,
+}
 
+/// Where the report goes besides (or instead of) the terminal table.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OutputArgs {
     /// Write the JSON report (schema_version 1) to FILE, or - for stdout
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -132,9 +151,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 
-    /// Show two saved --json runs side by side instead of measuring
-    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["targets", "rw"])]
-    pub compare: Option<Vec<PathBuf>>,
+    /// Write a self-contained HTML report (bar charts, iozone heat map, ceiling line) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write each chart as an SVG file into DIR
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
 }
 
 /// "500ms", "2s", "1.5", "1m" -> Duration (plain numbers are seconds).
@@ -189,15 +211,15 @@ pub fn workloads_from_args(a: &BenchArgs) -> Result<Vec<Workload>> {
         anyhow::ensure!(scale.size_bytes > 0, "--size must be > 0");
     }
     if let Some(f) = a.files
-        && a.rw.is_none()
+        && a.custom.rw.is_none()
     {
         anyhow::ensure!(f > 0, "--files must be > 0");
         scale.files = f;
     }
-    let Some(op) = a.rw else {
+    let Some(op) = a.custom.rw else {
         return Ok(preset(a.preset, scale));
     };
-    let bs = match &a.bs {
+    let bs = match &a.custom.bs {
         Some(b) => size_arg("--bs", b)?,
         None => match op {
             Op::SeqWrite | Op::SeqRead | Op::Rewrite => 1 << 20,
@@ -206,7 +228,7 @@ pub fn workloads_from_args(a: &BenchArgs) -> Result<Vec<Workload>> {
             Op::Metadata => 0,
         },
     };
-    let sync = match &a.sync {
+    let sync = match &a.custom.sync {
         Some(s) => parse_sync(s)?,
         None => Sync::None,
     };
@@ -226,14 +248,14 @@ pub fn workloads_from_args(a: &BenchArgs) -> Result<Vec<Workload>> {
         files,
         ops: 0,
         sync,
-        direct: a.direct,
-        cache: if a.warm {
+        direct: a.custom.direct,
+        cache: if a.custom.warm {
             CacheWant::Warm
         } else {
             CacheWant::Cold
         },
-        threads: a.threads,
-        iodepth: a.iodepth,
+        threads: a.custom.threads,
+        iodepth: a.custom.iodepth,
     };
     if op.op_counted() {
         w.ops = match op {
@@ -259,6 +281,10 @@ pub fn options_from_args(a: &BenchArgs) -> Result<Options> {
         o.runtime = Some(Duration::from_millis(50));
         o.ceiling_buffer_bytes = Some(32 << 20);
     }
+    if a.preset == Preset::Iozone && !a.quick && a.custom.rw.is_none() {
+        // 66 cells x targets: a shorter minimum per cell keeps the matrix to a few minutes.
+        o.min_time = Duration::from_millis(150);
+    }
     if let Some(t) = &a.min_time {
         o.min_time = parse_duration(t).context("--min-time")?;
     }
@@ -271,7 +297,7 @@ pub fn options_from_args(a: &BenchArgs) -> Result<Options> {
         anyhow::ensure!(b >= 1 << 20, "--ceiling-size must be at least 1M");
         o.ceiling_buffer_bytes = Some(b);
     }
-    if let Some(r) = &a.runtime {
+    if let Some(r) = &a.custom.runtime {
         o.runtime = Some(parse_duration(r).context("--runtime")?);
     }
     o.progress = crate::output::stderr_is_tty();
@@ -305,19 +331,26 @@ fn emit(dest: &Path, text: &[u8]) -> Result<()> {
 
 fn output(a: &BenchArgs, r: &BenchReport) -> Result<()> {
     let mut stdout_taken = false;
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.out.json {
         let mut s = serde_json::to_vec_pretty(r)?;
         s.push(b'\n');
         emit(p, &s)?;
         stdout_taken |= p == Path::new("-");
     }
-    if let Some(p) = &a.csv {
+    if let Some(p) = &a.out.csv {
         emit(p, render::csv(r).as_bytes())?;
         stdout_taken |= p == Path::new("-");
     }
-    if let Some(p) = &a.markdown {
+    if let Some(p) = &a.out.markdown {
         emit(p, render::markdown(r).as_bytes())?;
         stdout_taken |= p == Path::new("-");
+    }
+    if let Some(p) = &a.out.html {
+        emit(p, html::html(r).as_bytes())?;
+        stdout_taken |= p == Path::new("-");
+    }
+    if let Some(d) = &a.out.svg {
+        html::write_svgs(r, d)?;
     }
     if !stdout_taken {
         let mut out = std::io::stdout().lock();

@@ -36,6 +36,8 @@ pub struct HostInfo {
     pub mem_total_bytes: u64,
     /// Largest CPU cache per /sys (a VM may report the host's figure).
     pub llc_bytes: Option<u64>,
+    /// Per-core level-2 cache.
+    pub l2_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -112,6 +114,12 @@ pub struct BenchResult {
     pub cache_state: String,
     /// How the cache state was reached and checked.
     pub cache_method: String,
+    /// Where the data most likely sat: cpu-cache (working set <= L2), llc
+    /// (<= last-level cache), ram (RAM-backed target), page-cache (disk, not
+    /// cold / not durable), device (disk, cold read or durable write), n/a.
+    pub tier: String,
+    /// How requests were issued: psync, io_uring, or psync-threads (queue depth emulated).
+    pub engine: String,
     /// Median throughput / memcpy ceiling of the same run.
     pub ceiling_fraction: Option<f64>,
     /// Machine-readable caveats: above_memory_ceiling, not_durable_page_cache,

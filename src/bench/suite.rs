@@ -111,6 +111,7 @@ pub fn run_suite_with(
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         mem_total_bytes: mem.mem_total_bytes,
         llc_bytes: llc,
+        l2_bytes: super::ceiling::cache_bytes(Some(2)),
     };
     let buf = opts
         .ceiling_buffer_bytes
@@ -165,7 +166,7 @@ pub fn run_suite_with(
                 },
             )?;
             pb.finish_and_clear();
-            results.push(to_result(w, t, &m, &ceiling));
+            results.push(to_result(w, t, &m, &ceiling, &host));
         }
     }
     for s in scratches {
@@ -205,8 +206,39 @@ fn bar(show: bool, msg: String) -> ProgressBar {
     pb
 }
 
-fn to_result(w: &Workload, t: &Target, m: &engine::Measured, ceiling: &Ceiling) -> BenchResult {
-    let (ops, bytes) = engine::run_volume(w, m.ops_per_run);
+/// Where a result's data most likely sat (see [`BenchResult::tier`]).
+pub fn tier(w: &Workload, ram_backed: bool, cache_state: &str, host: &HostInfo) -> &'static str {
+    if matches!(w.op, Op::SmallFiles | Op::Metadata) {
+        return "n/a";
+    }
+    let disk_io = if w.op.is_read() {
+        cache_state == "cold"
+    } else {
+        w.sync.durable() || w.direct
+    };
+    if !ram_backed && disk_io {
+        return "device";
+    }
+    let ws = w.size_bytes / w.threads.max(1) as u64;
+    if host.l2_bytes.is_some_and(|l| ws <= l) {
+        "cpu-cache"
+    } else if host.llc_bytes.is_some_and(|l| ws <= l) {
+        "llc"
+    } else if ram_backed {
+        "ram"
+    } else {
+        "page-cache"
+    }
+}
+
+fn to_result(
+    w: &Workload,
+    t: &Target,
+    m: &engine::Measured,
+    ceiling: &Ceiling,
+    host: &HostInfo,
+) -> BenchResult {
+    let (ops, bytes) = engine::run_volume(&m.effective, m.ops_per_run);
     let by_bytes = w.reports_bytes();
     let samples: Vec<f64> = m
         .run_ns
@@ -214,12 +246,10 @@ fn to_result(w: &Workload, t: &Target, m: &engine::Measured, ceiling: &Ceiling) 
         .map(|&ns| (if by_bytes { bytes } else { ops }) as f64 * 1e9 / ns as f64)
         .collect();
     let s = stats::summarize(&samples);
-    let bytes_per_s = (bytes > 0).then(|| {
-        if by_bytes {
-            s.median
-        } else {
-            s.median * w.bs_bytes as f64
-        }
+    let bytes_per_s = (bytes > 0).then_some(if by_bytes {
+        s.median
+    } else {
+        s.median * w.bs_bytes as f64
     });
     let mut flags = Vec::new();
     let (cache_state, cache_method) = match &m.cache_mode {
@@ -246,7 +276,12 @@ fn to_result(w: &Workload, t: &Target, m: &engine::Measured, ceiling: &Ceiling) 
             )
         }
     };
-    if !t.info.ram_backed && !w.op.is_read() && w.op != Op::Metadata && w.sync == Sync::None {
+    if !t.info.ram_backed
+        && !w.op.is_read()
+        && w.op != Op::Metadata
+        && w.sync == Sync::None
+        && !w.direct
+    {
         flags.push("not_durable_page_cache".into());
     }
     let ceiling_fraction = bytes_per_s.map(|b| b / ceiling.memcpy_bytes_per_s);
@@ -259,7 +294,7 @@ fn to_result(w: &Workload, t: &Target, m: &engine::Measured, ceiling: &Ceiling) 
     if s.outliers > 0 {
         flags.push("outliers".into());
     }
-    if w.iodepth > 1 {
+    if m.engine == engine::Engine::PsyncThreads {
         flags.push("iodepth_emulated_with_threads".into());
     }
     let latency = m
@@ -274,7 +309,9 @@ fn to_result(w: &Workload, t: &Target, m: &engine::Measured, ceiling: &Ceiling) 
             mean: h.mean(),
             samples: h.len(),
         });
+    let tier = tier(w, t.info.ram_backed, &cache_state, host).to_string();
     BenchResult {
+        tier,
         workload: w.id.clone(),
         label: w.label.clone(),
         target: t.shown.clone(),
@@ -294,6 +331,7 @@ fn to_result(w: &Workload, t: &Target, m: &engine::Measured, ceiling: &Ceiling) 
         latency_ns: latency,
         cache_state,
         cache_method,
+        engine: m.engine.name().into(),
         ceiling_fraction,
         flags,
     }
@@ -342,9 +380,22 @@ fn warnings(r: &BenchReport) -> Vec<Warning> {
     };
     let mut add = |code: &str, items: Vec<String>, msg: &str| {
         if !items.is_empty() {
+            const SHOWN: usize = 6;
+            let mut list = items
+                .iter()
+                .take(SHOWN)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if items.len() > SHOWN {
+                list.push_str(&format!(
+                    " and {} more; see the flags in --json",
+                    items.len() - SHOWN
+                ));
+            }
             out.push(Warning {
                 code: code.into(),
-                message: format!("{msg} ({})", items.join(", ")),
+                message: format!("{msg} ({list})"),
             });
         }
     };
@@ -381,7 +432,7 @@ fn warnings(r: &BenchReport) -> Vec<Warning> {
     add(
         "iodepth_emulated",
         with("iodepth_emulated_with_threads"),
-        "queue depth > 1 is emulated with one thread per in-flight request (no io_uring engine yet)",
+        "io_uring is not available here (kernel.io_uring_disabled or seccomp): queue depth > 1 was emulated with one thread per in-flight request",
     );
     if !r.ceiling.buffer_exceeds_llc {
         out.push(Warning {

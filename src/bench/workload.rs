@@ -8,7 +8,7 @@ use crate::units::fmt_bytes;
 /// "1 MiB", "4 KiB", "512 MiB" for exact sizes (labels), else like fmt_bytes.
 pub fn fmt_size(b: u64) -> String {
     for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if b >= (1u64 << shift) && b % (1u64 << shift) == 0 {
+        if b >= (1u64 << shift) && b.is_multiple_of(1u64 << shift) {
             return format!("{} {unit}", b >> shift);
         }
     }
@@ -139,29 +139,35 @@ impl Workload {
     /// Fills `label` from the parameters so a label cannot disagree with what runs.
     pub fn labelled(mut self) -> Workload {
         let bs = fmt_size(self.bs_bytes);
+        let sync = if self.direct {
+            // O_DIRECT writes skip the page cache, so "buffered" would be wrong.
+            match self.sync {
+                Sync::None => "O_DIRECT, no fsync".to_string(),
+                s => format!("O_DIRECT, {}", s.label()),
+            }
+        } else {
+            self.sync.label()
+        };
         let mut l = match self.op {
-            Op::SeqWrite => format!("seq write {bs}, {}", self.sync.label()),
-            Op::Rewrite => format!("rewrite {bs}, {}", self.sync.label()),
+            Op::SeqWrite => format!("seq write {bs}, {sync}"),
+            Op::Rewrite => format!("rewrite {bs}, {sync}"),
             Op::SeqRead => format!("seq read {bs}, {}", self.cache_label()),
             Op::RandRead => format!("rand read {bs}, {}", self.cache_label()),
-            Op::RandWrite => format!("rand write {bs}, {}", self.sync.label()),
-            Op::SmallFiles => format!("create {bs} files, {}", self.sync.label()),
+            Op::RandWrite => format!("rand write {bs}, {sync}"),
+            Op::SmallFiles => format!("create {bs} files, {sync}"),
             Op::Metadata => "create/stat/unlink empty files".to_string(),
         };
-        if self.direct {
-            l.push_str(", O_DIRECT");
-        }
         if self.threads > 1 || self.iodepth > 1 {
             l.push_str(&format!(", Q{}T{}", self.iodepth, self.threads));
         }
-        if matches!(self.op, Op::SeqWrite | Op::Rewrite | Op::SeqRead) || self.files > 1 {
-            if self.files > 1 && !matches!(self.op, Op::SmallFiles | Op::Metadata) {
+        if !matches!(self.op, Op::SmallFiles | Op::Metadata) {
+            if self.files > 1 {
                 l.push_str(&format!(
                     ", {} in {} files",
                     fmt_size(self.size_bytes),
                     self.files
                 ));
-            } else if !matches!(self.op, Op::SmallFiles | Op::Metadata) {
+            } else if matches!(self.op, Op::SeqWrite | Op::Rewrite | Op::SeqRead) {
                 l.push_str(&format!(", {} file", fmt_size(self.size_bytes)));
             }
         }
@@ -171,7 +177,7 @@ impl Workload {
 
     fn cache_label(&self) -> &'static str {
         if self.direct {
-            "O_DIRECT (cold)"
+            "cold (O_DIRECT)"
         } else {
             match self.cache {
                 CacheWant::Cold => "cold",
@@ -225,9 +231,22 @@ impl Workload {
                 self.files
             );
         }
+        if self.iodepth > 1 {
+            anyhow::ensure!(
+                matches!(
+                    self.op,
+                    Op::SeqRead | Op::SeqWrite | Op::RandRead | Op::RandWrite
+                ),
+                "workload {w}: --iodepth > 1 applies to seq-read, seq-write, rand-read and rand-write only"
+            );
+            anyhow::ensure!(
+                !matches!(self.sync, Sync::FsyncEvery(_) | Sync::FsyncEach),
+                "workload {w}: with --iodepth > 1 use --sync none, fsync-end or dsync"
+            );
+        }
         if self.direct {
             anyhow::ensure!(
-                self.bs_bytes % 4096 == 0,
+                self.bs_bytes.is_multiple_of(4096),
                 "workload {w}: O_DIRECT needs --bs a multiple of 4 KiB (got {})",
                 self.bs_bytes
             );
@@ -405,7 +424,8 @@ pub fn temp_file_workloads(scale: Scale) -> Vec<Workload> {
 
 /// iozone's file sizes x record sizes, capped at the scale's file size.
 fn iozone_matrix(scale: Scale) -> Vec<Workload> {
-    let mut sizes = vec![64 * KIB, MIB, 16 * MIB, 128 * MIB, 512 * MIB];
+    // 66 cells per target: sizes stop at 128 MiB so the preset stays in minutes.
+    let mut sizes = vec![64 * KIB, MIB, 16 * MIB, 128 * MIB];
     sizes.retain(|&s| s <= scale.size_bytes);
     if sizes.is_empty() {
         sizes.push(scale.size_bytes);
