@@ -373,3 +373,172 @@ fn custom_workload_knobs() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--sync"), "{}", stderr(&out));
 }
+
+/// Render a file in headless Chromium and return the DOM it built.
+fn chromium_dom(file: &Path) -> Option<String> {
+    let exe = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    let Some(exe) = exe else {
+        eprintln!("SKIP chromium rendering: chromium is not installed (scripts/setup installs it)");
+        return None;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", file.display()))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run chromium");
+    assert!(out.status.success(), "chromium failed: {}", stderr(&out));
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn html_report_renders_in_chromium_with_charts_and_heat_map() {
+    require_root!();
+    let a = TestMount::tmpfs("size=64M");
+    let b = TestMount::new("tmpfs", "second", "size=64M");
+    let work = tempfile::tempdir().unwrap();
+    let html = work.path().join("report.html");
+    let svg = work.path().join("svg");
+    // The iozone preset (at quick scale) gives both bar charts and heat maps;
+    // the default suite gives the ceiling line.
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--preset",
+        "iozone",
+        "--no-latency",
+        "--html",
+        html.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+        "--json",
+        "-",
+        a.path.to_str().unwrap(),
+        b.path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let v = json(&out);
+    let cells = v["workloads"].as_array().unwrap().len();
+    assert!(cells >= 6 * 2, "iozone matrix at quick scale: {cells}");
+    for r in v["results"].as_array().unwrap() {
+        assert!(
+            ["cpu-cache", "llc", "ram", "page-cache", "device"]
+                .contains(&r["tier"].as_str().unwrap()),
+            "{r}"
+        );
+    }
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(!text.contains("<script"), "no scripts");
+    assert!(
+        !text.contains("src=") && !text.contains("<link"),
+        "self-contained: no external assets"
+    );
+    let Some(dom) = chromium_dom(&html) else {
+        return;
+    };
+    // 6 iozone operations x 2 targets.
+    assert_eq!(
+        dom.matches("class=\"heatmap\"").count(),
+        12,
+        "heat maps in the rendered DOM"
+    );
+    assert_eq!(
+        dom.matches("class=\"cell\"").count(),
+        cells * 2,
+        "one cell per workload and target"
+    );
+    let svgs = std::fs::read_dir(&svg).unwrap().count();
+    assert_eq!(svgs, 12, "--svg writes the heat maps");
+
+    let html2 = work.path().join("default.html");
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--no-latency",
+        "--html",
+        html2.to_str().unwrap(),
+        a.path.to_str().unwrap(),
+        b.path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let dom = chromium_dom(&html2).unwrap();
+    assert_eq!(
+        dom.matches("class=\"chart\"").count(),
+        9,
+        "one bar chart per workload"
+    );
+    assert_eq!(
+        dom.matches("class=\"bar\"").count(),
+        18,
+        "a bar per target side by side"
+    );
+    assert!(
+        dom.contains("class=\"ceiling\"") || dom.contains("class=\"ceiling-note\""),
+        "ceiling drawn"
+    );
+    assert!(dom.contains("memcpy ceiling"));
+    assert_eq!(entries(&a.path), Vec::<String>::new());
+    assert_eq!(entries(&b.path), Vec::<String>::new());
+}
+
+#[test]
+fn presets_run_on_tmpfs() {
+    require_root!();
+    let m = TestMount::tmpfs("size=64M");
+    for (p, n) in [
+        ("dd", 4),
+        ("sysbench", 3),
+        ("smallfiles", 5),
+        ("crystal", 8),
+        ("temp-file", 4),
+    ] {
+        let out = tmpfsctl(&[
+            "bench",
+            "--quick",
+            "--no-latency",
+            "--preset",
+            p,
+            "--json",
+            "-",
+            m.path.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{p}: {}", stderr(&out));
+        let v = json(&out);
+        assert_eq!(v["results"].as_array().unwrap().len(), n, "{p}");
+        if p == "crystal" {
+            let q32 = v["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["workload"] == "crystal-rnd4k-q32t1-read")
+                .unwrap();
+            assert!(
+                ["io_uring", "psync-threads"].contains(&q32["engine"].as_str().unwrap()),
+                "{q32}"
+            );
+            if q32["engine"] == "psync-threads" {
+                assert!(
+                    q32["flags"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|f| f == "iodepth_emulated_with_threads")
+                );
+            }
+        }
+        assert_eq!(entries(&m.path), Vec::<String>::new(), "{p} left files");
+    }
+}
