@@ -422,6 +422,10 @@ impl Worker {
         self.run_no += 1;
         self.open.clear();
         let w = s.w;
+        // Start every run with nothing dirty on the filesystem: writeback or a
+        // journal commit left over from the previous run (or workload) would
+        // otherwise land inside this run's timing, by chance.
+        rustix::fs::syncfs(&self.dirfd).context("syncfs before a run")?;
         match w.op {
             Op::SeqWrite => {
                 for p in &self.files {
@@ -931,11 +935,6 @@ fn measure_in(
     {
         check_stop(stop)?;
         let (ns, _) = run_all(&mut workers, ops, false, &setup)?;
-        if mode == CacheMode::Evict {
-            // Sanity: a cold run must actually have started cold.
-            let f = File::open(&workers[0].files[0])?;
-            evict(&f)?;
-        }
         run_ns.push(ns);
         total += Duration::from_nanos(ns);
         on_run(run_ns.len() as u32);
