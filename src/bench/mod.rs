@@ -11,7 +11,7 @@ pub mod html;
 pub mod render;
 pub mod report;
 pub mod stats;
-mod suite;
+pub mod suite;
 mod target;
 pub mod workload;
 

@@ -542,3 +542,64 @@ fn presets_run_on_tmpfs() {
         assert_eq!(entries(&m.path), Vec::<String>::new(), "{p} left files");
     }
 }
+
+#[test]
+fn enospc_during_a_run_stops_cleans_up_and_reports() {
+    require_root!();
+    // The space check passes; then another writer fills the filesystem while
+    // the benchmark repeats its write runs, so a run hits ENOSPC.
+    let m = TestMount::tmpfs("size=48M");
+    let mut child = bin()
+        .args([
+            "bench",
+            "--rw",
+            "seq-write",
+            "--size",
+            "16M",
+            "--min-time",
+            "60",
+            "--max-runs",
+            "100000",
+            "--no-latency",
+            "--ceiling-size",
+            "8M",
+        ])
+        .arg(&m.path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while entries(&m.path).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "scratch directory never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Keep grabbing every byte that frees up until the benchmark gives up.
+    use std::io::Write;
+    let mut filler = std::fs::File::create(m.path.join("filler")).unwrap();
+    let chunk = vec![0x5au8; 256 << 10];
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("benchmark never hit ENOSPC");
+        }
+        if filler.write_all(&chunk).is_err() {
+            std::thread::yield_now();
+        }
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains("no space left on device"), "{err}");
+    assert_eq!(
+        entries(&m.path),
+        vec!["filler".to_string()],
+        "scratch removed: {err}"
+    );
+}
