@@ -163,8 +163,7 @@ pub fn resident_fraction(f: &File) -> Result<f64> {
     if len == 0 {
         return Ok(0.0);
     }
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let page = rustix::param::page_size();
     let pages = len.div_ceil(page);
     // SAFETY: a read-only shared mapping of a file we hold open; we never
     // dereference it, only ask the kernel which of its pages are resident,
