@@ -1,1 +1,605 @@
-//! Integration tests for `bench`.
+//! Integration tests for `bench`: real tmpfs mounts (CI is root), a real disk
+//! directory under /var/tmp, real signals. No timing is asserted.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::{TestMount, bin, json, tmpfsctl};
+use crate::require_root;
+
+fn entries(p: &Path) -> Vec<String> {
+    std::fs::read_dir(p)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// A fresh directory on a disk filesystem (not tmpfs), removed on drop.
+fn disk_dir() -> Option<tempfile::TempDir> {
+    let d = tempfile::Builder::new()
+        .prefix("tmpfsctl-it-bench-")
+        .tempdir_in("/var/tmp")
+        .ok()?;
+    let out = std::process::Command::new("findmnt")
+        .args(["-n", "-o", "FSTYPE", "-T"])
+        .arg(d.path())
+        .output()
+        .ok()?;
+    let fs = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if fs == "tmpfs" || fs == "ramfs" {
+        eprintln!("/var/tmp is {fs}; no disk directory for the disk-target checks");
+        return None;
+    }
+    Some(d)
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn quick_suite_on_tmpfs_and_disk_has_every_field_and_leaves_nothing() {
+    require_root!();
+    let m = TestMount::tmpfs("size=64M");
+    let disk = disk_dir();
+    let mp = m.path.to_str().unwrap();
+    let mut args = vec!["bench", "--quick", "--json", "-", mp];
+    let dp = disk
+        .as_ref()
+        .map(|d| d.path().to_str().unwrap().to_string());
+    if let Some(d) = &dp {
+        args.push(d);
+    }
+    let out = tmpfsctl(&args);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["schema_version"], 1);
+    let targets = v["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), args.len() - 4);
+    assert_eq!(targets[0]["path"], mp);
+    assert_eq!(targets[0]["fstype"], "tmpfs");
+    assert_eq!(targets[0]["ram_backed"], true);
+    if dp.is_some() {
+        assert_eq!(targets[1]["ram_backed"], false);
+    }
+    assert!(v["ceiling"]["memcpy_bytes_per_s"].as_f64().unwrap() > 0.0);
+    assert!(v["ceiling"]["all_core_copy_bytes_per_s"].as_f64().unwrap() > 0.0);
+
+    let workloads = v["workloads"].as_array().unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(workloads.len(), 9, "default suite");
+    assert_eq!(results.len(), workloads.len() * targets.len());
+    for r in results {
+        let unit = r["unit"].as_str().unwrap();
+        let key = if unit == "bytes_per_s" {
+            "throughput_bytes_per_s"
+        } else {
+            "ops_per_s"
+        };
+        let med = r[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} missing in {r}"));
+        assert!(med > 0.0, "{r}");
+        assert_eq!(r["median"].as_f64().unwrap(), med);
+        let (min, max) = (r["min"].as_f64().unwrap(), r["max"].as_f64().unwrap());
+        assert!(min <= med && med <= max, "{r}");
+        assert!(r["runs"].as_u64().unwrap() >= 3);
+        assert_eq!(
+            r["samples"].as_array().unwrap().len() as u64,
+            r["runs"].as_u64().unwrap()
+        );
+        let lat = &r["latency_ns"];
+        let (p50, p99, p999) = (
+            lat["p50"].as_u64().unwrap(),
+            lat["p99"].as_u64().unwrap(),
+            lat["p999"].as_u64().unwrap(),
+        );
+        assert!(p50 > 0 && p50 <= p99 && p99 <= p999, "{lat}");
+        assert!(["cold", "warm", "n/a"].contains(&r["cache_state"].as_str().unwrap()));
+        assert!(r["flags"].is_array());
+        assert!(r["workload"].is_string() && r["target"].is_string());
+    }
+    // Reads on tmpfs have no cold state; on the disk the cold rows are cold
+    // (eviction verified or O_DIRECT) and the warm row says warm.
+    let get = |w: &str, t: &str| {
+        results
+            .iter()
+            .find(|r| r["workload"] == w && r["target"] == t)
+            .unwrap_or_else(|| panic!("no result {w} on {t}"))
+    };
+    assert_eq!(get("seq-read-1m-cold", mp)["cache_state"], "n/a");
+    if let Some(d) = &dp {
+        assert_eq!(get("seq-read-1m-cold", d)["cache_state"], "cold");
+        assert_eq!(get("rand-read-4k-cold", d)["cache_state"], "cold");
+        assert_eq!(get("seq-read-1m-warm", d)["cache_state"], "warm");
+        let bw = get("rand-write-4k", d)["flags"].as_array().unwrap().clone();
+        assert!(bw.iter().any(|f| f == "not_durable_page_cache"), "{bw:?}");
+        assert_eq!(v["ratios"].as_array().unwrap().len(), 9);
+    }
+    // Nothing left behind, on either target.
+    assert_eq!(entries(&m.path), Vec::<String>::new());
+    if let Some(d) = &disk {
+        assert_eq!(entries(d.path()), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn csv_markdown_table_and_compare() {
+    require_root!();
+    let m = TestMount::tmpfs("size=64M");
+    let mp = m.path.to_str().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let a = work.path().join("a.json");
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--preset",
+        "temp-file",
+        "--no-latency",
+        "--json",
+        a.to_str().unwrap(),
+        "--csv",
+        "-",
+        mp,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let csv = String::from_utf8_lossy(&out.stdout).to_string();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("workload,label,target,"), "{csv}");
+    assert_eq!(lines.len(), 1 + 4, "header + 4 temp-file workloads: {csv}");
+    assert!(lines[1].starts_with("seq-write-1m-fsync,"));
+    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&a).unwrap()).unwrap();
+    assert_eq!(saved["results"].as_array().unwrap().len(), 4);
+    assert!(saved["results"][0]["latency_ns"].is_null(), "--no-latency");
+
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--preset",
+        "temp-file",
+        "--markdown",
+        "-",
+        mp,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.starts_with("| workload |"), "{md}");
+    assert!(md.contains("memory ceiling"), "{md}");
+
+    let out = tmpfsctl(&["bench", "--quick", "--preset", "temp-file", mp]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("seq write 1 MiB, fsync at end"), "{table}");
+    assert!(table.contains("memory ceiling"), "{table}");
+
+    let out = tmpfsctl(&[
+        "bench",
+        "--compare",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let cmp = String::from_utf8_lossy(&out.stdout);
+    assert!(cmp.contains("1.0× faster"), "{cmp}");
+
+    let bad = work.path().join("bad.json");
+    std::fs::write(&bad, "{}").unwrap();
+    let out = tmpfsctl(&[
+        "bench",
+        "--compare",
+        a.to_str().unwrap(),
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("bad.json"), "{}", stderr(&out));
+    assert_eq!(entries(&m.path), Vec::<String>::new());
+}
+
+#[test]
+fn refuses_before_writing_when_space_is_short() {
+    require_root!();
+    let m = TestMount::tmpfs("size=8M");
+    let mp = m.path.to_str().unwrap();
+    let out = tmpfsctl(&["bench", "--quick", "--size", "16M", mp]);
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains(mp), "names the target: {e}");
+    assert!(e.contains("not enough free space"), "{e}");
+    assert!(e.contains("16.0 MiB of test data"), "names the need: {e}");
+    assert!(e.contains("free"), "{e}");
+    assert_eq!(entries(&m.path), Vec::<String>::new(), "nothing written");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn refuses_when_inodes_are_short() {
+    require_root!();
+    let m = TestMount::tmpfs("size=64M,nr_inodes=100");
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--files",
+        "500",
+        m.path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not enough free inodes"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(entries(&m.path), Vec::<String>::new());
+}
+
+#[test]
+fn missing_and_read_only_targets_are_clear_errors() {
+    require_root!();
+    let out = tmpfsctl(&["bench", "--quick", "/nonexistent/tmpfsctl-bench-target"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains("/nonexistent/tmpfsctl-bench-target") && e.contains("no such directory"),
+        "{e}"
+    );
+
+    let ro = TestMount::tmpfs("size=8M,ro");
+    let good = TestMount::tmpfs("size=64M");
+    // The bad target is second: the good one must not be written to either.
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        good.path.to_str().unwrap(),
+        ro.path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains(ro.path.to_str().unwrap()) && e.contains("read-only"),
+        "{e}"
+    );
+    assert_eq!(entries(&good.path), Vec::<String>::new());
+
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let out = tmpfsctl(&["bench", "--quick", file.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not a directory"), "{}", stderr(&out));
+
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--size",
+        "lots",
+        good.path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--size"), "{}", stderr(&out));
+}
+
+fn interrupt_mid_run(sig: rustix::process::Signal) {
+    let m = TestMount::tmpfs("size=64M");
+    let mut child = bin()
+        .args([
+            "bench",
+            "--quick",
+            "--min-time",
+            "60",
+            "--max-runs",
+            "1000000",
+            "--no-latency",
+        ])
+        .arg(&m.path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the run has created its scratch directory, then a bit more.
+    let t = Instant::now();
+    while entries(&m.path).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "scratch directory never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still running before the signal"
+    );
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, sig).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "stderr: {}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    assert_eq!(
+        entries(&m.path),
+        Vec::<String>::new(),
+        "nothing left behind"
+    );
+}
+
+#[test]
+fn sigint_mid_run_leaves_nothing() {
+    require_root!();
+    interrupt_mid_run(rustix::process::Signal::INT);
+}
+
+#[test]
+fn sigterm_mid_run_leaves_nothing() {
+    require_root!();
+    interrupt_mid_run(rustix::process::Signal::TERM);
+}
+
+#[test]
+fn custom_workload_knobs() {
+    require_root!();
+    let m = TestMount::tmpfs("size=64M");
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--rw",
+        "rand-write",
+        "--bs",
+        "8k",
+        "--size",
+        "4M",
+        "--sync",
+        "dsync",
+        "--threads",
+        "2",
+        "--json",
+        "-",
+        m.path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let v = json(&out);
+    let w = &v["workloads"][0];
+    assert_eq!(w["op"], "rand-write");
+    assert_eq!(w["bs_bytes"], 8192);
+    assert_eq!(w["sync"], "dsync");
+    assert_eq!(w["threads"], 2);
+    assert_eq!(v["results"][0]["label"], "rand write 8 KiB, O_DSYNC, Q1T2");
+    assert_eq!(entries(&m.path), Vec::<String>::new());
+
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--rw",
+        "seq-read",
+        "--sync",
+        "sometimes",
+        m.path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--sync"), "{}", stderr(&out));
+}
+
+/// Render a file in headless Chromium and return the DOM it built.
+fn chromium_dom(file: &Path) -> Option<String> {
+    let exe = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    let Some(exe) = exe else {
+        eprintln!("SKIP chromium rendering: chromium is not installed (scripts/setup installs it)");
+        return None;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", file.display()))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run chromium");
+    assert!(out.status.success(), "chromium failed: {}", stderr(&out));
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn html_report_renders_in_chromium_with_charts_and_heat_map() {
+    require_root!();
+    let a = TestMount::tmpfs("size=64M");
+    let b = TestMount::new("tmpfs", "second", "size=64M");
+    let work = tempfile::tempdir().unwrap();
+    let html = work.path().join("report.html");
+    let svg = work.path().join("svg");
+    // The iozone preset (at quick scale) gives both bar charts and heat maps;
+    // the default suite gives the ceiling line.
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--preset",
+        "iozone",
+        "--no-latency",
+        "--html",
+        html.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+        "--json",
+        "-",
+        a.path.to_str().unwrap(),
+        b.path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let v = json(&out);
+    let cells = v["workloads"].as_array().unwrap().len();
+    assert!(cells >= 6 * 2, "iozone matrix at quick scale: {cells}");
+    for r in v["results"].as_array().unwrap() {
+        assert!(
+            ["cpu-cache", "llc", "ram", "page-cache", "device"]
+                .contains(&r["tier"].as_str().unwrap()),
+            "{r}"
+        );
+    }
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(!text.contains("<script"), "no scripts");
+    assert!(
+        !text.contains("src=") && !text.contains("<link"),
+        "self-contained: no external assets"
+    );
+    let Some(dom) = chromium_dom(&html) else {
+        return;
+    };
+    // 6 iozone operations x 2 targets.
+    assert_eq!(
+        dom.matches("class=\"heatmap\"").count(),
+        12,
+        "heat maps in the rendered DOM"
+    );
+    assert_eq!(
+        dom.matches("class=\"cell\"").count(),
+        cells * 2,
+        "one cell per workload and target"
+    );
+    let svgs = std::fs::read_dir(&svg).unwrap().count();
+    assert_eq!(svgs, 12, "--svg writes the heat maps");
+
+    let html2 = work.path().join("default.html");
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--no-latency",
+        "--html",
+        html2.to_str().unwrap(),
+        a.path.to_str().unwrap(),
+        b.path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let dom = chromium_dom(&html2).unwrap();
+    assert_eq!(
+        dom.matches("class=\"chart\"").count(),
+        9,
+        "one bar chart per workload"
+    );
+    assert_eq!(
+        dom.matches("class=\"bar\"").count(),
+        18,
+        "a bar per target side by side"
+    );
+    assert!(
+        dom.contains("class=\"ceiling\"") || dom.contains("class=\"ceiling-note\""),
+        "ceiling drawn"
+    );
+    assert!(dom.contains("memcpy ceiling"));
+    assert_eq!(entries(&a.path), Vec::<String>::new());
+    assert_eq!(entries(&b.path), Vec::<String>::new());
+}
+
+#[test]
+fn presets_run_on_tmpfs() {
+    require_root!();
+    let m = TestMount::tmpfs("size=64M");
+    for (p, n) in [
+        ("dd", 4),
+        ("sysbench", 3),
+        ("smallfiles", 5),
+        ("crystal", 8),
+        ("temp-file", 4),
+    ] {
+        let out = tmpfsctl(&[
+            "bench",
+            "--quick",
+            "--no-latency",
+            "--preset",
+            p,
+            "--json",
+            "-",
+            m.path.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{p}: {}", stderr(&out));
+        let v = json(&out);
+        assert_eq!(v["results"].as_array().unwrap().len(), n, "{p}");
+        if p == "crystal" {
+            let q32 = v["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["workload"] == "crystal-rnd4k-q32t1-read")
+                .unwrap();
+            assert!(
+                ["io_uring", "psync-threads"].contains(&q32["engine"].as_str().unwrap()),
+                "{q32}"
+            );
+            if q32["engine"] == "psync-threads" {
+                assert!(
+                    q32["flags"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|f| f == "iodepth_emulated_with_threads")
+                );
+            }
+        }
+        assert_eq!(entries(&m.path), Vec::<String>::new(), "{p} left files");
+    }
+}
+
+#[test]
+fn enospc_during_a_run_stops_cleans_up_and_reports() {
+    require_root!();
+    // The space check passes; then another writer fills the filesystem while
+    // the benchmark repeats its write runs, so a run hits ENOSPC.
+    let m = TestMount::tmpfs("size=48M");
+    let mut child = bin()
+        .args([
+            "bench",
+            "--rw",
+            "seq-write",
+            "--size",
+            "16M",
+            "--min-time",
+            "60",
+            "--max-runs",
+            "100000",
+            "--no-latency",
+            "--ceiling-size",
+            "8M",
+        ])
+        .arg(&m.path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while entries(&m.path).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "scratch directory never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Keep grabbing every byte that frees up until the benchmark gives up.
+    use std::io::Write;
+    let mut filler = std::fs::File::create(m.path.join("filler")).unwrap();
+    let chunk = vec![0x5au8; 256 << 10];
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("benchmark never hit ENOSPC");
+        }
+        if filler.write_all(&chunk).is_err() {
+            std::thread::yield_now();
+        }
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains("no space left on device"), "{err}");
+    assert_eq!(
+        entries(&m.path),
+        vec!["filler".to_string()],
+        "scratch removed: {err}"
+    );
+}

@@ -1,0 +1,143 @@
+//! The memory-bandwidth ceiling measured in the same run: no file read or write
+//! can move bytes faster than memcpy between two buffers that live in RAM, so a
+//! result above it measured something else (a cache, a lie, a bug).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::Result;
+
+use super::report::Ceiling;
+use super::stats;
+
+/// Largest CPU cache as /sys reports it (the level with the highest number).
+pub fn llc_bytes() -> Option<u64> {
+    cache_bytes(None)
+}
+
+/// The data or unified cache of one level (`Some(2)`), or of the highest level.
+pub fn cache_bytes(want: Option<u32>) -> Option<u64> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    let mut best: Option<(u32, u64)> = None;
+    for e in dir.flatten() {
+        let p = e.path();
+        // Skip entries that are not cache levels (`uevent`) or are unreadable.
+        let (Ok(level), Ok(size)) = (
+            std::fs::read_to_string(p.join("level")),
+            std::fs::read_to_string(p.join("size")),
+        ) else {
+            continue;
+        };
+        let (Ok(level), Ok(size)) = (
+            level.trim().parse::<u32>(),
+            crate::units::parse_bytes(size.trim()),
+        ) else {
+            continue;
+        };
+        let kind = std::fs::read_to_string(p.join("type")).unwrap_or_default();
+        if want.is_some_and(|l| l != level) || kind.trim() == "Instruction" {
+            continue;
+        }
+        if best.is_none_or(|(l, s)| level > l || (level == l && size > s)) {
+            best = Some((level, size));
+        }
+    }
+    best.map(|(_, s)| s)
+}
+
+/// Buffer size for the ceiling: well beyond the last-level cache, bounded by RAM.
+pub fn auto_buffer_bytes(llc: Option<u64>, mem_available: u64) -> u64 {
+    let want = (llc.unwrap_or(32 << 20) * 2).max(1 << 30);
+    // Two buffers of this size; keep them under a quarter of available memory.
+    let cap = (mem_available / 8).max(64 << 20);
+    round_mib(want.min(cap))
+}
+
+fn round_mib(b: u64) -> u64 {
+    (b >> 20).max(1) << 20
+}
+
+fn interrupted(flag: &AtomicBool) -> Result<()> {
+    if flag.load(Ordering::Relaxed) {
+        anyhow::bail!(super::Interrupted);
+    }
+    Ok(())
+}
+
+/// Single-thread memcpy and all-core copy of `buffer_bytes`, `runs` times each.
+pub fn measure(
+    buffer_bytes: u64,
+    runs: u32,
+    llc: Option<u64>,
+    stop: &AtomicBool,
+) -> Result<Ceiling> {
+    let n = usize::try_from(buffer_bytes)?;
+    // Both buffers are written before timing: untouched pages all map the
+    // shared zero page, and reading those would be served from cache.
+    let mut src = vec![0u8; n];
+    for (i, chunk) in src.chunks_mut(4096).enumerate() {
+        chunk.fill((i as u8) | 1);
+    }
+    let mut dst = vec![0u8; n];
+    dst.fill(0x5a);
+    interrupted(stop)?;
+
+    let runs = runs.max(1);
+    let mut single = Vec::new();
+    dst.copy_from_slice(&src); // warm-up: TLB, frequency ramp
+    for _ in 0..runs {
+        interrupted(stop)?;
+        let t = Instant::now();
+        dst.copy_from_slice(&src);
+        let ns = t.elapsed().as_nanos().max(1) as f64;
+        std::hint::black_box(&dst);
+        single.push(buffer_bytes as f64 * 1e9 / ns);
+    }
+
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = n.div_ceil(threads).max(1);
+    let mut multi = Vec::new();
+    for i in 0..=runs {
+        interrupted(stop)?;
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for (d, sr) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
+                s.spawn(move || d.copy_from_slice(sr));
+            }
+        });
+        let ns = t.elapsed().as_nanos().max(1) as f64;
+        std::hint::black_box(&dst);
+        if i > 0 {
+            multi.push(buffer_bytes as f64 * 1e9 / ns);
+        }
+    }
+    Ok(Ceiling {
+        memcpy_bytes_per_s: stats::summarize(&single).median,
+        all_core_copy_bytes_per_s: stats::summarize(&multi).median,
+        threads,
+        buffer_bytes,
+        runs,
+        buffer_exceeds_llc: llc.is_none_or(|l| buffer_bytes >= 2 * l),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_is_beyond_llc_and_bounded_by_ram() {
+        assert_eq!(auto_buffer_bytes(Some(32 << 20), 64 << 30), 1 << 30);
+        assert_eq!(auto_buffer_bytes(Some(1 << 30), 64 << 30), 2 << 30);
+        assert_eq!(auto_buffer_bytes(Some(1 << 30), 4 << 30), 512 << 20);
+    }
+
+    #[test]
+    fn small_ceiling_is_positive() {
+        let stop = AtomicBool::new(false);
+        let c = measure(4 << 20, 2, None, &stop).unwrap();
+        assert!(c.memcpy_bytes_per_s > 0.0 && c.all_core_copy_bytes_per_s > 0.0);
+        stop.store(true, Ordering::Relaxed);
+        assert!(measure(4 << 20, 2, None, &stop).is_err());
+    }
+}

@@ -1,0 +1,345 @@
+//! Renderers of a [`BenchReport`]: terminal table, CSV, Markdown.
+//! Each is a pure function from the report to text.
+
+use super::report::{BenchReport, BenchResult};
+use super::suite::ratio_pair;
+use super::workload::{Op, Workload};
+use crate::units::{fmt_bytes, fmt_ns, fmt_rate};
+
+/// "12.3k IOPS", "1.52M ops/s".
+pub fn fmt_ops(x: f64, unit: &str) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    if x >= 1e6 {
+        format!("{:.2}M {unit}", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.1}k {unit}", x / 1e3)
+    } else if x >= 100.0 {
+        format!("{x:.0} {unit}")
+    } else {
+        format!("{x:.1} {unit}")
+    }
+}
+
+pub fn ops_unit(w: Option<&Workload>) -> &'static str {
+    match w.map(|w| w.op) {
+        Some(Op::RandRead | Op::RandWrite) => "IOPS",
+        Some(Op::SmallFiles) => "files/s",
+        _ => "ops/s",
+    }
+}
+
+/// The median in readable units.
+pub fn fmt_value(r: &BenchResult, w: Option<&Workload>) -> String {
+    if r.unit == "bytes_per_s" {
+        fmt_rate(r.median)
+    } else {
+        fmt_ops(r.median, ops_unit(w))
+    }
+}
+
+fn cell(r: &BenchResult, w: Option<&Workload>) -> String {
+    let mut s = format!("{} ±{:.0}%", fmt_value(r, w), r.rsd_percent);
+    for (flag, tag) in [
+        ("above_memory_ceiling", " >ceiling!"),
+        ("warm_not_cold", " (warm!)"),
+        ("not_durable_page_cache", " (page cache)"),
+    ] {
+        if r.flags.iter().any(|f| f == flag) {
+            s.push_str(tag);
+        }
+    }
+    s
+}
+
+fn target_header(r: &BenchReport, i: usize) -> String {
+    let t = &r.targets[i];
+    if t.private_mount {
+        return "private tmpfs (RAM)".into();
+    }
+    format!(
+        "{} ({}{})",
+        t.path,
+        t.fstype,
+        if t.ram_backed { ", RAM" } else { "" }
+    )
+}
+
+pub fn ratio_header(r: &BenchReport) -> Option<String> {
+    let (a, b) = ratio_pair(&r.targets)?;
+    let name = |i: usize| {
+        let t = &r.targets[i];
+        if t.ram_backed && !r.targets[if i == a { b } else { a }].ram_backed {
+            t.fstype.clone()
+        } else {
+            t.path.clone()
+        }
+    };
+    Some(format!("{} vs {}", name(a), name(b)))
+}
+
+pub fn fmt_ratio(x: f64) -> String {
+    if !x.is_finite() {
+        "-".into()
+    } else if x >= 1.0 {
+        format!("{x:.1}× faster")
+    } else {
+        format!("{:.1}× slower", 1.0 / x)
+    }
+}
+
+/// Rows = workloads, columns = targets, then the ratio, then the ceiling row.
+fn rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut header = vec!["workload".to_string()];
+    header.extend((0..r.targets.len()).map(|i| target_header(r, i)));
+    let rh = ratio_header(r);
+    if let Some(h) = &rh {
+        header.push(h.clone());
+    }
+    let mut rows = Vec::new();
+    for w in &r.workloads {
+        let mut row = vec![w.label.clone()];
+        for t in &r.targets {
+            row.push(
+                r.result(&w.id, &t.path)
+                    .map_or("-".into(), |x| cell(x, Some(w))),
+            );
+        }
+        if rh.is_some() {
+            row.push(
+                r.ratios
+                    .iter()
+                    .find(|x| x.workload == w.id)
+                    .map_or("-".into(), |x| fmt_ratio(x.ratio)),
+            );
+        }
+        rows.push(row);
+    }
+    let mut ceil = vec!["memory ceiling: memcpy, bytes copied (1 thread / all cores)".to_string()];
+    ceil.push(format!(
+        "{} / {}",
+        fmt_rate(r.ceiling.memcpy_bytes_per_s),
+        fmt_rate(r.ceiling.all_core_copy_bytes_per_s)
+    ));
+    while ceil.len() < header.len() {
+        ceil.push(String::new());
+    }
+    rows.push(ceil);
+    (header, rows)
+}
+
+fn latency_rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut header = vec!["latency p50 / p99 / p99.9".to_string()];
+    header.extend(r.targets.iter().map(|t| {
+        if t.private_mount {
+            "private tmpfs".to_string()
+        } else {
+            t.path.clone()
+        }
+    }));
+    let mut rows = Vec::new();
+    for w in &r.workloads {
+        let mut row = vec![w.label.clone()];
+        let mut any = false;
+        for t in &r.targets {
+            row.push(
+                r.result(&w.id, &t.path)
+                    .and_then(|x| x.latency_ns.as_ref())
+                    .map_or("-".into(), |l| {
+                        any = true;
+                        format!(
+                            "{} / {} / {}",
+                            fmt_ns(l.p50 as f64),
+                            fmt_ns(l.p99 as f64),
+                            fmt_ns(l.p999 as f64)
+                        )
+                    }),
+            );
+        }
+        if any {
+            rows.push(row);
+        }
+    }
+    (header, rows)
+}
+
+pub fn summary_line(r: &BenchReport) -> String {
+    let size = r
+        .workloads
+        .iter()
+        .filter(|w| w.reports_bytes())
+        .map(|w| w.size_bytes)
+        .max();
+    format!(
+        "median of >= {} runs and >= {:.1} s per cell (± is the robust relative std dev); {}units are binary (MiB = 2^20 bytes); took {:.1} s",
+        r.min_runs,
+        r.min_time_ns as f64 / 1e9,
+        size.map_or(String::new(), |s| format!(
+            "streaming files of {}; ",
+            fmt_bytes(s)
+        )),
+        r.elapsed_ns as f64 / 1e9
+    )
+}
+
+/// The terminal table (plus the latency table).
+pub fn table(r: &BenchReport) -> String {
+    let (h, rs) = rows(r);
+    let hs: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
+    let mut t = crate::output::table(&hs);
+    for row in rs {
+        t.add_row(row);
+    }
+    let (lh, lrs) = latency_rows(r);
+    let mut out = format!("{t}\n");
+    if !lrs.is_empty() {
+        let hs: Vec<&str> = lh.iter().map(|s| s.as_str()).collect();
+        let mut lt = crate::output::table(&hs);
+        for row in lrs {
+            lt.add_row(row);
+        }
+        out.push_str(&format!("\n{lt}\n"));
+    }
+    out.push_str(&format!("\n{}\n", summary_line(r)));
+    out
+}
+
+pub fn markdown(r: &BenchReport) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = String::new();
+    for (h, rs) in [rows(r), latency_rows(r)] {
+        if rs.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "| {} |\n",
+            h.iter().map(|s| esc(s)).collect::<Vec<_>>().join(" | ")
+        ));
+        out.push_str(&format!("|{}\n", "---|".repeat(h.len())));
+        for row in rs {
+            out.push_str(&format!(
+                "| {} |\n",
+                row.iter().map(|s| esc(s)).collect::<Vec<_>>().join(" | ")
+            ));
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!("{}\n", summary_line(r)));
+    for w in &r.warnings {
+        out.push_str(&format!("\n> **{}**: {}\n", w.code, esc(&w.message)));
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+pub fn csv(r: &BenchReport) -> String {
+    let mut out = String::from(
+        "workload,label,target,fstype,ram_backed,unit,median,min,max,spread_percent,runs,throughput_bytes_per_s,ops_per_s,p50_ns,p99_ns,p999_ns,cache_state,ceiling_fraction,flags\n",
+    );
+    let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.3}"));
+    for x in &r.results {
+        let t = r.targets.iter().find(|t| t.path == x.target);
+        let l = x.latency_ns.as_ref();
+        let fields = [
+            x.workload.clone(),
+            x.label.clone(),
+            x.target.clone(),
+            t.map_or(String::new(), |t| t.fstype.clone()),
+            t.map_or(String::new(), |t| t.ram_backed.to_string()),
+            x.unit.clone(),
+            format!("{:.3}", x.median),
+            format!("{:.3}", x.min),
+            format!("{:.3}", x.max),
+            format!("{:.2}", x.spread_percent),
+            x.runs.to_string(),
+            opt(x.throughput_bytes_per_s),
+            opt(x.ops_per_s),
+            l.map_or(String::new(), |l| l.p50.to_string()),
+            l.map_or(String::new(), |l| l.p99.to_string()),
+            l.map_or(String::new(), |l| l.p999.to_string()),
+            x.cache_state.clone(),
+            opt(x.ceiling_fraction),
+            x.flags.join(";"),
+        ];
+        out.push_str(
+            &fields
+                .iter()
+                .map(|f| csv_field(f))
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        out.push('\n');
+    }
+    out
+}
+
+/// Two saved runs side by side: per workload and target, A, B and B/A.
+pub fn compare(
+    a: &BenchReport,
+    b: &BenchReport,
+    pa: &std::path::Path,
+    pb: &std::path::Path,
+) -> String {
+    let ha = format!("A: {}", pa.display());
+    let hb = format!("B: {}", pb.display());
+    let mut t = crate::output::table(&["workload", "target", &ha, &hb, "B vs A"]);
+    let mut seen = 0;
+    for x in &a.results {
+        let w = a.workloads.iter().find(|w| w.id == x.workload);
+        let y = b.result(&x.workload, &x.target).or_else(|| {
+            // Targets often differ between runs (a moved /tmp): match by kind.
+            let ram = a
+                .targets
+                .iter()
+                .find(|t| t.path == x.target)
+                .map(|t| t.ram_backed);
+            b.results.iter().find(|r| {
+                r.workload == x.workload
+                    && b.targets
+                        .iter()
+                        .find(|t| t.path == r.target)
+                        .map(|t| t.ram_backed)
+                        == ram
+            })
+        });
+        let (bv, ratio) = match y {
+            Some(y) => (
+                format!("{} ({})", fmt_value(y, w), y.target),
+                if x.median > 0.0 {
+                    fmt_ratio(y.median / x.median)
+                } else {
+                    "-".into()
+                },
+            ),
+            None => ("-".into(), "-".into()),
+        };
+        if y.is_some() {
+            seen += 1;
+        }
+        t.add_row(vec![
+            x.label.clone(),
+            x.target.clone(),
+            fmt_value(x, w),
+            bv,
+            ratio,
+        ]);
+    }
+    let mut out = format!("{t}\n");
+    if seen == 0 {
+        out.push_str("\nno workload appears in both runs; were they run with different presets?\n");
+    }
+    out.push_str(&format!(
+        "\nmemcpy ceiling: A {} / B {}\n",
+        fmt_rate(a.ceiling.memcpy_bytes_per_s),
+        fmt_rate(b.ceiling.memcpy_bytes_per_s)
+    ));
+    out
+}

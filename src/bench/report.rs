@@ -1,0 +1,159 @@
+//! The result of a benchmark run: one value, serialised as the `--json` schema
+//! and read back by `--compare`. Field names carry their units.
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::Summary;
+use super::workload::Workload;
+
+/// Bumped on any incompatible change of the JSON below.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchReport {
+    pub schema_version: u32,
+    pub tool_version: String,
+    pub host: HostInfo,
+    /// Wall time of the whole run.
+    pub elapsed_ns: u64,
+    /// Cost of one pair of clock reads, subtracted from each latency sample.
+    pub clock_overhead_ns: u64,
+    pub min_runs: u32,
+    pub min_time_ns: u64,
+    pub targets: Vec<TargetInfo>,
+    pub ceiling: Ceiling,
+    pub workloads: Vec<Workload>,
+    pub results: Vec<BenchResult>,
+    /// First RAM-backed target vs first disk target, per workload.
+    pub ratios: Vec<Ratio>,
+    pub warnings: Vec<Warning>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub kernel: String,
+    pub cpus: usize,
+    pub mem_total_bytes: u64,
+    /// Largest CPU cache per /sys (a VM may report the host's figure).
+    pub llc_bytes: Option<u64>,
+    /// Per-core level-2 cache.
+    pub l2_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// The directory as given (or chosen by default).
+    pub path: String,
+    pub fstype: String,
+    pub mountpoint: String,
+    pub ram_backed: bool,
+    /// True when tmpfsctl mounted this tmpfs itself for the run (and removed it).
+    pub private_mount: bool,
+    pub free_bytes: u64,
+    pub free_inodes: Option<u64>,
+    /// Peak bytes / inodes the suite needed here (checked before writing).
+    pub need_bytes: u64,
+    pub need_inodes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ceiling {
+    /// Single-thread memcpy: bytes copied per second (each byte read once and
+    /// written once is counted once; STREAM "copy" would count it twice).
+    pub memcpy_bytes_per_s: f64,
+    /// All threads copying disjoint halves of the same buffers, bytes copied per second.
+    pub all_core_copy_bytes_per_s: f64,
+    pub threads: usize,
+    pub buffer_bytes: u64,
+    pub runs: u32,
+    /// False when the buffer is not at least twice the largest CPU cache.
+    pub buffer_exceeds_llc: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Warning {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Latency {
+    pub p50: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    pub mean: f64,
+    pub samples: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub workload: String,
+    pub label: String,
+    pub target: String,
+    /// "bytes_per_s" or "ops_per_s": the unit of median/min/max.
+    pub unit: String,
+    /// Median throughput; for op workloads ops x block size.
+    pub throughput_bytes_per_s: Option<f64>,
+    pub ops_per_s: Option<f64>,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// (max - min) / median.
+    pub spread_percent: f64,
+    /// 1.4826 x median absolute deviation / median: the "±" shown in tables.
+    pub rsd_percent: f64,
+    pub outliers: usize,
+    pub runs: u32,
+    /// Per-run figures in `unit`, in run order.
+    pub samples: Vec<f64>,
+    pub bytes_per_run: u64,
+    pub ops_per_run: u64,
+    pub latency_ns: Option<Latency>,
+    /// "cold", "warm" or "n/a" (writes; RAM-backed reads have no cold state).
+    pub cache_state: String,
+    /// How the cache state was reached and checked.
+    pub cache_method: String,
+    /// Where the data most likely sat: cpu-cache (working set <= L2), llc
+    /// (<= last-level cache), ram (RAM-backed target), page-cache (disk, not
+    /// cold / not durable), device (disk, cold read or durable write), n/a.
+    pub tier: String,
+    /// How requests were issued: psync, io_uring, or psync-threads (queue depth emulated).
+    pub engine: String,
+    /// Median throughput / memcpy ceiling of the same run.
+    pub ceiling_fraction: Option<f64>,
+    /// Machine-readable caveats: above_memory_ceiling, not_durable_page_cache,
+    /// warm_not_cold, high_spread, outliers, buffer_not_beyond_llc, ...
+    pub flags: Vec<String>,
+}
+
+impl BenchResult {
+    pub fn summary(&self) -> Summary {
+        Summary {
+            median: self.median,
+            min: self.min,
+            max: self.max,
+            mean: f64::NAN,
+            spread_percent: self.spread_percent,
+            rsd_percent: self.rsd_percent,
+            outliers: self.outliers,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ratio {
+    pub workload: String,
+    pub numerator_target: String,
+    pub denominator_target: String,
+    /// numerator median / denominator median (higher is better for both units).
+    pub ratio: f64,
+}
+
+impl BenchReport {
+    pub fn result(&self, workload: &str, target: &str) -> Option<&BenchResult> {
+        self.results
+            .iter()
+            .find(|r| r.workload == workload && r.target == target)
+    }
+}

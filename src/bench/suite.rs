@@ -1,0 +1,448 @@
+//! `run_suite`: the reusable core (no CLI code): check targets, measure the
+//! ceiling, run every workload on every target, then label the results.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::engine::{self, CacheMode, Plan};
+use super::report::*;
+use super::stats::{self, HIGH_RSD};
+use super::target::{self, Scratch, Target};
+use super::workload::{Op, Sync, Workload};
+use crate::Context;
+
+/// How to run a suite (everything except what and where).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// At least this many measured runs per workload and target.
+    pub min_runs: u32,
+    /// Keep running until this much measured time has passed (bounded by max_runs).
+    pub min_time: Duration,
+    pub max_runs: u32,
+    /// One untimed run first (streaming workloads; op-counted ones use their probe run).
+    pub warmup: bool,
+    /// A separate pass with a clock read around every op, for p50/p99/p99.9.
+    pub latency: bool,
+    /// memcpy ceiling buffer; None = well beyond the last-level cache.
+    pub ceiling_buffer_bytes: Option<u64>,
+    pub ceiling_runs: u32,
+    /// Per-run time bound for op-counted workloads (fio's --runtime).
+    pub runtime: Option<Duration>,
+    /// Progress bars on stderr (the CLI sets this only when stderr is a terminal).
+    pub progress: bool,
+    /// Set by a signal handler (or a caller) to stop early; scratch is then removed.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            min_runs: 3,
+            min_time: Duration::from_millis(500),
+            max_runs: 30,
+            warmup: true,
+            latency: true,
+            ceiling_buffer_bytes: None,
+            ceiling_runs: 3,
+            runtime: None,
+            progress: false,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// Peak bytes and inodes the workloads need on each target.
+pub fn need(workloads: &[Workload]) -> (u64, u64) {
+    let b = workloads
+        .iter()
+        .map(|w| w.footprint_bytes())
+        .max()
+        .unwrap_or(0);
+    let i = workloads
+        .iter()
+        .map(|w| w.footprint_inodes())
+        .max()
+        .unwrap_or(0);
+    (b, i)
+}
+
+/// Check every target (nothing is written if any fails), then measure.
+pub fn run_suite(
+    ctx: &Context,
+    targets: &[PathBuf],
+    workloads: &[Workload],
+    opts: &Options,
+) -> Result<BenchReport> {
+    run_suite_with(ctx, targets, &[], workloads, opts)
+}
+
+/// As [`run_suite`]; `private` lists targets that are tmpfs mounts made for this run.
+pub fn run_suite_with(
+    ctx: &Context,
+    targets: &[PathBuf],
+    private: &[PathBuf],
+    workloads: &[Workload],
+    opts: &Options,
+) -> Result<BenchReport> {
+    let started = Instant::now();
+    anyhow::ensure!(!targets.is_empty(), "no targets to benchmark");
+    anyhow::ensure!(!workloads.is_empty(), "no workloads to run");
+    for w in workloads {
+        w.validate()?;
+    }
+    let (need_b, need_i) = need(workloads);
+    let checked: Vec<Target> = targets
+        .iter()
+        .map(|t| target::check(ctx, t, need_b, need_i, private.contains(t)))
+        .collect::<Result<_>>()?;
+
+    let (mem, _) = ctx.sysroot.meminfo()?;
+    let llc = super::ceiling::llc_bytes();
+    let host = HostInfo {
+        kernel: rustix::system::uname()
+            .release()
+            .to_string_lossy()
+            .into_owned(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        mem_total_bytes: mem.mem_total_bytes,
+        llc_bytes: llc,
+        l2_bytes: super::ceiling::cache_bytes(Some(2)),
+    };
+    let buf = opts
+        .ceiling_buffer_bytes
+        .unwrap_or_else(|| super::ceiling::auto_buffer_bytes(llc, mem.mem_available_bytes));
+    let spinner = bar(
+        opts.progress,
+        "memory ceiling: memcpy of ".to_string() + &crate::units::fmt_bytes(buf),
+    );
+    let ceiling = super::ceiling::measure(buf, opts.ceiling_runs, llc, &opts.stop)?;
+    spinner.finish_and_clear();
+    let clock_ns = engine::clock_overhead_ns();
+
+    let plan = Plan {
+        min_runs: opts.min_runs,
+        max_runs: opts.max_runs.max(opts.min_runs),
+        min_time: opts.min_time,
+        warmup: opts.warmup,
+        latency: opts.latency,
+        clock_ns,
+        runtime: opts.runtime,
+    };
+
+    // Scratch directories live until the end; dropping them (error, signal) removes them.
+    let scratches: Vec<Scratch> = checked.iter().map(Scratch::create).collect::<Result<_>>()?;
+    let mut results = Vec::new();
+    for (wi, w) in workloads.iter().enumerate() {
+        for (t, s) in checked.iter().zip(&scratches) {
+            let pb = bar(
+                opts.progress,
+                format!(
+                    "[{}/{}] {} on {}",
+                    wi + 1,
+                    workloads.len(),
+                    w.label,
+                    t.shown
+                ),
+            );
+            let m = engine::measure(
+                w,
+                s.path(),
+                t.info.ram_backed,
+                &plan,
+                &opts.stop,
+                &mut |n| {
+                    pb.set_message(format!(
+                        "[{}/{}] {} on {}: run {n}",
+                        wi + 1,
+                        workloads.len(),
+                        w.label,
+                        t.shown
+                    ))
+                },
+            )?;
+            pb.finish_and_clear();
+            results.push(to_result(w, t, &m, &ceiling, &host));
+        }
+    }
+    for s in scratches {
+        s.remove()?;
+    }
+
+    let mut report = BenchReport {
+        schema_version: SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        host,
+        elapsed_ns: started.elapsed().as_nanos() as u64,
+        clock_overhead_ns: clock_ns,
+        min_runs: plan.min_runs,
+        min_time_ns: plan.min_time.as_nanos() as u64,
+        targets: checked.iter().map(|t| t.info.clone()).collect(),
+        ceiling,
+        workloads: workloads.to_vec(),
+        results,
+        ratios: Vec::new(),
+        warnings: Vec::new(),
+    };
+    report.ratios = ratios(&report);
+    report.warnings = warnings(&report);
+    Ok(report)
+}
+
+fn bar(show: bool, msg: String) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new_spinner();
+    if let Ok(st) = ProgressStyle::with_template("{spinner} {msg} [{elapsed}]") {
+        pb.set_style(st);
+    }
+    pb.set_message(msg);
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb
+}
+
+/// Where a result's data most likely sat (see [`BenchResult::tier`]).
+pub fn tier(w: &Workload, ram_backed: bool, cache_state: &str, host: &HostInfo) -> &'static str {
+    if matches!(w.op, Op::SmallFiles | Op::Metadata) {
+        return "n/a";
+    }
+    let disk_io = if w.op.is_read() {
+        cache_state == "cold"
+    } else {
+        w.sync.durable() || w.direct
+    };
+    if !ram_backed && disk_io {
+        return "device";
+    }
+    let ws = w.size_bytes / w.threads.max(1) as u64;
+    if host.l2_bytes.is_some_and(|l| ws <= l) {
+        "cpu-cache"
+    } else if host.llc_bytes.is_some_and(|l| ws <= l) {
+        "llc"
+    } else if ram_backed {
+        "ram"
+    } else {
+        "page-cache"
+    }
+}
+
+fn to_result(
+    w: &Workload,
+    t: &Target,
+    m: &engine::Measured,
+    ceiling: &Ceiling,
+    host: &HostInfo,
+) -> BenchResult {
+    let (ops, bytes) = engine::run_volume(&m.effective, m.ops_per_run);
+    let by_bytes = w.reports_bytes();
+    let samples: Vec<f64> = m
+        .run_ns
+        .iter()
+        .map(|&ns| (if by_bytes { bytes } else { ops }) as f64 * 1e9 / ns as f64)
+        .collect();
+    let s = stats::summarize(&samples);
+    let bytes_per_s = (bytes > 0).then_some(if by_bytes {
+        s.median
+    } else {
+        s.median * w.bs_bytes as f64
+    });
+    let mut flags = Vec::new();
+    let (cache_state, cache_method) = match &m.cache_mode {
+        CacheMode::NotApplicable(why) => ("n/a".to_string(), why.to_string()),
+        CacheMode::Direct => ("cold".into(), "O_DIRECT (bypasses the page cache)".into()),
+        CacheMode::Evict => (
+            "cold".into(),
+            format!(
+                "posix_fadvise(DONTNEED) before each run; mincore showed {:.1}% resident",
+                m.resident.unwrap_or(0.0) * 100.0
+            ),
+        ),
+        CacheMode::Warm => {
+            flags.push("page_cache_read".to_string());
+            if w.cache == super::workload::CacheWant::Cold {
+                flags.push("warm_not_cold".to_string());
+            }
+            (
+                "warm".into(),
+                format!(
+                    "served from the page cache ({:.0}% resident)",
+                    m.resident.unwrap_or(1.0) * 100.0
+                ),
+            )
+        }
+    };
+    if !t.info.ram_backed
+        && !w.op.is_read()
+        && w.op != Op::Metadata
+        && w.sync == Sync::None
+        && !w.direct
+    {
+        flags.push("not_durable_page_cache".into());
+    }
+    let ceiling_fraction = bytes_per_s.map(|b| b / ceiling.memcpy_bytes_per_s);
+    if ceiling_fraction.is_some_and(|f| f > 1.0) {
+        flags.push("above_memory_ceiling".into());
+    }
+    if s.rsd_percent > HIGH_RSD * 100.0 {
+        flags.push("high_spread".into());
+    }
+    if s.outliers > 0 {
+        flags.push("outliers".into());
+    }
+    if m.engine == engine::Engine::PsyncThreads {
+        flags.push("iodepth_emulated_with_threads".into());
+    }
+    let latency = m
+        .latency
+        .as_ref()
+        .filter(|h| !h.is_empty())
+        .map(|h| Latency {
+            p50: h.value_at_quantile(0.5),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+            mean: h.mean(),
+            samples: h.len(),
+        });
+    let tier = tier(w, t.info.ram_backed, &cache_state, host).to_string();
+    BenchResult {
+        tier,
+        workload: w.id.clone(),
+        label: w.label.clone(),
+        target: t.shown.clone(),
+        unit: if by_bytes { "bytes_per_s" } else { "ops_per_s" }.into(),
+        throughput_bytes_per_s: bytes_per_s,
+        ops_per_s: (!by_bytes).then_some(s.median),
+        median: s.median,
+        min: s.min,
+        max: s.max,
+        spread_percent: s.spread_percent,
+        rsd_percent: s.rsd_percent,
+        outliers: s.outliers,
+        runs: m.run_ns.len() as u32,
+        samples,
+        bytes_per_run: bytes,
+        ops_per_run: ops,
+        latency_ns: latency,
+        cache_state,
+        cache_method,
+        engine: m.engine.name().into(),
+        ceiling_fraction,
+        flags,
+    }
+}
+
+/// Which two targets the ratio column compares: the first RAM-backed one
+/// against the first disk one; else the first against the second.
+pub fn ratio_pair(targets: &[TargetInfo]) -> Option<(usize, usize)> {
+    let ram = targets.iter().position(|t| t.ram_backed);
+    let disk = targets.iter().position(|t| !t.ram_backed);
+    match (ram, disk) {
+        (Some(r), Some(d)) => Some((r, d)),
+        _ if targets.len() >= 2 => Some((0, 1)),
+        _ => None,
+    }
+}
+
+fn ratios(r: &BenchReport) -> Vec<Ratio> {
+    let Some((a, b)) = ratio_pair(&r.targets) else {
+        return Vec::new();
+    };
+    let (ta, tb) = (&r.targets[a].path, &r.targets[b].path);
+    r.workloads
+        .iter()
+        .filter_map(|w| {
+            let x = r.result(&w.id, ta)?;
+            let y = r.result(&w.id, tb)?;
+            (y.median > 0.0).then(|| Ratio {
+                workload: w.id.clone(),
+                numerator_target: ta.clone(),
+                denominator_target: tb.clone(),
+                ratio: x.median / y.median,
+            })
+        })
+        .collect()
+}
+
+fn warnings(r: &BenchReport) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let with = |flag: &str| -> Vec<String> {
+        r.results
+            .iter()
+            .filter(|x| x.flags.iter().any(|f| f == flag))
+            .map(|x| format!("{} on {}", x.workload, x.target))
+            .collect()
+    };
+    let mut add = |code: &str, items: Vec<String>, msg: &str| {
+        if !items.is_empty() {
+            const SHOWN: usize = 6;
+            let mut list = items
+                .iter()
+                .take(SHOWN)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if items.len() > SHOWN {
+                list.push_str(&format!(
+                    " and {} more; see the flags in --json",
+                    items.len() - SHOWN
+                ));
+            }
+            out.push(Warning {
+                code: code.into(),
+                message: format!("{msg} ({list})"),
+            });
+        }
+    };
+    add(
+        "above_memory_ceiling",
+        with("above_memory_ceiling"),
+        "faster than memcpy measured in the same run: this cannot be I/O to RAM or disk, so it measured a CPU cache or a shortcut; use a larger --size",
+    );
+    add(
+        "warm_not_cold",
+        with("warm_not_cold"),
+        "could not make these reads cold (eviction did not empty the cache and O_DIRECT is unsupported): they read the page cache, so a disk looks as fast as RAM — the iozone 'reread' and sysbench 'seqrd after prepare' pitfall",
+    );
+    add(
+        "page_cache_read",
+        with("page_cache_read"),
+        "warm reads of a disk target come from the page cache (RAM), not the disk; compare the cold rows to see the disk",
+    );
+    add(
+        "not_durable",
+        with("not_durable_page_cache"),
+        "buffered writes without fsync on a disk land in the page cache: the disk did no work inside the timing (the dd-without-conv=fsync pitfall)",
+    );
+    add(
+        "high_spread",
+        with("high_spread"),
+        "runs vary by more than 10% (robust relative std dev): other programs are competing for CPU or I/O; close them or raise --min-time",
+    );
+    add(
+        "outliers",
+        with("outliers"),
+        "some runs were statistical outliers (modified Z-score > 3.5): interference during the run; rerun with a larger --min-time",
+    );
+    add(
+        "iodepth_emulated",
+        with("iodepth_emulated_with_threads"),
+        "io_uring is not available here (kernel.io_uring_disabled or seccomp): queue depth > 1 was emulated with one thread per in-flight request",
+    );
+    if !r.ceiling.buffer_exceeds_llc {
+        out.push(Warning {
+            code: "ceiling_buffer_small".into(),
+            message: format!(
+                "the memcpy buffer ({}) is not at least twice the last-level cache ({}): the ceiling may be a cache figure",
+                crate::units::fmt_bytes(r.ceiling.buffer_bytes),
+                r.host.llc_bytes.map_or("?".into(), crate::units::fmt_bytes)
+            ),
+        });
+    }
+    out
+}

@@ -1,0 +1,218 @@
+//! Where benchmarks write: target checks (before anything is written), the
+//! private tmpfs used by default when root, and per-target scratch directories
+//! that are removed on every exit path.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+
+use super::report::TargetInfo;
+use crate::units::fmt_bytes;
+
+/// Room left beyond the planned data: filesystems need some for metadata and
+/// reserve a little; running a disk completely full would also skew it.
+pub fn margin_bytes(need: u64) -> u64 {
+    (need / 16).max(4 << 20)
+}
+
+/// A target directory, checked and described.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub shown: String,
+    pub path: PathBuf,
+    pub info: TargetInfo,
+}
+
+/// Check a target directory without writing to it: exists, is a directory,
+/// writable, on a read-write filesystem, with room for `need_bytes` (+ margin)
+/// and `need_inodes`.
+pub fn check(
+    ctx: &crate::Context,
+    dir: &Path,
+    need_bytes: u64,
+    need_inodes: u64,
+    private_mount: bool,
+) -> Result<Target> {
+    let shown = dir.display().to_string();
+    let meta = std::fs::metadata(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "target {shown}: {}; give an existing directory (create it first)",
+            match e.kind() {
+                std::io::ErrorKind::NotFound => "no such directory".to_string(),
+                _ => e.to_string(),
+            }
+        )
+    })?;
+    anyhow::ensure!(
+        meta.is_dir(),
+        "target {shown}: not a directory; give a directory on the filesystem to test"
+    );
+    let path = std::fs::canonicalize(dir).with_context(|| format!("target {shown}"))?;
+    let vfs = rustix::fs::statvfs(&path).with_context(|| format!("target {shown}: statfs"))?;
+    anyhow::ensure!(
+        !vfs.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY),
+        "target {shown}: the filesystem is mounted read-only; give a writable directory"
+    );
+    rustix::fs::access(&path, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK).map_err(|_| {
+        anyhow::anyhow!(
+            "target {shown}: not writable by this user; give a directory you can write to (or run as its owner)"
+        )
+    })?;
+    let st = crate::sys::statfs::statfs(&path)?;
+    let (mounts, _) = ctx.sysroot.mountinfo()?;
+    let m = crate::sys::mountinfo::mount_for(&mounts, &path);
+    let fstype = m.map_or_else(|| "unknown".to_string(), |m| m.fstype.clone());
+    let mountpoint = m.map_or_else(|| "/".to_string(), |m| m.mount_point.display().to_string());
+    let ram_backed = crate::sys::is_ram_backed(&fstype);
+    let want = need_bytes + margin_bytes(need_bytes);
+    // ramfs reports size 0 and has no limit but RAM.
+    let limited = st.size_bytes > 0;
+    if limited && st.avail_bytes < want {
+        anyhow::bail!(
+            "target {shown}: not enough free space: the benchmark needs {} ({} of test data + {} margin) but only {} is free; \
+             pass a smaller --size (or --quick), free space, or choose another target. Nothing was written.",
+            fmt_bytes(want),
+            fmt_bytes(need_bytes),
+            fmt_bytes(want - need_bytes),
+            fmt_bytes(st.avail_bytes)
+        );
+    }
+    let free_inodes = (st.inodes_total > 0).then_some(st.inodes_free);
+    if let Some(fi) = free_inodes
+        && fi < need_inodes + 16
+    {
+        anyhow::bail!(
+            "target {shown}: not enough free inodes: the benchmark needs {} but only {fi} are free; \
+             pass a smaller --files, or choose another target. Nothing was written.",
+            need_inodes + 16
+        );
+    }
+    if ram_backed {
+        // A tmpfs limit can exceed the RAM that is actually free; filling it would swap.
+        let (mem, _) = ctx.sysroot.meminfo()?;
+        anyhow::ensure!(
+            want <= mem.mem_available_bytes,
+            "target {shown}: RAM-backed and the benchmark needs {} but only {} of RAM is available; \
+             pass a smaller --size. Nothing was written.",
+            fmt_bytes(want),
+            fmt_bytes(mem.mem_available_bytes)
+        );
+    }
+    Ok(Target {
+        shown: shown.clone(),
+        info: TargetInfo {
+            path: shown,
+            fstype,
+            mountpoint,
+            ram_backed,
+            private_mount,
+            free_bytes: st.avail_bytes,
+            free_inodes,
+            need_bytes: want,
+            need_inodes,
+        },
+        path,
+    })
+}
+
+/// A fresh scratch directory (mkdtemp, mode 0700) inside a target.
+/// Dropping it removes it; `std::fs::remove_dir_all` unlinks symlinks instead
+/// of following them, so a planted link cannot make us delete outside.
+pub struct Scratch {
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Scratch {
+    pub fn create(target: &Target) -> Result<Scratch> {
+        let dir = tempfile::Builder::new()
+            .prefix(".tmpfsctl-bench-")
+            .tempdir_in(&target.path)
+            .with_context(|| {
+                format!("target {}: cannot create a scratch directory", target.shown)
+            })?;
+        Ok(Scratch { dir: Some(dir) })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir
+            .as_ref()
+            .map_or(Path::new("/nonexistent"), |d| d.path())
+    }
+
+    /// Remove now and report failure (Drop can only ignore it).
+    pub fn remove(mut self) -> Result<()> {
+        if let Some(d) = self.dir.take() {
+            let p = d.path().to_path_buf();
+            d.close()
+                .with_context(|| format!("removing scratch directory {}", p.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// A tmpfs mounted by us on a private directory for the run (root only).
+/// Dropping it unmounts (lazily if busy) and removes the directory.
+pub struct PrivateTmpfs {
+    dir: Option<tempfile::TempDir>,
+    pub path: PathBuf,
+}
+
+impl PrivateTmpfs {
+    pub fn mount(size_bytes: u64) -> Result<PrivateTmpfs> {
+        let dir = tempfile::Builder::new()
+            .prefix("tmpfsctl-bench-mnt-")
+            .tempdir()
+            .context("creating a directory for the private tmpfs")?;
+        let path = dir.path().to_path_buf();
+        let data = std::ffi::CString::new(format!(
+            "size={},mode=0700",
+            crate::units::tmpfs_size_option(size_bytes.div_ceil(1 << 20) << 20)
+        ))?;
+        rustix::mount::mount(
+            "tmpfsctl-bench",
+            &path,
+            "tmpfs",
+            rustix::mount::MountFlags::NOSUID | rustix::mount::MountFlags::NODEV,
+            data.as_c_str(),
+        )
+        .with_context(|| format!("mounting a private tmpfs on {}", path.display()))?;
+        Ok(PrivateTmpfs {
+            dir: Some(dir),
+            path,
+        })
+    }
+}
+
+impl Drop for PrivateTmpfs {
+    fn drop(&mut self) {
+        if rustix::mount::unmount(&self.path, rustix::mount::UnmountFlags::empty()).is_err() {
+            let _ = rustix::mount::unmount(&self.path, rustix::mount::UnmountFlags::DETACH);
+        }
+        if let Some(d) = self.dir.take() {
+            let _ = d.close();
+        }
+    }
+}
+
+/// The disk directory to compare with by default: where /var/tmp lives, else $HOME.
+pub fn default_disk_dir(ctx: &crate::Context) -> Result<PathBuf> {
+    let (mounts, _) = ctx.sysroot.mountinfo()?;
+    let mut cands: Vec<PathBuf> = vec!["/var/tmp".into()];
+    if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        cands.push(h.into());
+    }
+    for c in cands {
+        let Ok(canon) = std::fs::canonicalize(&c) else {
+            continue;
+        };
+        let ram = crate::sys::mountinfo::mount_for(&mounts, &canon)
+            .is_some_and(|m| crate::sys::is_ram_backed(&m.fstype));
+        if !ram && canon.is_dir() {
+            return Ok(c);
+        }
+    }
+    anyhow::bail!(
+        "no disk directory to compare with: /var/tmp and $HOME are missing or RAM-backed; \
+         name the targets, e.g. `tmpfsctl bench /dev/shm /srv/scratch`"
+    )
+}

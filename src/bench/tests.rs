@@ -1,0 +1,284 @@
+//! Unit tests of the pure parts: workloads, arguments, renderers.
+
+use std::path::Path;
+
+use super::*;
+
+#[test]
+fn durations_parse() {
+    assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+    assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+    assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+    assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+    assert!(parse_duration("fast").is_err());
+    assert!(parse_duration("-1").is_err());
+}
+
+#[test]
+fn sync_modes_parse() {
+    assert_eq!(parse_sync("dsync").unwrap(), Sync::Dsync);
+    assert_eq!(parse_sync("100").unwrap(), Sync::FsyncEvery(100));
+    assert!(parse_sync("0").is_err());
+    assert!(parse_sync("sometimes").is_err());
+}
+
+#[test]
+fn presets_are_valid_and_labelled() {
+    for p in [
+        Preset::Default,
+        Preset::TempFile,
+        Preset::Dd,
+        Preset::Sysbench,
+        Preset::Iozone,
+        Preset::Smallfiles,
+        Preset::Crystal,
+    ] {
+        for scale in [Scale::DEFAULT, Scale::QUICK] {
+            let ws = preset(p, scale);
+            assert!(!ws.is_empty(), "{p:?}");
+            let mut ids: Vec<_> = ws.iter().map(|w| w.id.clone()).collect();
+            ids.sort();
+            ids.dedup();
+            assert_eq!(ids.len(), ws.len(), "{p:?}: ids must be unique");
+            for w in &ws {
+                w.validate().unwrap();
+                assert!(!w.label.is_empty());
+            }
+        }
+    }
+    let d = preset(Preset::Default, Scale::DEFAULT);
+    assert_eq!(d[0].label, "seq write 1 MiB, fsync at end, 512 MiB file");
+    assert!(d.iter().any(|w| w.label.contains("O_DSYNC")));
+    assert!(
+        d.iter()
+            .any(|w| w.op == Op::SeqRead && w.label.contains("cold"))
+    );
+    assert!(
+        d.iter()
+            .any(|w| w.op == Op::SeqRead && w.label.contains("warm"))
+    );
+}
+
+#[test]
+fn need_counts_peak_not_sum() {
+    let ws = preset(Preset::Default, Scale::DEFAULT);
+    let (b, i) = need(&ws);
+    assert_eq!(b, 512 << 20);
+    assert!(i >= 10_000);
+}
+
+fn fake_report() -> BenchReport {
+    use report::*;
+    let ws = preset(Preset::TempFile, Scale::QUICK);
+    let targets = vec![
+        TargetInfo {
+            path: "/dev/shm".into(),
+            fstype: "tmpfs".into(),
+            mountpoint: "/dev/shm".into(),
+            ram_backed: true,
+            private_mount: false,
+            free_bytes: 1 << 30,
+            free_inodes: Some(1000),
+            need_bytes: 1 << 20,
+            need_inodes: 10,
+        },
+        TargetInfo {
+            path: "/var/tmp".into(),
+            fstype: "ext4".into(),
+            mountpoint: "/".into(),
+            ram_backed: false,
+            private_mount: false,
+            free_bytes: 1 << 30,
+            free_inodes: Some(1000),
+            need_bytes: 1 << 20,
+            need_inodes: 10,
+        },
+    ];
+    let mut results = Vec::new();
+    for w in &ws {
+        for (i, t) in targets.iter().enumerate() {
+            // RAM target twice as fast; the first workload's RAM figure is above the ceiling.
+            let v =
+                if i == 0 { 2000.0 } else { 1000.0 } * if w.reports_bytes() { 1e6 } else { 1.0 };
+            let mut flags = vec![];
+            if i == 0 && w.reports_bytes() {
+                flags.push("above_memory_ceiling".to_string());
+            }
+            results.push(BenchResult {
+                workload: w.id.clone(),
+                label: w.label.clone(),
+                target: t.path.clone(),
+                unit: if w.reports_bytes() {
+                    "bytes_per_s"
+                } else {
+                    "ops_per_s"
+                }
+                .into(),
+                throughput_bytes_per_s: Some(v),
+                ops_per_s: (!w.reports_bytes()).then_some(v),
+                median: v,
+                min: v * 0.9,
+                max: v * 1.1,
+                spread_percent: 20.0,
+                rsd_percent: 5.0,
+                outliers: 0,
+                runs: 3,
+                samples: vec![v * 0.9, v, v * 1.1],
+                bytes_per_run: 1,
+                ops_per_run: 1,
+                latency_ns: None,
+                cache_state: "n/a".into(),
+                cache_method: String::new(),
+                tier: "ram".into(),
+                engine: "psync".into(),
+                ceiling_fraction: None,
+                flags,
+            });
+        }
+    }
+    let mut r = BenchReport {
+        schema_version: SCHEMA_VERSION,
+        tool_version: "test".into(),
+        host: HostInfo {
+            kernel: "6.18".into(),
+            cpus: 2,
+            mem_total_bytes: 1 << 34,
+            llc_bytes: Some(32 << 20),
+            l2_bytes: Some(2 << 20),
+        },
+        elapsed_ns: 1,
+        clock_overhead_ns: 20,
+        min_runs: 3,
+        min_time_ns: 0,
+        targets,
+        ceiling: Ceiling {
+            memcpy_bytes_per_s: 1.5e9,
+            all_core_copy_bytes_per_s: 3e9,
+            threads: 2,
+            buffer_bytes: 1 << 30,
+            runs: 3,
+            buffer_exceeds_llc: true,
+        },
+        workloads: ws,
+        results,
+        ratios: vec![],
+        warnings: vec![],
+    };
+    r.ratios = r
+        .workloads
+        .iter()
+        .map(|w| Ratio {
+            workload: w.id.clone(),
+            numerator_target: "/dev/shm".into(),
+            denominator_target: "/var/tmp".into(),
+            ratio: 2.0,
+        })
+        .collect();
+    r
+}
+
+#[test]
+fn table_has_targets_ratio_and_ceiling() {
+    let t = render::table(&fake_report());
+    assert!(
+        t.contains("/dev/shm (tmpfs, RAM)") && t.contains("/var/tmp (ext4)"),
+        "{t}"
+    );
+    assert!(t.contains("tmpfs vs /var/tmp"), "{t}");
+    assert!(t.contains("2.0× faster"), "{t}");
+    assert!(t.contains(">ceiling!"), "{t}");
+    assert!(t.contains("memory ceiling: memcpy, bytes copied"), "{t}");
+    assert!(t.contains("1.40 GiB/s / 2.79 GiB/s"), "{t}");
+    assert!(t.contains("2000 files/s ±5%"), "{t}");
+}
+
+#[test]
+fn csv_quotes_labels_and_markdown_is_a_table() {
+    let r = fake_report();
+    let c = render::csv(&r);
+    let lines: Vec<&str> = c.lines().collect();
+    assert_eq!(lines.len(), 1 + r.results.len());
+    assert!(lines[1].starts_with("seq-write-1m-fsync,\"seq write 1 MiB, fsync at end, 8 MiB file\",/dev/shm,tmpfs,true,bytes_per_s,2000000000.000"), "{}", lines[1]);
+    assert!(lines[1].ends_with(",above_memory_ceiling"), "{}", lines[1]);
+    let md = render::markdown(&r);
+    let first = md.lines().next().unwrap();
+    assert_eq!(
+        first.matches('|').count(),
+        5,
+        "workload, 2 targets, ratio: {first}"
+    );
+    assert!(md.lines().nth(1).unwrap().starts_with("|---|"));
+}
+
+#[test]
+fn html_has_a_chart_per_workload_and_the_ceiling() {
+    let r = fake_report();
+    let h = html::html(&r);
+    assert_eq!(h.matches("<svg").count(), r.workloads.len());
+    assert_eq!(h.matches("class=\"bar\"").count(), r.results.len());
+    // Byte-rate charts draw the ceiling as a line when it is on scale.
+    assert!(h.contains("class=\"ceiling\""), "ceiling line");
+    assert!(!h.contains("<script"));
+    assert!(
+        html::heatmaps(&r).is_empty(),
+        "no iozone cells, no heat map"
+    );
+}
+
+#[test]
+fn compare_matches_by_target_kind_when_paths_differ() {
+    let a = fake_report();
+    let mut b = fake_report();
+    for t in &mut b.targets {
+        if t.ram_backed {
+            t.path = "/tmp".into();
+        }
+    }
+    for x in &mut b.results {
+        if x.target == "/dev/shm" {
+            x.target = "/tmp".into();
+            x.median *= 2.0;
+        }
+    }
+    let out = render::compare(&a, &b, Path::new("a.json"), Path::new("b.json"));
+    assert!(out.contains("(/tmp)"), "{out}");
+    assert!(out.contains("2.0× faster"), "{out}");
+    assert!(out.contains("1.0× faster"), "{out}");
+}
+
+#[test]
+fn tiers_follow_cache_sizes_and_durability() {
+    let host = report::HostInfo {
+        kernel: String::new(),
+        cpus: 1,
+        mem_total_bytes: 0,
+        llc_bytes: Some(32 << 20),
+        l2_bytes: Some(1 << 20),
+    };
+    let ws = preset(Preset::Iozone, Scale::DEFAULT);
+    let get = |id: &str| ws.iter().find(|w| w.id == id).unwrap();
+    assert_eq!(
+        suite::tier(get("iozone-read-64k-4k"), true, "n/a", &host),
+        "cpu-cache"
+    );
+    assert_eq!(
+        suite::tier(get("iozone-read-16M-4k"), true, "n/a", &host),
+        "llc"
+    );
+    assert_eq!(
+        suite::tier(get("iozone-read-128M-4k"), true, "n/a", &host),
+        "ram"
+    );
+    assert_eq!(
+        suite::tier(get("iozone-read-128M-4k"), false, "cold", &host),
+        "device"
+    );
+    assert_eq!(
+        suite::tier(get("iozone-reread-128M-4k"), false, "warm", &host),
+        "page-cache"
+    );
+    assert_eq!(
+        suite::tier(get("iozone-write-64k-4k"), false, "n/a", &host),
+        "device"
+    );
+}
