@@ -35,3 +35,11 @@ pub fn table(header: &[&str]) -> Table {
     .set_header(header.iter().map(|h| h.to_string()));
     t
 }
+
+/// Escape text for HTML element content and attribute values.
+pub fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

@@ -1,13 +1,473 @@
-//! `tmpfsctl advise` (issue 7). Not implemented yet.
+//! `tmpfsctl advise`: one answer for this machine, composed from the other
+//! commands' library code (mounts' planner, fleet's fit and history readers,
+//! bench's suite) — no second copy of their logic here, only the verdict.
 
+mod render;
 mod verdict;
+
 pub use verdict::{Facts, Kind, Verdict, decide};
 
-use crate::Context;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+
+use crate::bench::{self, BenchReport, Scale};
+use crate::fleet::{self, FitParams, HostFit, HostRecord};
+use crate::mounts::{self, plan};
+use crate::units::Size;
+use crate::{Context, sys};
+
+pub const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, clap::Args)]
-pub struct AdviseArgs {}
+#[command(
+    after_help = "Examples:\n  tmpfsctl advise                 # about /tmp, ~30 s of measurement\n  \
+tmpfsctl advise --quick /var/tmp\n  tmpfsctl advise --history /var/log/tmpfsctl/*.jsonl\n  \
+tmpfsctl advise --prometheus http://prometheus:9090 --host web1:9100\n\n\
+Reads the machine and measures in private scratch directories; it never changes the system.\n\
+Exit codes: 0 nothing to change, 1 a change is recommended, 2 error."
+)]
+pub struct AdviseArgs {
+    /// The directory to advise about
+    #[arg(value_name = "DIR", default_value = "/tmp")]
+    pub dir: PathBuf,
+    /// Measure for under 10 s (smaller files, fewer runs)
+    #[arg(long, conflicts_with_all = ["thorough", "no_bench"])]
+    pub quick: bool,
+    /// Run the full default bench suite (about a minute)
+    #[arg(long, conflicts_with = "no_bench")]
+    pub thorough: bool,
+    /// Do not measure; decide from sizes alone
+    #[arg(long)]
+    pub no_bench: bool,
+    /// Earlier `tmpfsctl collect` snapshots of this host: the peak usage in them is used
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub history: Vec<PathBuf>,
+    /// Prometheus (or compatible) base URL: the peak usage over --window is used
+    #[arg(long, value_name = "URL")]
+    pub prometheus: Option<String>,
+    /// History window for --prometheus (e.g. 7d, 24h)
+    #[arg(long, value_name = "DURATION", default_value = "7d")]
+    pub window: String,
+    /// This host's name in --history / its instance label in --prometheus (default: the hostname)
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// Print a JSON document (schema_version 1) instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a self-contained HTML report (with the measurement charts) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
 
-pub fn run(_ctx: &Context, _args: &AdviseArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("`advise` is not implemented yet")
+/// The whole answer, as printed with --json.
+#[derive(Debug, Serialize)]
+pub struct Advice {
+    pub schema_version: u32,
+    pub dir: String,
+    pub verdict: Verdict,
+    pub location: Location,
+    pub usage: Usage,
+    pub memory: sys::MemInfo,
+    pub fit: HostFit,
+    pub plan: plan::Plan,
+    /// Measured tmpfs speed-up per operation (tmpfs / DIR's filesystem).
+    pub speedups: Vec<Speedup>,
+    pub commands: Commands,
+    pub bench: Option<BenchReport>,
+    /// What could not be done (e.g. no RAM target to measure), in words.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Location {
+    pub fstype: String,
+    pub ram_backed: bool,
+    pub mountpoint: Option<String>,
+    pub size_limit_bytes: Option<u64>,
+    pub fstab_line: Option<String>,
+    pub systemd_unit: String,
+    pub systemd_state: sys::systemd::UnitState,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Usage {
+    pub current_bytes: u64,
+    pub current_inodes: u64,
+    /// The peak from history where there is one, else null.
+    pub peak_bytes: Option<u64>,
+    pub peak_inodes: Option<u64>,
+    /// "prometheus", "history" or "current".
+    pub source: String,
+    pub window: Option<String>,
+    /// The figure the verdict used.
+    pub decided_on_bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Speedup {
+    pub workload: String,
+    pub label: String,
+    pub ratio: f64,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct Commands {
+    /// What to run to act on the verdict.
+    pub act: Vec<String>,
+    /// The configuration `apply` would write (fstab line or drop-in), for doing it by hand.
+    pub config_path: Option<String>,
+    pub config: Option<String>,
+    /// How to undo it.
+    pub undo: Vec<String>,
+}
+
+fn hostname() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Peak usage of this host from history files or Prometheus.
+fn history_peak(args: &AdviseArgs, dir: &Path) -> Result<Option<(u64, Option<u64>, String)>> {
+    let host = args.host.clone().unwrap_or_else(hostname);
+    if !args.history.is_empty() {
+        let opts = fleet::ingest::IngestOptions {
+            path: dir.to_string_lossy().into_owned(),
+            ..Default::default()
+        };
+        let (f, _) = fleet::read_files(&args.history, &opts)?;
+        // Every snapshot of this host, not just the latest: the peak is the point.
+        let mine: Vec<HostRecord> = (0..f.len())
+            .map(|i| f.record(i))
+            .filter(|r| r.host == host)
+            .collect();
+        if mine.is_empty() {
+            anyhow::bail!(
+                "no snapshot of host {host:?} in {}; pass --host NAME as `collect` recorded it",
+                args.history
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let peak = mine.iter().map(|r| r.tmp_used_bytes).max().unwrap_or(0);
+        let inodes = mine.iter().filter_map(|r| r.tmp_inodes).max();
+        return Ok(Some((peak, inodes, "history".into())));
+    }
+    if let Some(url) = &args.prometheus {
+        let window_s = fleet::parse_duration(&args.window)
+            .map_err(|e| anyhow::anyhow!("--window {:?}: {e}", args.window))?;
+        let o = fleet::prom::PromOptions {
+            url: url.clone(),
+            window_s: Some(window_s),
+            host_label: "instance".into(),
+            path: dir.to_string_lossy().into_owned(),
+            timeout_s: 10,
+            verbose: false,
+        };
+        let (f, _, _) = fleet::prom::fetch(&o)?;
+        let recs: Vec<HostRecord> = (0..f.len()).map(|i| f.record(i)).collect();
+        let pick = match (&args.host, recs.len()) {
+            (None, 1) => recs.first(),
+            (None, _) => recs
+                .iter()
+                .find(|r| r.host == host || r.host.starts_with(&format!("{host}:"))),
+            (Some(h), _) => recs.iter().find(|r| &r.host == h),
+        };
+        let Some(r) = pick else {
+            anyhow::bail!(
+                "Prometheus at {url} has no instance {host:?} ({} instances); pass --host INSTANCE",
+                recs.len()
+            );
+        };
+        return Ok(Some((r.tmp_used_bytes, r.tmp_inodes, "prometheus".into())));
+    }
+    Ok(None)
+}
+
+/// The private scratch pair to measure: (RAM target, DIR's filesystem target).
+/// DIR already on RAM is compared with the disk directory bench would pick.
+fn bench_targets(
+    ctx: &Context,
+    dir: &Path,
+    ram_backed: bool,
+    need: u64,
+) -> Result<(PathBuf, PathBuf, Option<bench::target::PrivateTmpfs>)> {
+    if ram_backed {
+        return Ok((
+            dir.to_path_buf(),
+            bench::target::default_disk_dir(ctx)?,
+            None,
+        ));
+    }
+    if rustix::process::geteuid().is_root() {
+        let m = bench::target::PrivateTmpfs::mount(
+            need + bench::target::margin_bytes(need) + (8 << 20),
+        )?;
+        return Ok((m.path.clone(), dir.to_path_buf(), Some(m)));
+    }
+    Ok((PathBuf::from("/dev/shm"), dir.to_path_buf(), None))
+}
+
+fn scale_and_options(args: &AdviseArgs) -> (Vec<bench::Workload>, bench::Options) {
+    let mut o = bench::Options {
+        latency: false,
+        progress: crate::output::stderr_is_tty() && !args.json,
+        stop: Arc::new(AtomicBool::new(false)),
+        ..Default::default()
+    };
+    if args.thorough {
+        o.latency = true;
+        return (bench::preset(bench::Preset::Default, Scale::DEFAULT), o);
+    }
+    let scale = if args.quick {
+        o.min_time = Duration::ZERO;
+        o.runtime = Some(Duration::from_millis(100));
+        o.ceiling_buffer_bytes = Some(64 << 20);
+        Scale {
+            size_bytes: 32 << 20,
+            files: 500,
+            rand_ops: 4096,
+        }
+    } else {
+        o.min_time = Duration::from_millis(300);
+        o.runtime = Some(Duration::from_millis(500));
+        o.ceiling_buffer_bytes = Some(256 << 20);
+        Scale {
+            size_bytes: 128 << 20,
+            files: 2000,
+            rand_ops: 16384,
+        }
+    };
+    (bench::temp_file_workloads(scale), o)
+}
+
+pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
+    let target = mounts::TargetArgs {
+        dir: args.dir.clone(),
+        fstab: None,
+        unit_dir: None,
+        json: false,
+    };
+    let facts = mounts::gather_facts(ctx, &target)?;
+    let dir = facts.dir.clone();
+    let shown = dir.display().to_string();
+    let mut notes = Vec::new();
+
+    let peak = history_peak(args, &dir)?;
+    let (decided, decided_inodes) = match &peak {
+        Some((b, i, _)) => ((*b).max(facts.used_bytes), i.unwrap_or(0).max(facts.inodes)),
+        None => (facts.used_bytes, facts.inodes),
+    };
+
+    // What a fresh tmpfs for DIR would be, sized for the peak: the planner
+    // decides (ignoring a tmpfs already here, whose size is what we judge).
+    let mut fresh = facts.clone();
+    fresh.used_bytes = decided;
+    fresh.inodes = decided_inodes;
+    fresh.current = None;
+    let recommended =
+        plan::plan(&fresh, &plan::Request::default()).map_err(|e| anyhow::anyhow!(e.0))?;
+    let recommended_bytes = recommended.size_bytes.unwrap_or(0);
+    // The plan shown to the user is for DIR as it is (with its current mount).
+    let shown_plan =
+        plan::plan(&facts, &plan::Request::default()).unwrap_or_else(|_| recommended.clone());
+
+    let record = HostRecord {
+        host: args.host.clone().unwrap_or_else(hostname),
+        timestamp_unix_s: None,
+        tmp_used_bytes: decided,
+        tmp_inodes: Some(decided_inodes),
+        mem_total_bytes: facts.mem.mem_total_bytes,
+        mem_available_bytes: Some(facts.mem.mem_available_bytes),
+        swap_total_bytes: Some(facts.mem.swap_total_bytes),
+        swap_free_bytes: Some(facts.mem.swap_free_bytes),
+    };
+    let fit = fleet::host_fit(
+        &record,
+        &FitParams {
+            size: Size::Bytes(recommended_bytes),
+            nr_inodes: recommended.nr_inodes,
+        },
+    );
+
+    let ram_backed = sys::is_ram_backed(&facts.dir_fstype);
+    let mut report = None;
+    if args.no_bench {
+        notes.push("not measured (--no-bench): the verdict rests on sizes alone".into());
+    } else {
+        let (workloads, opts) = scale_and_options(args);
+        let (need, _) = bench::need(&workloads);
+        let (ram, disk, private) = bench_targets(ctx, &dir, ram_backed, need)?;
+        let private_paths: Vec<PathBuf> = private.iter().map(|m| m.path.clone()).collect();
+        let r = bench::run_suite_with(ctx, &[ram, disk], &private_paths, &workloads, &opts);
+        drop(private);
+        report = Some(r.with_context(|| format!("measuring {shown} against tmpfs"))?);
+    }
+    let speedups: Vec<Speedup> = report
+        .as_ref()
+        .map(|r| {
+            r.ratios
+                .iter()
+                .map(|x| Speedup {
+                    label: r
+                        .workloads
+                        .iter()
+                        .find(|w| w.id == x.workload)
+                        .map(|w| w.label.clone())
+                        .unwrap_or_default(),
+                    workload: x.workload.clone(),
+                    ratio: x.ratio,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+
+    let vfacts = Facts {
+        fstype: facts.dir_fstype.clone(),
+        used_bytes: decided,
+        used_is_peak: peak.is_some(),
+        inodes: decided_inodes,
+        current_limit_bytes: facts.current.as_ref().and_then(|c| c.size_bytes),
+        recommended_bytes,
+        recommended_option: recommended
+            .size_option
+            .clone()
+            .unwrap_or_else(|| crate::units::tmpfs_size_option(recommended_bytes)),
+        recommended_inodes: recommended
+            .nr_inodes
+            .unwrap_or_else(|| fleet::fit::default_nr_inodes(facts.mem.mem_total_bytes)),
+        mem_total_bytes: facts.mem.mem_total_bytes,
+        mem_available_bytes: facts.mem.mem_available_bytes,
+        swap_total_bytes: facts.mem.swap_total_bytes,
+        swap_free_bytes: facts.mem.swap_free_bytes,
+        speedups: if ram_backed {
+            vec![]
+        } else {
+            speedups
+                .iter()
+                .map(|s| (s.label.clone(), s.ratio))
+                .collect()
+        },
+    };
+    let verdict = decide(&shown, &vfacts);
+    let commands = commands(&shown, &verdict, &recommended, facts.dir_fstype == "ramfs");
+
+    Ok(Advice {
+        schema_version: SCHEMA_VERSION,
+        dir: shown,
+        verdict,
+        location: Location {
+            fstype: facts.dir_fstype.clone(),
+            ram_backed,
+            mountpoint: facts.current.as_ref().map(|_| dir.display().to_string()),
+            size_limit_bytes: facts.current.as_ref().and_then(|c| c.size_bytes),
+            fstab_line: facts.fstab_entry.as_ref().map(|e| {
+                format!(
+                    "{} {} {} {}",
+                    e.spec,
+                    e.file.display(),
+                    e.vfstype,
+                    e.options.join(",")
+                )
+            }),
+            systemd_unit: facts.unit.name.clone(),
+            systemd_state: facts.unit.state,
+        },
+        usage: Usage {
+            current_bytes: facts.used_bytes,
+            current_inodes: facts.inodes,
+            peak_bytes: peak.as_ref().map(|p| p.0),
+            peak_inodes: peak.as_ref().and_then(|p| p.1),
+            source: peak
+                .as_ref()
+                .map(|p| p.2.clone())
+                .unwrap_or_else(|| "current".into()),
+            window: args.prometheus.as_ref().map(|_| args.window.clone()),
+            decided_on_bytes: decided,
+        },
+        memory: facts.mem.clone(),
+        fit,
+        plan: shown_plan,
+        speedups,
+        commands,
+        bench: report,
+        notes,
+    })
+}
+
+fn commands(dir: &str, v: &Verdict, p: &plan::Plan, ramfs: bool) -> Commands {
+    let size = p.size_option.clone().unwrap_or_default();
+    let q = shell_quote(dir);
+    let mut c = Commands::default();
+    match v.kind {
+        Kind::Move => {
+            c.act.push(format!(
+                "tmpfsctl plan {q} --size {size}    # review first; changes nothing"
+            ));
+            c.act.push(format!("sudo tmpfsctl apply {q} --size {size}"));
+            c.config_path = Some(p.persist.path.clone());
+            c.config = Some(p.persist.content.clone());
+            c.undo.push(format!("sudo tmpfsctl revert {q} --keep-data"));
+        }
+        Kind::Resize if ramfs => {
+            c.act.push(format!("sudo tmpfsctl revert {q} --keep-data"));
+            c.act.push(format!("sudo tmpfsctl apply {q} --size {size}"));
+            c.undo.push(format!("sudo tmpfsctl revert {q} --keep-data"));
+        }
+        Kind::Resize => {
+            c.act
+                .push(format!("sudo tmpfsctl apply {q} --resize {size}"));
+            c.undo
+                .push(format!("sudo tmpfsctl apply {q} --resize <previous size>"));
+        }
+        Kind::NothingToChange | Kind::KeepOnDisk | Kind::NotWorthIt => {}
+    }
+    c
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+pub fn run(ctx: &Context, args: &AdviseArgs) -> Result<u8> {
+    // Validate before measuring: a bad --window must not cost 30 s.
+    if args.prometheus.is_some() {
+        fleet::parse_duration(&args.window)
+            .map_err(|e| anyhow::anyhow!("--window {:?}: {e}", args.window))?;
+    }
+    if let Some(h) = &args.html
+        && let Some(parent) = h.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        anyhow::bail!(
+            "--html {}: directory {} does not exist",
+            h.display(),
+            parent.display()
+        );
+    }
+    let advice = gather(ctx, args)?;
+    if let Some(h) = &args.html {
+        fleet::collect::write_atomic(h, render::html(&advice).as_bytes())
+            .with_context(|| format!("writing {}", h.display()))?;
+    }
+    if args.json {
+        crate::output::print_json(&advice)?;
+    } else {
+        print!("{}", render::text(&advice));
+    }
+    Ok(advice.verdict.kind.exit_code())
 }

@@ -16,6 +16,8 @@ pub struct Facts {
     pub current_limit_bytes: Option<u64>,
     /// Size the planner recommends for a tmpfs holding DIR.
     pub recommended_bytes: u64,
+    /// The same as the planner writes it in `size=` (`25%`, `2G`).
+    pub recommended_option: String,
     /// tmpfs's default inode limit for that size, or the planned nr_inodes.
     pub recommended_inodes: u64,
     pub mem_total_bytes: u64,
@@ -71,7 +73,7 @@ pub const MIN_HEADROOM: f64 = 1.25;
 const SMALL_RAM_BYTES: u64 = 1 << 30;
 
 pub fn decide(dir: &str, f: &Facts) -> Verdict {
-    use crate::units::{fmt_bytes, tmpfs_size_option};
+    use crate::units::fmt_bytes;
     let used = f.used_bytes;
     let which = if f.used_is_peak { "peak" } else { "current" };
     let ram_swap_free = f.mem_available_bytes.saturating_add(f.swap_free_bytes);
@@ -112,7 +114,7 @@ pub fn decide(dir: &str, f: &Facts) -> Verdict {
             Kind::Resize,
             format!(
                 "already in RAM on ramfs; switch {dir} to tmpfs (size={})",
-                tmpfs_size_option(size)
+                f.recommended_option
             ),
             reasons,
             risks,
@@ -130,10 +132,7 @@ pub fn decide(dir: &str, f: &Facts) -> Verdict {
                 ));
                 verdict(
                     Kind::Resize,
-                    format!(
-                        "already on tmpfs; resize {dir} to {}",
-                        tmpfs_size_option(size)
-                    ),
+                    format!("already on tmpfs; resize {dir} to {}", f.recommended_option),
                     reasons,
                     risks,
                     Some(size),
@@ -147,10 +146,7 @@ pub fn decide(dir: &str, f: &Facts) -> Verdict {
                 ));
                 verdict(
                     Kind::Resize,
-                    format!(
-                        "already on tmpfs; resize {dir} to {}",
-                        tmpfs_size_option(size)
-                    ),
+                    format!("already on tmpfs; resize {dir} to {}", f.recommended_option),
                     reasons,
                     risks,
                     Some(size),
@@ -160,10 +156,7 @@ pub fn decide(dir: &str, f: &Facts) -> Verdict {
                 reasons.push("it has no size limit".into());
                 verdict(
                     Kind::Resize,
-                    format!(
-                        "already on tmpfs; resize {dir} to {}",
-                        tmpfs_size_option(size)
-                    ),
+                    format!("already on tmpfs; resize {dir} to {}", f.recommended_option),
                     reasons,
                     risks,
                     Some(size),
@@ -213,15 +206,17 @@ pub fn decide(dir: &str, f: &Facts) -> Verdict {
             risks,
             None,
         )
-    } else if f.swap_total_bytes == 0 && size > f.mem_available_bytes / 2 {
+    } else if f.swap_total_bytes == 0
+        && used as f64 * MIN_HEADROOM > (f.mem_available_bytes / 2) as f64
+    {
         reasons.push(format!(
-            "without swap, a full tmpfs of {} would take more than half of the {} available",
-            fmt_bytes(size),
+            "without swap, {} with headroom would take more than half of the {} available",
+            fmt_bytes(used),
             fmt_bytes(f.mem_available_bytes)
         ));
         verdict(
             Kind::KeepOnDisk,
-            format!("keep {dir} on disk because without swap a full tmpfs would starve RAM"),
+            format!("keep {dir} on disk because without swap its data would starve RAM"),
             reasons,
             risks,
             None,
@@ -249,7 +244,7 @@ pub fn decide(dir: &str, f: &Facts) -> Verdict {
         ));
         verdict(
             Kind::Move,
-            format!("move {dir} to tmpfs (size={})", tmpfs_size_option(size)),
+            format!("move {dir} to tmpfs (size={})", f.recommended_option),
             reasons,
             risks,
             Some(size),
@@ -272,6 +267,7 @@ mod tests {
             inodes: 200,
             current_limit_bytes: None,
             recommended_bytes: 4 * G,
+            recommended_option: "4G".into(),
             recommended_inodes: 1 << 20,
             mem_total_bytes: 16 * G,
             mem_available_bytes: 12 * G,
@@ -315,11 +311,12 @@ mod tests {
                 needle: "would not fit",
             },
             Case {
-                name: "no swap and big tmpfs",
+                name: "no swap and big /tmp",
                 change: |f| {
                     f.swap_total_bytes = 0;
                     f.swap_free_bytes = 0;
                     f.mem_available_bytes = 6 * G;
+                    f.used_bytes = 3 * G;
                 },
                 kind: Kind::KeepOnDisk,
                 needle: "without swap",

@@ -12,7 +12,7 @@ pub mod render;
 pub mod report;
 pub mod stats;
 pub mod suite;
-mod target;
+pub mod target;
 pub mod workload;
 
 #[cfg(test)]

@@ -368,14 +368,24 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
                     "keeps the size the tmpfs here has now".to_string(),
                 ),
                 None => {
-                    let half = resolve_size(Size::PercentOfRam(50.0), mem.mem_total_bytes);
-                    if half >= need_b {
+                    // Without swap a full tmpfs pins every page in RAM, so the
+                    // default share is halved; with swap, tmpfs's own 50%.
+                    let (pct, what) = if mem.swap_total_bytes == 0 {
                         (
-                            Size::PercentOfRam(50.0),
+                            25.0,
+                            "a quarter of the RAM, since there is no swap to take a full tmpfs's pages",
+                        )
+                    } else {
+                        (50.0, "tmpfs's default of half the RAM")
+                    };
+                    let share = resolve_size(Size::PercentOfRam(pct), mem.mem_total_bytes);
+                    if share >= need_b {
+                        (
+                            Size::PercentOfRam(pct),
                             format!(
-                                "tmpfs's default of half the RAM ({}): it is a limit, not a reservation, and \
+                                "{what} ({}): it is a limit, not a reservation, and \
                                  leaves room for {shown}'s {} now plus headroom",
-                                fmt_bytes(half),
+                                fmt_bytes(share),
                                 fmt_bytes(facts.used_bytes)
                             ),
                         )
@@ -383,9 +393,9 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
                         (
                             Size::Bytes(need_b),
                             format!(
-                                "{shown} holds {} now; half the RAM ({}) would be too small, so usage + 50% (at least 64 MiB)",
+                                "{shown} holds {} now; {pct}% of the RAM ({}) would be too small, so usage + 50% (at least 64 MiB)",
                                 fmt_bytes(facts.used_bytes),
-                                fmt_bytes(half)
+                                fmt_bytes(share)
                             ),
                         )
                     }
@@ -864,6 +874,23 @@ mod tests {
             busy: vec![],
             nested_mounts: vec![],
         }
+    }
+
+    #[test]
+    fn no_swap_defaults_to_a_quarter_of_ram() {
+        let mut f = facts("/tmp", 100 * MIB, 100);
+        f.mem.swap_total_bytes = 0;
+        let p = plan(&f, &Request::default()).unwrap();
+        assert_eq!(p.size_option.as_deref(), Some("25%"));
+        assert_eq!(p.size_bytes, Some(2 * GIB));
+        f.mem.swap_total_bytes = GIB;
+        assert_eq!(
+            plan(&f, &Request::default())
+                .unwrap()
+                .size_option
+                .as_deref(),
+            Some("50%")
+        );
     }
 
     fn tmpfs_now(size: u64, inodes: u64) -> CurrentMount {

@@ -1,0 +1,172 @@
+//! Human and HTML output for `advise`: the verdict first, then the evidence.
+
+use std::fmt::Write;
+
+use super::Advice;
+use crate::output::html_escape as esc;
+use crate::units::{fmt_bytes, fmt_count};
+
+fn yes_no(b: Option<bool>) -> &'static str {
+    match b {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "unknown",
+    }
+}
+
+/// The sections after the headline, shared by text and HTML.
+fn sections(a: &Advice) -> Vec<(String, Vec<String>)> {
+    let l = &a.location;
+    let u = &a.usage;
+    let mut out = Vec::new();
+    let mut where_ = vec![format!(
+        "{} ({}){}",
+        l.fstype,
+        if l.ram_backed { "RAM" } else { "disk" },
+        l.size_limit_bytes
+            .map(|s| format!(", limit {}", fmt_bytes(s)))
+            .unwrap_or_default()
+    )];
+    where_.push(match &l.fstab_line {
+        Some(f) => format!("fstab: {f}"),
+        None => "no fstab line for it".into(),
+    });
+    where_.push(format!("systemd {}: {}", l.systemd_unit, l.systemd_state));
+    out.push((format!("Where {} is now", a.dir), where_));
+
+    let mut usage = vec![format!(
+        "now: {} in {} inodes",
+        fmt_bytes(u.current_bytes),
+        fmt_count(u.current_inodes)
+    )];
+    match u.peak_bytes {
+        Some(p) => usage.push(format!(
+            "peak from {}{}: {} — the verdict uses the peak",
+            u.source,
+            u.window.as_ref().map(|w| format!(" over {w}")).unwrap_or_default(),
+            fmt_bytes(p)
+        )),
+        None => usage.push(
+            "this is the current value, not a peak: give --history (collect snapshots) or --prometheus URL for the peak"
+                .into(),
+        ),
+    }
+    out.push(("Usage".into(), usage));
+
+    let f = &a.fit;
+    out.push((
+        format!(
+            "Fit of {} ({} of data)",
+            a.dir,
+            fmt_bytes(u.decided_on_bytes)
+        ),
+        vec![
+            format!(
+                "within the recommended tmpfs size {}: {}",
+                fmt_bytes(f.tmpfs_size_bytes),
+                yes_no(Some(f.fits_size))
+            ),
+            format!(
+                "within MemAvailable {}: {}",
+                f.mem_available_bytes.map(fmt_bytes).unwrap_or_default(),
+                yes_no(f.fits_mem_available)
+            ),
+            format!(
+                "within MemAvailable + free swap {}: {}",
+                f.mem_available_plus_swap_bytes
+                    .map(fmt_bytes)
+                    .unwrap_or_default(),
+                yes_no(f.fits_mem_available_plus_swap)
+            ),
+            format!(
+                "inodes within nr_inodes {}: {}",
+                f.nr_inodes,
+                yes_no(f.fits_inodes)
+            ),
+        ],
+    ));
+    out.push(("Why".into(), a.verdict.reasons.clone()));
+    if !a.verdict.risks.is_empty() {
+        out.push(("Risks".into(), a.verdict.risks.clone()));
+    }
+    let busy: Vec<String> = a
+        .plan
+        .busy
+        .iter()
+        .take(5)
+        .map(|p| format!("{} {} has files open under {}", p.pid, p.comm, a.dir))
+        .collect();
+    if !busy.is_empty() {
+        out.push(("Processes using it now".into(), busy));
+    }
+    let c = &a.commands;
+    if !c.act.is_empty() {
+        let mut act = c.act.clone();
+        if let (Some(p), Some(cfg)) = (&c.config_path, &c.config) {
+            act.push(format!("(apply writes this to {p}; to do it by hand:)"));
+            act.extend(cfg.lines().map(|l| format!("    {l}")));
+        }
+        out.push(("Do it".into(), act));
+        out.push(("Undo".into(), c.undo.clone()));
+    }
+    if !a.notes.is_empty() {
+        out.push(("Notes".into(), a.notes.clone()));
+    }
+    out
+}
+
+pub fn text(a: &Advice) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "Verdict: {}\n", a.verdict.headline);
+    let secs = sections(a);
+    // The measurement goes right after the usage, before the fit.
+    for (i, (title, lines)) in secs.iter().enumerate() {
+        let _ = writeln!(s, "{title}");
+        for l in lines {
+            let _ = writeln!(s, "  {l}");
+        }
+        let _ = writeln!(s);
+        if i == 1
+            && let Some(r) = &a.bench
+        {
+            let _ = writeln!(s, "Measured side by side (same run; higher is better)");
+            let _ = writeln!(s, "{}", crate::bench::render::table(r));
+        }
+    }
+    let _ = writeln!(s, "(sizes in binary units: KiB, MiB, GiB)");
+    s
+}
+
+pub fn html(a: &Advice) -> String {
+    let mut s = String::from(
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>tmpfsctl advise</title><style>
+body{font:14px/1.45 sans-serif;margin:24px auto;max-width:1040px;color:#212529;padding:0 12px}
+h1{font-size:22px} h2{font-size:17px;margin-top:24px} .verdict{font-size:18px;background:#e7f5ff;border-left:5px solid #1971c2;padding:10px 14px}
+code,pre{background:#f1f3f5;padding:2px 4px} .grid{display:flex;flex-wrap:wrap;gap:12px}
+</style></head><body><h1>tmpfsctl advise</h1>"#,
+    );
+    let _ = write!(
+        s,
+        r#"<p class="verdict" id="verdict" data-kind="{}">{}</p>"#,
+        esc(&serde_json::to_value(a.verdict.kind)
+            .map(|v| v.as_str().unwrap_or("").to_string())
+            .unwrap_or_default()),
+        esc(&a.verdict.headline)
+    );
+    for (title, lines) in sections(a) {
+        let _ = write!(s, "<h2>{}</h2><ul>", esc(&title));
+        for l in lines {
+            let _ = write!(s, "<li>{}</li>", esc(&l));
+        }
+        s.push_str("</ul>");
+    }
+    if let Some(r) = &a.bench {
+        s.push_str(r#"<h2>Measured side by side</h2><div class="grid">"#);
+        for w in &r.workloads {
+            s.push_str(&crate::bench::html::bar_chart(r, w));
+        }
+        s.push_str("</div>");
+    }
+    s.push_str("</body></html>\n");
+    s
+}
