@@ -33,6 +33,11 @@ pub fn table(header: &[&str]) -> Table {
     }))
     .set_content_arrangement(ContentArrangement::Dynamic)
     .set_header(header.iter().map(|h| h.to_string()));
+    // Piped to a file or a pager there is no terminal width: wrap long "why"
+    // columns at a width that still reads well instead of 300-column lines.
+    if t.width().is_none() {
+        t.set_width(120);
+    }
     t
 }
 

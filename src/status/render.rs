@@ -22,9 +22,13 @@ pub fn text(r: &StatusReport) -> String {
             "used",
             "avail",
             "use%",
-            "inodes used/limit",
+            "inodes",
             "options",
         ]);
+        // Paths are the key: wrap the options, never the mount point.
+        if let Some(c) = t.column_mut(0) {
+            c.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+        }
         for m in &r.mounts {
             let limitless = if m.fstype == "ramfs" {
                 "unlimited"
@@ -47,7 +51,7 @@ pub fn text(r: &StatusReport) -> String {
                         .map(fmt_count)
                         .unwrap_or_else(|| "unlimited".into())
                 ),
-                m.key_options.join(","),
+                m.key_options.join(" "),
             ]);
         }
         let _ = writeln!(s, "{t}");
