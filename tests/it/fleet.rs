@@ -1158,6 +1158,32 @@ fn prometheus_backfilled_history_the_peak_drives_the_fit() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("lack that label"), "{}", stderr(&o));
+
+    // advise reads the same history: one host's peak, not its last value.
+    let a = json(&tmpfsctl(&[
+        "advise",
+        "--no-bench",
+        "--json",
+        "--prometheus",
+        &url,
+        "--host",
+        "host-001",
+        "/tmp",
+    ]));
+    assert_eq!(a["usage"]["source"], "prometheus");
+    assert_eq!(a["usage"]["peak_bytes"].as_u64(), Some(1 << 30));
+    assert_eq!(a["usage"]["window"], "7d");
+    let o = tmpfsctl(&[
+        "advise",
+        "--no-bench",
+        "--prometheus",
+        &url,
+        "--host",
+        "nope",
+        "/tmp",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--host"), "{}", stderr(&o));
     drop(srv);
 }
 
