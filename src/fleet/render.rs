@@ -2,6 +2,7 @@
 //! blocks (headings, paragraphs, tables), then written as terminal text,
 //! Markdown or HTML; HTML adds inline SVG charts.
 
+use crate::output::html_escape as esc;
 use std::fmt::Write as _;
 
 use super::analyze::FleetReport;
@@ -291,13 +292,6 @@ pub fn markdown(r: &FleetReport) -> String {
         }
     }
     o.trim_start().to_string()
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 pub fn html(r: &FleetReport) -> String {
