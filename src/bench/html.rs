@@ -11,18 +11,12 @@ use anyhow::{Context as _, Result};
 use super::render::{fmt_ratio, fmt_value, ops_unit, summary_line};
 use super::report::{BenchReport, BenchResult};
 use super::workload::{Op, Workload, fmt_size};
+use crate::output::html_escape as esc;
 use crate::units::{fmt_bytes, fmt_rate};
 
 const PALETTE: [&str; 6] = [
     "#d9480f", "#1971c2", "#2f9e44", "#9c36b5", "#e67700", "#495057",
 ];
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 fn target_name(r: &BenchReport, i: usize) -> String {
     let t = &r.targets[i];
