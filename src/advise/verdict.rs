@@ -123,27 +123,24 @@ pub fn decide(dir: &str, f: &Facts) -> Verdict {
     }
     if crate::sys::is_ram_backed(&f.fstype) {
         let ceiling = f.mem_total_bytes.saturating_add(f.swap_total_bytes);
-        match f.current_limit_bytes {
-            Some(limit) if (limit as f64) < used as f64 * MIN_HEADROOM => {
-                reasons.push(format!(
-                    "its limit {} leaves less than {:.0}% headroom over {which} usage",
-                    fmt_bytes(limit),
-                    (MIN_HEADROOM - 1.0) * 100.0
-                ));
-                verdict(
-                    Kind::Resize,
-                    format!("already on tmpfs; resize {dir} to {}", f.recommended_option),
-                    reasons,
-                    risks,
-                    Some(size),
-                )
-            }
-            Some(limit) if limit > ceiling => {
-                reasons.push(format!(
-                    "its limit {} is more than RAM + swap ({})",
-                    fmt_bytes(limit),
-                    fmt_bytes(ceiling)
-                ));
+        // Why the current limit is wrong, if it is.
+        let problem = match f.current_limit_bytes {
+            None => Some("it has no size limit".to_string()),
+            Some(limit) if (limit as f64) < used as f64 * MIN_HEADROOM => Some(format!(
+                "its limit {} leaves less than {:.0}% headroom over {which} usage",
+                fmt_bytes(limit),
+                (MIN_HEADROOM - 1.0) * 100.0
+            )),
+            Some(limit) if limit > ceiling => Some(format!(
+                "its limit {} is more than RAM + swap ({})",
+                fmt_bytes(limit),
+                fmt_bytes(ceiling)
+            )),
+            Some(_) => None,
+        };
+        match problem {
+            Some(p) => {
+                reasons.push(p);
                 verdict(
                     Kind::Resize,
                     format!("already on tmpfs; resize {dir} to {}", f.recommended_option),
@@ -153,19 +150,9 @@ pub fn decide(dir: &str, f: &Facts) -> Verdict {
                 )
             }
             None => {
-                reasons.push("it has no size limit".into());
-                verdict(
-                    Kind::Resize,
-                    format!("already on tmpfs; resize {dir} to {}", f.recommended_option),
-                    reasons,
-                    risks,
-                    Some(size),
-                )
-            }
-            Some(limit) => {
                 reasons.push(format!(
                     "its limit {} fits the {which} usage with headroom",
-                    fmt_bytes(limit)
+                    fmt_bytes(f.current_limit_bytes.unwrap_or(0))
                 ));
                 verdict(
                     Kind::NothingToChange,

@@ -388,24 +388,7 @@ fn copy_failure_aborts_with_nothing_changed() {
 
 /// Debian 12's installer output, with aligned columns, comments and a
 /// commented-out line.
-const DEBIAN_FSTAB: &[u8] = b"# /etc/fstab: static file system information.\n\
-#\n\
-# Use 'blkid' to print the universally unique identifier for a\n\
-# device; this may be used with UUID= as a more robust way to name devices\n\
-# that works even if disks are added and removed. See fstab(5).\n\
-#\n\
-# systemd generates mount units based on this file, see systemd.mount(5).\n\
-# Please run 'systemctl daemon-reload' after making changes here.\n\
-#\n\
-# <file system> <mount point>   <type>  <options>       <dump>  <pass>\n\
-# / was on /dev/vda1 during installation\n\
-UUID=3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d /               ext4    errors=remount-ro 0       1\n\
-# /boot/efi was on /dev/vda15 during installation\n\
-UUID=ABCD-1234  /boot/efi       vfat    umask=0077      0       1\n\
-# swap was on /dev/vda5 during installation\n\
-UUID=9a8b7c6d-0000-4111-8222-933344455566 none            swap    sw              0       0\n\
-/dev/sr0        /media/cdrom0   udf,iso9660 user,noauto     0       0\n\
-#tmpfs\t/tmp\ttmpfs\tdefaults\t0\t0\n";
+const DEBIAN_FSTAB: &[u8] = include_bytes!("../fixtures/debian.fstab");
 
 #[test]
 fn fstab_round_trips_and_second_apply_adds_nothing() {
