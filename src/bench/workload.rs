@@ -15,6 +15,10 @@ pub fn fmt_size(b: u64) -> String {
     fmt_bytes(b)
 }
 
+/// Emptied per-run directories of small-file/metadata runs kept per thread
+/// (each holds one inode; see the engine's `after_run`).
+pub const KEEP_RUN_DIRS: usize = 32;
+
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 
@@ -200,7 +204,8 @@ impl Workload {
     /// Inodes this workload needs at its peak.
     pub fn footprint_inodes(&self) -> u64 {
         let per_thread = match self.op {
-            Op::SmallFiles | Op::Metadata => self.ops.max(self.files),
+            // + the emptied per-run directories kept for a while.
+            Op::SmallFiles | Op::Metadata => self.ops.max(self.files) + KEEP_RUN_DIRS as u64 + 1,
             _ => self.files,
         };
         (per_thread + 2) * self.threads as u64
