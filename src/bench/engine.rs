@@ -760,6 +760,9 @@ pub struct Measured {
     pub engine: Engine,
     /// Nanoseconds of each measured run.
     pub run_ns: Vec<u64>,
+    /// Per run: share of its time this thread was runnable but not running
+    /// (another program had the CPU); empty for multi-thread workloads.
+    pub cpu_wait: Vec<f64>,
     pub ops_per_run: u64,
     pub latency: Option<Histogram<u64>>,
     pub cache_mode: CacheMode,
@@ -838,105 +841,187 @@ fn new_hist() -> Result<Histogram<u64>> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).context("histogram")
 }
 
-/// Run one workload on one target directory (its own scratch subdirectory).
-pub fn measure(
-    w: &Workload,
-    scratch: &Path,
-    ram_backed: bool,
-    plan: &Plan,
-    stop: &AtomicBool,
-    on_run: &mut dyn FnMut(u32),
-) -> Result<Measured> {
-    let wdir = scratch.join(&w.id);
-    std::fs::create_dir(&wdir).map_err(|e| io_err(e, "creating", &wdir))?;
-    let res = measure_in(w, &wdir, ram_backed, plan, stop, on_run);
-    // Each workload leaves nothing behind, so the next one starts from the same free space.
-    let rm = std::fs::remove_dir_all(&wdir).map_err(|e| io_err(e, "removing", &wdir));
-    let m = res?;
-    rm?;
-    Ok(m)
+/// This thread's time spent runnable but waiting for a CPU, from
+/// /proc/thread-self/schedstat (its second field, ns); None where unavailable.
+fn runqueue_wait_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn measure_in(
-    w: &Workload,
-    wdir: &Path,
+/// One workload on one target, prepared and ready to be run again and again,
+/// so a suite can interleave the targets run by run (A B B A ...) and both see
+/// the same state of the machine.
+pub struct Session<'a> {
+    wdir: PathBuf,
+    w: Workload,
+    engine: Engine,
+    workers: Vec<Worker>,
+    direct: bool,
+    mode: CacheMode,
     ram_backed: bool,
-    plan: &Plan,
-    stop: &AtomicBool,
-    on_run: &mut dyn FnMut(u32),
-) -> Result<Measured> {
-    let mut direct = w.direct;
-    if direct && !direct_supported(wdir) {
-        anyhow::ensure!(
+    resident: Option<f64>,
+    ops: u64,
+    plan: &'a Plan,
+    stop: &'a AtomicBool,
+    run_ns: Vec<u64>,
+    cpu_wait: Vec<f64>,
+    measured: Duration,
+    removed: bool,
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        if !self.removed {
+            self.workers.clear();
+            let _ = std::fs::remove_dir_all(&self.wdir);
+        }
+    }
+}
+
+impl<'a> Session<'a> {
+    /// Create the workload's directory in `scratch`, write its files, check
+    /// the cache state, size its runs and do the warm-up (all untimed).
+    pub fn start(
+        w: &Workload,
+        scratch: &Path,
+        ram_backed: bool,
+        plan: &'a Plan,
+        stop: &'a AtomicBool,
+    ) -> Result<Session<'a>> {
+        let wdir = scratch.join(&w.id);
+        std::fs::create_dir(&wdir).map_err(|e| io_err(e, "creating", &wdir))?;
+        let (eff, engine) = effective(w);
+        let mut sess = Session {
+            wdir,
+            w: eff,
+            engine,
+            workers: Vec::new(),
+            direct: w.direct,
+            mode: CacheMode::NotApplicable("write"),
             ram_backed,
-            "O_DIRECT is not supported on {}; drop --direct for this target",
-            wdir.display()
-        );
-        // Older tmpfs refuses O_DIRECT; its data is RAM either way.
-        direct = false;
-    }
-    let mut mode = if !w.op.is_read() {
-        CacheMode::NotApplicable("write")
-    } else if ram_backed {
-        CacheMode::NotApplicable("RAM-backed: the data is the cache")
-    } else if direct {
-        CacheMode::Direct
-    } else if w.cache == CacheWant::Warm {
-        CacheMode::Warm
-    } else {
-        CacheMode::Evict
-    };
-    let (eff, engine) = effective(w);
-    let w = &eff;
-    let mut workers: Vec<Worker> = (0..w.threads)
-        .map(|t| Worker::new(wdir.join(format!("t{t}")), w, 0x7e57_0000 + t as u64))
-        .collect::<Result<_>>()?;
-    if engine == Engine::IoUring {
-        for wk in &mut workers {
-            anyhow::ensure!(wk.enable_uring(w), "io_uring setup failed for {}", w.id);
-        }
-    }
-    let mut setup = Setup { w, stop, direct };
-    for wk in &mut workers {
-        wk.prepare(&setup)?;
-    }
-    let mut resident = None;
-    // Check once that eviction really empties the cache; if not, O_DIRECT, else say "warm".
-    if mode == CacheMode::Evict {
-        let f = File::open(&workers[0].files[0])?;
-        evict(&f)?;
-        let r = resident_fraction(&f)?;
-        resident = Some(r);
-        if r > 0.01 {
-            if direct_supported(wdir) {
-                mode = CacheMode::Direct;
-                setup.direct = true;
-            } else {
-                mode = CacheMode::Warm;
-            }
-        }
+            resident: None,
+            ops: 0,
+            plan,
+            stop,
+            run_ns: Vec::new(),
+            cpu_wait: Vec::new(),
+            measured: Duration::ZERO,
+            removed: false,
+        };
+        // On error the session is dropped, which removes its directory.
+        sess.init()?;
+        Ok(sess)
     }
 
-    let run_all = |workers: &mut Vec<Worker>,
-                   ops: u64,
-                   lat: bool,
-                   setup: &Setup|
-     -> Result<(u64, Option<Histogram<u64>>)> {
-        for wk in workers.iter_mut() {
-            wk.before_run(setup, &mode, ops)?;
+    fn init(&mut self) -> Result<()> {
+        let wdir = self.wdir.clone();
+        if self.direct && !direct_supported(&wdir) {
+            anyhow::ensure!(
+                self.ram_backed,
+                "O_DIRECT is not supported on {}; drop --direct for this target",
+                wdir.display()
+            );
+            // Older tmpfs refuses O_DIRECT; its data is RAM either way.
+            self.direct = false;
         }
-        let mut hists: Vec<Option<Histogram<u64>>> = (0..workers.len())
+        let w = self.w.clone();
+        self.mode = if !w.op.is_read() {
+            CacheMode::NotApplicable("write")
+        } else if self.ram_backed {
+            CacheMode::NotApplicable("RAM-backed: the data is the cache")
+        } else if self.direct {
+            CacheMode::Direct
+        } else if w.cache == CacheWant::Warm {
+            CacheMode::Warm
+        } else {
+            CacheMode::Evict
+        };
+        self.workers = (0..w.threads)
+            .map(|t| Worker::new(wdir.join(format!("t{t}")), &w, 0x7e57_0000 + t as u64))
+            .collect::<Result<_>>()?;
+        if self.engine == Engine::IoUring {
+            for wk in &mut self.workers {
+                anyhow::ensure!(wk.enable_uring(&w), "io_uring setup failed for {}", w.id);
+            }
+        }
+        let setup = Setup {
+            w: &w,
+            stop: self.stop,
+            direct: self.direct,
+        };
+        for wk in &mut self.workers {
+            wk.prepare(&setup)?;
+        }
+        // Check once that eviction really empties the cache; if not, O_DIRECT, else say "warm".
+        if self.mode == CacheMode::Evict {
+            let f = File::open(&self.workers[0].files[0])?;
+            evict(&f)?;
+            let r = resident_fraction(&f)?;
+            self.resident = Some(r);
+            if r > 0.01 {
+                if direct_supported(&wdir) {
+                    self.mode = CacheMode::Direct;
+                    self.direct = true;
+                } else {
+                    self.mode = CacheMode::Warm;
+                }
+            }
+        }
+        // How many ops a run does: whole files for streaming, otherwise sized
+        // so that a run lasts about min_time / min_runs (bounded by the nominal count).
+        let adaptive = w.ops > 0;
+        self.ops = if adaptive { w.ops } else { 0 };
+        if adaptive {
+            let probe = w.ops.min(64);
+            let (ns, _) = self.run_all(probe, false)?;
+            let per_op = ns as f64 / probe as f64;
+            let mut target_ns =
+                self.plan.min_time.as_nanos() as f64 / self.plan.min_runs.max(1) as f64;
+            if let Some(rt) = self.plan.runtime {
+                target_ns = rt.as_nanos() as f64;
+            }
+            if target_ns > 0.0 {
+                self.ops = ((target_ns / per_op) as u64).clamp(probe, w.ops);
+            }
+        }
+        if self.plan.warmup && !adaptive {
+            self.run_all(self.ops, false)?;
+        }
+        if self.mode == CacheMode::Warm && !self.ram_backed {
+            let f = File::open(&self.workers[0].files[0])?;
+            self.resident = Some(resident_fraction(&f)?);
+        }
+        Ok(())
+    }
+
+    /// One run of every worker: untimed preparation, the timed part, untimed
+    /// cleanup. Returns the run's ns and, in the latency pass, its histogram.
+    fn run_all(&mut self, ops: u64, lat: bool) -> Result<(u64, Option<Histogram<u64>>)> {
+        let setup = Setup {
+            w: &self.w,
+            stop: self.stop,
+            direct: self.direct,
+        };
+        let clock_ns = self.plan.clock_ns;
+        for wk in self.workers.iter_mut() {
+            wk.before_run(&setup, &self.mode, ops)?;
+        }
+        let mut hists: Vec<Option<Histogram<u64>>> = (0..self.workers.len())
             .map(|_| if lat { new_hist().ok() } else { None })
             .collect();
+        let single = self.workers.len() == 1;
+        let wait0 = if single { runqueue_wait_ns() } else { None };
         let t = Instant::now();
-        if workers.len() == 1 {
-            workers[0].run(setup, ops, hists[0].as_mut(), plan.clock_ns)?;
+        if single {
+            self.workers[0].run(&setup, ops, hists[0].as_mut(), clock_ns)?;
         } else {
+            let setup = &setup;
             std::thread::scope(|sc| -> Result<()> {
-                let hs: Vec<_> = workers
+                let hs: Vec<_> = self
+                    .workers
                     .iter_mut()
                     .zip(hists.iter_mut())
-                    .map(|(wk, h)| sc.spawn(move || wk.run(setup, ops, h.as_mut(), plan.clock_ns)))
+                    .map(|(wk, h)| sc.spawn(move || wk.run(setup, ops, h.as_mut(), clock_ns)))
                     .collect();
                 for h in hs {
                     h.join()
@@ -946,8 +1031,14 @@ fn measure_in(
             })?;
         }
         let ns = t.elapsed().as_nanos() as u64;
-        for wk in workers.iter_mut() {
-            wk.after_run(setup)?;
+        if let (Some(a), Some(b)) = (wait0, runqueue_wait_ns().filter(|_| single)) {
+            if !lat {
+                self.cpu_wait
+                    .push(b.saturating_sub(a) as f64 / ns.max(1) as f64);
+            }
+        }
+        for wk in self.workers.iter_mut() {
+            wk.after_run(&setup)?;
         }
         let mut merged: Option<Histogram<u64>> = None;
         for h in hists.into_iter().flatten() {
@@ -959,59 +1050,55 @@ fn measure_in(
             }
         }
         Ok((ns.max(1), merged))
-    };
+    }
 
-    // How many ops a run does: whole files for streaming, otherwise sized so
-    // that a run lasts about min_time / min_runs (bounded by the nominal count).
-    let adaptive = w.ops > 0;
-    let mut ops = if adaptive { w.ops } else { 0 };
-    if adaptive {
-        let probe = w.ops.min(64);
-        let (ns, _) = run_all(&mut workers, probe, false, &setup)?;
-        let per_op = ns as f64 / probe as f64;
-        let mut target_ns = plan.min_time.as_nanos() as f64 / plan.min_runs.max(1) as f64;
-        if let Some(rt) = plan.runtime {
-            target_ns = rt.as_nanos() as f64;
+    /// One measured run; returns its nanoseconds.
+    pub fn run_once(&mut self) -> Result<u64> {
+        check_stop(self.stop)?;
+        let (ns, _) = self.run_all(self.ops, false)?;
+        self.run_ns.push(ns);
+        self.measured += Duration::from_nanos(ns);
+        Ok(ns)
+    }
+
+    pub fn runs(&self) -> u32 {
+        self.run_ns.len() as u32
+    }
+
+    /// Whether this session alone would stop: at least min_runs, and at least
+    /// min_time measured or max_runs reached.
+    pub fn satisfied(&self) -> bool {
+        let n = self.runs();
+        n >= self.plan.min_runs.max(1)
+            && (self.measured >= self.plan.min_time || n >= self.plan.max_runs)
+    }
+
+    /// The latency pass (when planned), the last eviction check, and removal
+    /// of the workload's files.
+    pub fn finish(mut self) -> Result<Measured> {
+        let latency = if self.plan.latency {
+            self.run_all(self.ops, true)?.1
+        } else {
+            None
+        };
+        if self.mode == CacheMode::Evict {
+            let f = File::open(&self.workers[0].files[0])?;
+            evict(&f)?;
+            self.resident = Some(self.resident.unwrap_or(0.0).max(resident_fraction(&f)?));
         }
-        if target_ns > 0.0 {
-            ops = ((target_ns / per_op) as u64).clamp(probe, w.ops);
-        }
+        // Each workload leaves nothing behind, so the next one starts from the same free space.
+        self.workers.clear();
+        self.removed = true;
+        std::fs::remove_dir_all(&self.wdir).map_err(|e| io_err(e, "removing", &self.wdir))?;
+        Ok(Measured {
+            effective: self.w.clone(),
+            engine: self.engine,
+            run_ns: std::mem::take(&mut self.run_ns),
+            cpu_wait: std::mem::take(&mut self.cpu_wait),
+            ops_per_run: self.ops,
+            latency,
+            cache_mode: self.mode.clone(),
+            resident: self.resident,
+        })
     }
-    if plan.warmup && !adaptive {
-        run_all(&mut workers, ops, false, &setup)?;
-    }
-    if mode == CacheMode::Warm && !ram_backed {
-        let f = File::open(&workers[0].files[0])?;
-        resident = Some(resident_fraction(&f)?);
-    }
-    let mut run_ns = Vec::new();
-    let mut total = Duration::ZERO;
-    while (run_ns.len() as u32) < plan.min_runs.max(1)
-        || (total < plan.min_time && (run_ns.len() as u32) < plan.max_runs)
-    {
-        check_stop(stop)?;
-        let (ns, _) = run_all(&mut workers, ops, false, &setup)?;
-        run_ns.push(ns);
-        total += Duration::from_nanos(ns);
-        on_run(run_ns.len() as u32);
-    }
-    let latency = if plan.latency {
-        run_all(&mut workers, ops, true, &setup)?.1
-    } else {
-        None
-    };
-    if mode == CacheMode::Evict {
-        let f = File::open(&workers[0].files[0])?;
-        evict(&f)?;
-        resident = Some(resident.unwrap_or(0.0).max(resident_fraction(&f)?));
-    }
-    Ok(Measured {
-        effective: eff.clone(),
-        engine,
-        run_ns,
-        ops_per_run: ops,
-        latency,
-        cache_mode: mode,
-        resident,
-    })
 }

@@ -79,6 +79,19 @@ pub fn ratio_header(r: &BenchReport) -> Option<String> {
     Some(format!("{} vs {}", name(a), name(b)))
 }
 
+/// The ratio cell: "24.1× faster ±6%" (± = the wider side of the 95%
+/// interval of the paired per-run ratio), with "?" when that exceeds 10%.
+pub fn fmt_ratio_cell(x: &super::report::Ratio) -> String {
+    let mut s = fmt_ratio(x.ratio);
+    if let Some(u) = x.ratio_uncertainty_percent.filter(|u| u.is_finite()) {
+        s.push_str(&format!(" ±{u:.0}%"));
+    }
+    if x.flags.iter().any(|f| f == "ratio_uncertain") {
+        s.push_str(" ?");
+    }
+    s
+}
+
 pub fn fmt_ratio(x: f64) -> String {
     if !x.is_finite() {
         "-".into()
@@ -111,7 +124,7 @@ fn rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
                 r.ratios
                     .iter()
                     .find(|x| x.workload == w.id)
-                    .map_or("-".into(), |x| fmt_ratio(x.ratio)),
+                    .map_or("-".into(), fmt_ratio_cell),
             );
         }
         rows.push(row);
@@ -172,13 +185,18 @@ pub fn summary_line(r: &BenchReport) -> String {
         .map(|w| w.size_bytes)
         .max();
     format!(
-        "median of >= {} runs and >= {:.1} s per cell (± is the robust relative std dev); {}units are binary (MiB = 2^20 bytes); took {:.1} s",
+        "median of >= {} runs and >= {:.1} s per cell (± is the robust relative std dev); {}{}units are binary (MiB = 2^20 bytes); took {:.1} s",
         r.min_runs,
         r.min_time_ns as f64 / 1e9,
         size.map_or(String::new(), |s| format!(
             "streaming files of {}; ",
             fmt_bytes(s)
         )),
+        if r.ratios.iter().any(|x| x.paired) {
+            "targets ran in alternation and the ratio is the median of per-run ratios (± = 95% interval, ? = wider than 10%); "
+        } else {
+            ""
+        },
         r.elapsed_ns as f64 / 1e9
     )
 }

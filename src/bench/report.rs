@@ -122,8 +122,13 @@ pub struct BenchResult {
     pub engine: String,
     /// Median throughput / memcpy ceiling of the same run.
     pub ceiling_fraction: Option<f64>,
+    /// Median over runs of the share of the run this (single) benchmark
+    /// thread was runnable but waiting for a CPU another program had, from
+    /// /proc/thread-self/schedstat. None for multi-thread workloads.
+    #[serde(default)]
+    pub cpu_wait_percent: Option<f64>,
     /// Machine-readable caveats: above_memory_ceiling, not_durable_page_cache,
-    /// warm_not_cold, high_spread, outliers, buffer_not_beyond_llc, ...
+    /// warm_not_cold, high_spread, outliers, cpu_contention, ...
     pub flags: Vec<String>,
 }
 
@@ -146,8 +151,35 @@ pub struct Ratio {
     pub workload: String,
     pub numerator_target: String,
     pub denominator_target: String,
-    /// numerator median / denominator median (higher is better for both units).
+    /// numerator / denominator, higher is better for both units. Paired: the
+    /// median of the per-run ratios (the targets ran in alternation, A B B A,
+    /// and run i of one is divided by run i of the other); else the ratio of
+    /// the two medians.
     pub ratio: f64,
+    /// True when `ratio` comes from paired runs.
+    #[serde(default)]
+    pub paired: bool,
+    #[serde(default)]
+    pub pairs: usize,
+    /// Distribution-free 95% confidence interval of the median per-run ratio.
+    #[serde(default)]
+    pub ratio_ci95_low: Option<f64>,
+    #[serde(default)]
+    pub ratio_ci95_high: Option<f64>,
+    /// Smallest and largest per-run ratio.
+    #[serde(default)]
+    pub ratio_min: Option<f64>,
+    #[serde(default)]
+    pub ratio_max: Option<f64>,
+    /// Robust relative std dev of the per-run ratios (1.4826 x MAD / median).
+    #[serde(default)]
+    pub ratio_rsd_percent: Option<f64>,
+    /// Larger side of the 95% interval relative to the ratio: how far a rerun
+    /// may plausibly land. Above 10% the ratio is flagged `ratio_uncertain`.
+    #[serde(default)]
+    pub ratio_uncertainty_percent: Option<f64>,
+    #[serde(default)]
+    pub flags: Vec<String>,
 }
 
 impl BenchReport {

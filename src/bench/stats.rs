@@ -76,6 +76,83 @@ pub fn summarize(samples: &[f64]) -> Summary {
     }
 }
 
+/// Distribution-free confidence interval of the median of `sorted` samples:
+/// the order statistics x(k) and x(n+1-k) with the largest k for which
+/// P(Binomial(n, 1/2) < k) <= (1 - conf) / 2. With few samples this is
+/// simply [min, max]. Empty input gives NaNs.
+pub fn median_ci(sorted: &[f64], conf: f64) -> (f64, f64) {
+    let n = sorted.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let tail = (1.0 - conf) / 2.0;
+    // cdf = P(X <= j) for X ~ Binomial(n, 1/2), built up term by term.
+    let mut term = 0.5f64.powi(n as i32);
+    let mut cdf = term;
+    let mut k = 1;
+    for j in 0..n / 2 {
+        if cdf > tail {
+            break;
+        }
+        // P(X <= j) <= tail: x(j+1) is still a valid lower bound.
+        k = j + 1;
+        term *= (n - j) as f64 / (j + 1) as f64;
+        cdf += term;
+    }
+    (sorted[k - 1], sorted[n - k])
+}
+
+/// Per-run ratios a[i] / b[i] of two targets measured in alternation: the
+/// runs of a pair ran seconds apart, so noise that moves both (another
+/// program's burst, a slow stretch of the host) cancels out of the ratio.
+pub fn pair_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter()
+        .zip(b)
+        .filter(|(x, y)| x.is_finite() && y.is_finite() && **y > 0.0)
+        .map(|(x, y)| x / y)
+        .collect()
+}
+
+/// The paired ratio of two targets: median of the per-run ratios, with its
+/// 95% confidence interval and robust relative spread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairedRatio {
+    pub median: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub min: f64,
+    pub max: f64,
+    pub rsd_percent: f64,
+    pub pairs: usize,
+}
+
+impl PairedRatio {
+    pub fn of(a: &[f64], b: &[f64]) -> Option<PairedRatio> {
+        let mut r = pair_ratios(a, b);
+        if r.is_empty() {
+            return None;
+        }
+        r.sort_by(|x, y| x.total_cmp(y));
+        let s = summarize(&r);
+        let (lo, hi) = median_ci(&r, 0.95);
+        Some(PairedRatio {
+            median: s.median,
+            ci_low: lo,
+            ci_high: hi,
+            min: s.min,
+            max: s.max,
+            rsd_percent: s.rsd_percent,
+            pairs: r.len(),
+        })
+    }
+
+    /// Half the width of the 95% interval, relative to the median, in
+    /// percent: the larger of the two sides (the interval is not symmetric).
+    pub fn uncertainty_percent(&self) -> f64 {
+        ((self.ci_high - self.median).max(self.median - self.ci_low)) / self.median * 100.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +175,46 @@ mod tests {
         let s = summarize(&[5.0, 5.0, 5.0]);
         assert_eq!(s.outliers, 0);
         assert_eq!(s.spread_percent, 0.0);
+    }
+
+    #[test]
+    fn median_ci_uses_binomial_order_statistics() {
+        let x: Vec<f64> = (1..=10).map(f64::from).collect();
+        // n = 10, 95%: ranks 2 and 9 (P(X <= 1) = 11/1024 <= 2.5% < P(X <= 2)).
+        assert_eq!(median_ci(&x, 0.95), (2.0, 9.0));
+        let x: Vec<f64> = (1..=20).map(f64::from).collect();
+        // n = 20: ranks 6 and 15 (P(X <= 5) = 2.07%, P(X <= 6) = 5.77%).
+        assert_eq!(median_ci(&x, 0.95), (6.0, 15.0));
+        // Too few samples for 95%: the whole range.
+        assert_eq!(median_ci(&[1.0, 2.0, 3.0], 0.95), (1.0, 3.0));
+        assert_eq!(median_ci(&[4.0], 0.95), (4.0, 4.0));
+        assert!(median_ci(&[], 0.95).0.is_nan());
+    }
+
+    #[test]
+    fn paired_ratio_cancels_common_noise() {
+        // Both targets slowed by the same factor in the same pair: the
+        // ratio of medians would move, the per-pair ratios do not.
+        let a = [100.0, 50.0, 100.0, 50.0, 100.0];
+        let b = [10.0, 5.0, 10.0, 5.0, 10.0];
+        let p = PairedRatio::of(&a, &b).unwrap();
+        assert_eq!(p.median, 10.0);
+        assert_eq!((p.ci_low, p.ci_high), (10.0, 10.0));
+        assert_eq!(p.rsd_percent, 0.0);
+        assert_eq!(p.pairs, 5);
+        assert_eq!(p.uncertainty_percent(), 0.0);
+        // A zero or missing denominator is skipped, not divided by.
+        assert_eq!(pair_ratios(&[1.0, 2.0, 3.0], &[1.0, 0.0]), vec![1.0]);
+        assert!(PairedRatio::of(&[1.0], &[0.0]).is_none());
+    }
+
+    #[test]
+    fn paired_ratio_uncertainty_is_the_wider_side() {
+        let a = [9.0, 10.0, 10.0, 10.0, 13.0];
+        let b = [1.0; 5];
+        let p = PairedRatio::of(&a, &b).unwrap();
+        assert_eq!((p.min, p.median, p.max), (9.0, 10.0, 13.0));
+        // n = 5: the interval is [min, max]; the upper side is 30% away.
+        assert!((p.uncertainty_percent() - 30.0).abs() < 1e-9);
     }
 }

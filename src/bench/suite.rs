@@ -138,36 +138,51 @@ pub fn run_suite_with(
     let scratches: Vec<Scratch> = checked.iter().map(Scratch::create).collect::<Result<_>>()?;
     let mut results = Vec::new();
     for (wi, w) in workloads.iter().enumerate() {
+        let what = |t: &Target| {
+            format!(
+                "[{}/{}] {} on {}",
+                wi + 1,
+                workloads.len(),
+                w.label,
+                t.shown
+            )
+        };
+        let mut sessions = Vec::new();
         for (t, s) in checked.iter().zip(&scratches) {
-            let pb = bar(
-                opts.progress,
-                format!(
-                    "[{}/{}] {} on {}",
-                    wi + 1,
-                    workloads.len(),
-                    w.label,
-                    t.shown
-                ),
-            );
-            let m = engine::measure(
+            let pb = bar(opts.progress, format!("{}: preparing", what(t)));
+            sessions.push(engine::Session::start(
                 w,
                 s.path(),
                 t.info.ram_backed,
                 &plan,
                 &opts.stop,
-                &mut |n| {
-                    pb.set_message(format!(
-                        "[{}/{}] {} on {}: run {n}",
-                        wi + 1,
-                        workloads.len(),
-                        w.label,
-                        t.shown
-                    ))
-                },
-            )?;
+            )?);
             pb.finish_and_clear();
+        }
+        // The targets take turns run by run, A B B A A B ...: both are
+        // measured across the same stretch of time, so a burst of other
+        // activity hits both (and the per-run ratio), and neither always runs
+        // right after the other.
+        let pb = bar(opts.progress, what(&checked[0]));
+        let mut round = 0u32;
+        while !sessions.iter().all(|s| s.satisfied()) {
+            let order: Vec<usize> = if round % 2 == 0 {
+                (0..sessions.len()).collect()
+            } else {
+                (0..sessions.len()).rev().collect()
+            };
+            for i in order {
+                pb.set_message(format!("{}: run {}", what(&checked[i]), round + 1));
+                sessions[i].run_once()?;
+            }
+            round += 1;
+        }
+        for (t, sess) in checked.iter().zip(sessions) {
+            pb.set_message(format!("{}: latency pass", what(t)));
+            let m = sess.finish()?;
             results.push(to_result(w, t, &m, &ceiling, &host));
         }
+        pb.finish_and_clear();
     }
     for s in scratches {
         s.remove()?;
@@ -297,6 +312,14 @@ fn to_result(
     if m.engine == engine::Engine::PsyncThreads {
         flags.push("iodepth_emulated_with_threads".into());
     }
+    let cpu_wait_percent = (!m.cpu_wait.is_empty()).then(|| {
+        let mut v: Vec<f64> = m.cpu_wait.iter().map(|x| x * 100.0).collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        stats::median(&v)
+    });
+    if cpu_wait_percent.is_some_and(|p| p > CPU_WAIT_FLAG_PERCENT) {
+        flags.push("cpu_contention".into());
+    }
     let latency = m
         .latency
         .as_ref()
@@ -333,9 +356,16 @@ fn to_result(
         cache_method,
         engine: m.engine.name().into(),
         ceiling_fraction,
+        cpu_wait_percent,
         flags,
     }
 }
+
+/// Share of a run spent waiting for a CPU above which a result is flagged:
+/// the figure then measures the competition as much as the target.
+pub const CPU_WAIT_FLAG_PERCENT: f64 = 10.0;
+/// A ratio whose 95% interval reaches further than this from it is flagged.
+pub const RATIO_UNCERTAIN_PERCENT: f64 = 10.0;
 
 /// Which two targets the ratio column compares: the first RAM-backed one
 /// against the first disk one; else the first against the second.
@@ -349,7 +379,10 @@ pub fn ratio_pair(targets: &[TargetInfo]) -> Option<(usize, usize)> {
     }
 }
 
-fn ratios(r: &BenchReport) -> Vec<Ratio> {
+/// Per workload, the first RAM-backed target against the first disk target:
+/// the median of the per-run ratios when the runs were paired (same count,
+/// run in alternation), else the ratio of the medians.
+pub fn ratios(r: &BenchReport) -> Vec<Ratio> {
     let Some((a, b)) = ratio_pair(&r.targets) else {
         return Vec::new();
     };
@@ -359,14 +392,61 @@ fn ratios(r: &BenchReport) -> Vec<Ratio> {
         .filter_map(|w| {
             let x = r.result(&w.id, ta)?;
             let y = r.result(&w.id, tb)?;
-            (y.median > 0.0).then(|| Ratio {
+            let base = Ratio {
                 workload: w.id.clone(),
                 numerator_target: ta.clone(),
                 denominator_target: tb.clone(),
-                ratio: x.median / y.median,
-            })
+                ratio: f64::NAN,
+                paired: false,
+                pairs: 0,
+                ratio_ci95_low: None,
+                ratio_ci95_high: None,
+                ratio_min: None,
+                ratio_max: None,
+                ratio_rsd_percent: None,
+                ratio_uncertainty_percent: None,
+                flags: Vec::new(),
+            };
+            let paired = (x.samples.len() == y.samples.len())
+                .then(|| stats::PairedRatio::of(&x.samples, &y.samples))
+                .flatten();
+            match paired {
+                Some(p) => {
+                    let u = p.uncertainty_percent();
+                    let mut flags = Vec::new();
+                    if u.is_finite() && u > RATIO_UNCERTAIN_PERCENT {
+                        flags.push("ratio_uncertain".to_string());
+                    }
+                    Some(Ratio {
+                        ratio: p.median,
+                        paired: true,
+                        pairs: p.pairs,
+                        ratio_ci95_low: Some(p.ci_low),
+                        ratio_ci95_high: Some(p.ci_high),
+                        ratio_min: Some(p.min),
+                        ratio_max: Some(p.max),
+                        ratio_rsd_percent: Some(p.rsd_percent),
+                        ratio_uncertainty_percent: Some(u),
+                        flags,
+                        ..base
+                    })
+                }
+                None => (y.median > 0.0).then(|| Ratio {
+                    ratio: x.median / y.median,
+                    ..base
+                }),
+            }
         })
         .collect()
+}
+
+/// How warnings name a target: a private tmpfs by what it is, not by the
+/// temporary directory it was mounted on (gone when the run ends).
+pub fn target_name(r: &BenchReport, path: &str) -> String {
+    match r.targets.iter().find(|t| t.path == path) {
+        Some(t) if t.private_mount => "private tmpfs (RAM)".into(),
+        _ => path.to_string(),
+    }
 }
 
 fn warnings(r: &BenchReport) -> Vec<Warning> {
@@ -375,9 +455,23 @@ fn warnings(r: &BenchReport) -> Vec<Warning> {
         r.results
             .iter()
             .filter(|x| x.flags.iter().any(|f| f == flag))
-            .map(|x| format!("{} on {}", x.workload, x.target))
+            .map(|x| format!("{} on {}", x.workload, target_name(r, &x.target)))
             .collect()
     };
+    let uncertain: Vec<String> = r
+        .ratios
+        .iter()
+        .filter(|x| x.flags.iter().any(|f| f == "ratio_uncertain"))
+        .map(|x| {
+            format!(
+                "{} {} (95% CI {}..{})",
+                x.workload,
+                crate::bench::render::fmt_ratio(x.ratio),
+                x.ratio_ci95_low.map_or("?".into(), |v| format!("{v:.2}")),
+                x.ratio_ci95_high.map_or("?".into(), |v| format!("{v:.2}"))
+            )
+        })
+        .collect();
     let mut add = |code: &str, items: Vec<String>, msg: &str| {
         if !items.is_empty() {
             const SHOWN: usize = 6;
@@ -428,6 +522,22 @@ fn warnings(r: &BenchReport) -> Vec<Warning> {
         "outliers",
         with("outliers"),
         "some runs were statistical outliers (modified Z-score > 3.5): interference during the run; rerun with a larger --min-time",
+    );
+    add(
+        "cpu_contention",
+        with("cpu_contention"),
+        &format!(
+            "other programs kept the benchmark waiting for a CPU more than {CPU_WAIT_FLAG_PERCENT:.0}% of the run time (cpu_wait_percent in --json): RAM-speed figures are understated and their ratios move with the load; rerun on an idle machine"
+        ),
+    );
+    add(
+        "ratio_uncertain",
+        uncertain,
+        &format!(
+            "the RAM/disk ratio of these workloads is uncertain by more than {RATIO_UNCERTAIN_PERCENT:.0}% (95% interval of the median of per-run ratios): a rerun may well differ by that much. \
+             The per-run times of the disk vary on their own (shared or throttled virtual disk, flushes, other I/O: see bench/disk-noise.sh) or the CPU was busy; \
+             trust the order of magnitude, or raise --min-time / --min-runs for a narrower interval"
+        ),
     );
     add(
         "iodepth_emulated",
