@@ -23,6 +23,8 @@ use super::workload::{CacheWant, KEEP_RUN_DIRS, Op, Sync, Workload};
 /// dedup cannot shorten the work, and stamped per block so no two blocks match.
 const POOL_BYTES: usize = 8 << 20;
 const ALIGN: usize = 4096;
+/// Op-counted runs are sized so that about this many fit into --min-time.
+pub const OP_RUNS_PER_MIN_TIME: u32 = 10;
 
 /// A 4 KiB-aligned byte buffer (O_DIRECT needs aligned memory) without unsafe:
 /// over-allocate a Vec and start at the first aligned byte.
@@ -975,8 +977,10 @@ impl<'a> Session<'a> {
             let probe = w.ops.min(64);
             let (ns, _) = self.run_all(probe, false)?;
             let per_op = ns as f64 / probe as f64;
-            let mut target_ns =
-                self.plan.min_time.as_nanos() as f64 / self.plan.min_runs.max(1) as f64;
+            // Many short runs rather than a few long ones: a median of many
+            // resists the stalls a virtual disk has every few hundred ms.
+            let mut target_ns = self.plan.min_time.as_nanos() as f64
+                / self.plan.min_runs.max(OP_RUNS_PER_MIN_TIME) as f64;
             if let Some(rt) = self.plan.runtime {
                 target_ns = rt.as_nanos() as f64;
             }

@@ -53,8 +53,9 @@ tmpfsctl bench --rw rand-read --bs 4k --size 1G /dev/shm /var/tmp\n  \
 tmpfsctl bench --json run.json --markdown -\n  \
 tmpfsctl bench --compare before.json after.json\n\n\
 Methodology: data is random; writes include fsync/O_DSYNC when the label says so; disk reads labelled \
-cold are evicted (posix_fadvise, checked with mincore) or O_DIRECT, else labelled warm; median of >= 3 runs \
-(--min-runs) and >= --min-time; latency is a separate pass; every figure is compared with memcpy measured in \
+cold are evicted (posix_fadvise, checked with mincore) or O_DIRECT, else labelled warm; the targets run in \
+alternation, >= --min-runs runs and >= --min-time each (op-counted runs last about --min-time / 10), the ratio \
+is the median of per-run ratios with a 95% interval; latency is a separate pass; every figure is compared with memcpy measured in \
 the same run. Free space and inodes are checked before anything is written. Units are binary (MiB = 2^20)."
 )]
 pub struct BenchArgs {
@@ -79,14 +80,14 @@ pub struct BenchArgs {
     pub files: Option<u64>,
 
     /// Minimum measured runs per workload and target
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 5)]
     pub min_runs: u32,
 
     /// Maximum measured runs per workload and target
-    #[arg(long, value_name = "N", default_value_t = 30)]
+    #[arg(long, value_name = "N", default_value_t = 40)]
     pub max_runs: u32,
 
-    /// Keep running until this much time was measured per workload and target (e.g. 500ms, 2s)
+    /// Keep running until this much time was measured per workload and target (default 500ms; e.g. 2s)
     #[arg(long, value_name = "DURATION")]
     pub min_time: Option<String>,
 

@@ -42,9 +42,9 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            min_runs: 3,
+            min_runs: 5,
             min_time: Duration::from_millis(500),
-            max_runs: 30,
+            max_runs: 40,
             warmup: true,
             latency: true,
             ceiling_buffer_bytes: None,
@@ -538,6 +538,24 @@ fn warnings(r: &BenchReport) -> Vec<Warning> {
              The per-run times of the disk vary on their own (shared or throttled virtual disk, flushes, other I/O: see bench/disk-noise.sh) or the CPU was busy; \
              trust the order of magnitude, or raise --min-time / --min-runs for a narrower interval"
         ),
+    );
+    let ext4_churn: Vec<String> = r
+        .results
+        .iter()
+        .filter(|x| {
+            r.workloads
+                .iter()
+                .any(|w| w.id == x.workload && matches!(w.op, Op::SmallFiles | Op::Metadata))
+                && r.targets
+                    .iter()
+                    .any(|t| t.path == x.target && t.fstype.starts_with("ext"))
+        })
+        .map(|x| format!("{} on {}", x.workload, target_name(r, &x.target)))
+        .collect();
+    add(
+        "ext4_recently_deleted",
+        ext4_churn,
+        "each run created its files in a fresh directory: ext4 skips inodes deleted in the last 1-5 minutes, so in a directory whose block group saw many deletions (a busy /tmp) creating files was up to 25x slower on this project's VM; expect lower figures there",
     );
     add(
         "iodepth_emulated",

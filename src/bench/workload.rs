@@ -158,8 +158,8 @@ impl Workload {
             Op::SeqRead => format!("seq read {bs}, {}", self.cache_label()),
             Op::RandRead => format!("rand read {bs}, {}", self.cache_label()),
             Op::RandWrite => format!("rand write {bs}, {sync}"),
-            Op::SmallFiles => format!("create {bs} files, {sync}"),
-            Op::Metadata => "create/stat/unlink empty files".to_string(),
+            Op::SmallFiles => format!("create {bs} files, {sync}, fresh dir"),
+            Op::Metadata => "create/stat/unlink empty files, fresh dir".to_string(),
         };
         if self.threads > 1 || self.iodepth > 1 {
             l.push_str(&format!(", Q{}T{}", self.iodepth, self.threads));
