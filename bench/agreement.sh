@@ -28,10 +28,12 @@ trap 'rm -rf "$out" "${fiodir:-/nonexistent-tmpfsctl}"' EXIT
 # The disk the default suite uses: where /var/tmp lives.
 fiodir=$(mktemp -d /var/tmp/tmpfsctl-agreement-fio-XXXXXX)
 
-fio_probe() { # name extra... -> one number (IOPS or MiB/s)
+fio_probe() { # name extra... -> fio JSON
   local name=$1; shift
   fio --name="$name" --directory="$fiodir" --ioengine=psync --output-format=json "$@" 2>/dev/null
+  # Free (and, with ext4 `discard`, trim) the file now, not inside the next probe's fsync.
   rm -f "$fiodir"/*
+  sync -f "$fiodir"
 }
 
 for i in $(seq "$N"); do

@@ -1035,11 +1035,9 @@ impl<'a> Session<'a> {
             })?;
         }
         let ns = t.elapsed().as_nanos() as u64;
-        if let (Some(a), Some(b)) = (wait0, runqueue_wait_ns().filter(|_| single)) {
-            if !lat {
-                self.cpu_wait
-                    .push(b.saturating_sub(a) as f64 / ns.max(1) as f64);
-            }
+        if let (Some(a), Some(b), false) = (wait0, runqueue_wait_ns().filter(|_| single), lat) {
+            self.cpu_wait
+                .push(b.saturating_sub(a) as f64 / ns.max(1) as f64);
         }
         for wk in self.workers.iter_mut() {
             wk.after_run(&setup)?;

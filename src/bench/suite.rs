@@ -166,7 +166,7 @@ pub fn run_suite_with(
         let pb = bar(opts.progress, what(&checked[0]));
         let mut round = 0u32;
         while !sessions.iter().all(|s| s.satisfied()) {
-            let order: Vec<usize> = if round % 2 == 0 {
+            let order: Vec<usize> = if round.is_multiple_of(2) {
                 (0..sessions.len()).collect()
             } else {
                 (0..sessions.len()).rev().collect()
@@ -449,7 +449,7 @@ pub fn target_name(r: &BenchReport, path: &str) -> String {
     }
 }
 
-fn warnings(r: &BenchReport) -> Vec<Warning> {
+pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
     let mut out = Vec::new();
     let with = |flag: &str| -> Vec<String> {
         r.results

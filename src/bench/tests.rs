@@ -132,6 +132,7 @@ fn fake_report() -> BenchReport {
                 tier: "ram".into(),
                 engine: "psync".into(),
                 ceiling_fraction: None,
+                cpu_wait_percent: Some(1.0),
                 flags,
             });
         }
@@ -164,16 +165,7 @@ fn fake_report() -> BenchReport {
         ratios: vec![],
         warnings: vec![],
     };
-    r.ratios = r
-        .workloads
-        .iter()
-        .map(|w| Ratio {
-            workload: w.id.clone(),
-            numerator_target: "/dev/shm".into(),
-            denominator_target: "/var/tmp".into(),
-            ratio: 2.0,
-        })
-        .collect();
+    r.ratios = suite::ratios(&r);
     r
 }
 
@@ -281,4 +273,96 @@ fn tiers_follow_cache_sizes_and_durability() {
         suite::tier(get("iozone-write-64k-4k"), false, "n/a", &host),
         "device"
     );
+}
+
+#[test]
+fn ratio_is_the_median_of_per_run_ratios() {
+    let mut r = fake_report();
+    // Same-run noise hits both targets; the fake report's per-run ratios are all 2.
+    let x = &r.ratios[0];
+    assert!(x.paired);
+    assert_eq!(x.pairs, 3);
+    assert_eq!(x.ratio, 2.0);
+    assert_eq!(
+        (x.ratio_ci95_low, x.ratio_ci95_high),
+        (Some(2.0), Some(2.0))
+    );
+    assert!(x.flags.is_empty());
+    let t = render::table(&r);
+    assert!(t.contains("2.0× faster ±0%"), "{t}");
+
+    // Medians 3000 / 500 = 6, but run by run the RAM target was twice as fast
+    // twice and six times once: the paired ratio is 2, with an interval to 6.
+    let id = r.workloads[1].id.clone();
+    for res in r.results.iter_mut().filter(|x| x.workload == id) {
+        res.samples = if res.target == "/dev/shm" {
+            vec![1000.0, 3000.0, 3000.0]
+        } else {
+            vec![500.0, 1500.0, 500.0]
+        };
+        res.median = if res.target == "/dev/shm" {
+            3000.0
+        } else {
+            500.0
+        };
+    }
+    r.ratios = suite::ratios(&r);
+    let x = r.ratios.iter().find(|x| x.workload == id).unwrap();
+    assert_eq!(x.ratio, 2.0);
+    assert_eq!((x.ratio_min, x.ratio_max), (Some(2.0), Some(6.0)));
+    assert_eq!(x.ratio_uncertainty_percent, Some(200.0));
+    assert_eq!(x.flags, vec!["ratio_uncertain".to_string()]);
+    r.warnings = suite::warnings(&r);
+    let w = r
+        .warnings
+        .iter()
+        .find(|w| w.code == "ratio_uncertain")
+        .expect("a ratio_uncertain warning");
+    assert!(w.message.contains(&id), "{}", w.message);
+    assert!(render::table(&r).contains("2.0× faster ±200% ?"));
+
+    // Runs that were not paired (e.g. a saved report of another tool version):
+    // the ratio of the medians, marked unpaired.
+    for res in r.results.iter_mut().filter(|x| x.workload == id) {
+        if res.target == "/var/tmp" {
+            res.samples.pop();
+        }
+    }
+    r.ratios = suite::ratios(&r);
+    let x = r.ratios.iter().find(|x| x.workload == id).unwrap();
+    assert!(!x.paired);
+    assert_eq!(x.ratio, 6.0);
+    assert!(x.ratio_ci95_low.is_none() && x.flags.is_empty());
+}
+
+#[test]
+fn warnings_call_a_private_tmpfs_by_what_it_is() {
+    let mut r = fake_report();
+    let tmp = "/tmp/tmpfsctl-bench-mnt-AbCdEf".to_string();
+    r.targets[0].path = tmp.clone();
+    r.targets[0].private_mount = true;
+    for res in r.results.iter_mut().filter(|x| x.target == "/dev/shm") {
+        res.target = tmp.clone();
+        res.flags.push("cpu_contention".into());
+    }
+    let ws = suite::warnings(&r);
+    let w = ws.iter().find(|w| w.code == "cpu_contention").unwrap();
+    assert!(
+        w.message.contains("on private tmpfs (RAM)"),
+        "{}",
+        w.message
+    );
+    assert!(ws.iter().all(|w| !w.message.contains(&tmp)), "{ws:?}");
+}
+
+#[test]
+fn ext4_file_creation_rows_carry_the_recently_deleted_note() {
+    let r = fake_report();
+    let ws = suite::warnings(&r);
+    let w = ws
+        .iter()
+        .find(|w| w.code == "ext4_recently_deleted")
+        .expect("ext4 note");
+    assert!(w.message.contains("metadata on /var/tmp"), "{}", w.message);
+    assert!(!w.message.contains("/dev/shm"), "{}", w.message);
 }

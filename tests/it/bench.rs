@@ -115,7 +115,42 @@ fn quick_suite_on_tmpfs_and_disk_has_every_field_and_leaves_nothing() {
         assert_eq!(get("seq-read-1m-warm", d)["cache_state"], "warm");
         let bw = get("rand-write-4k", d)["flags"].as_array().unwrap().clone();
         assert!(bw.iter().any(|f| f == "not_durable_page_cache"), "{bw:?}");
-        assert_eq!(v["ratios"].as_array().unwrap().len(), 9);
+        let ratios = v["ratios"].as_array().unwrap();
+        assert_eq!(ratios.len(), 9);
+        for x in ratios {
+            // Targets ran in alternation: same run count, one ratio per pair,
+            // and the median per-run ratio inside its own interval.
+            let w = x["workload"].as_str().unwrap();
+            let runs = get(w, mp)["runs"].as_u64().unwrap();
+            assert_eq!(get(w, d)["runs"].as_u64().unwrap(), runs, "{w}");
+            assert_eq!(x["paired"], true, "{x}");
+            assert_eq!(x["pairs"].as_u64().unwrap(), runs, "{x}");
+            let (lo, r, hi) = (
+                x["ratio_ci95_low"].as_f64().unwrap(),
+                x["ratio"].as_f64().unwrap(),
+                x["ratio_ci95_high"].as_f64().unwrap(),
+            );
+            assert!(lo <= r && r <= hi && lo > 0.0, "{x}");
+            assert!(x["ratio_uncertainty_percent"].as_f64().unwrap() >= 0.0);
+            let flagged = x["flags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f == "ratio_uncertain");
+            assert_eq!(
+                flagged,
+                x["ratio_uncertainty_percent"].as_f64().unwrap() > 10.0,
+                "{x}"
+            );
+        }
+        // Single-thread runs report how long they waited for a CPU.
+        assert!(get("metadata", d)["cpu_wait_percent"].as_f64().unwrap() >= 0.0);
+        assert!(
+            get("metadata", d)["label"]
+                .as_str()
+                .unwrap()
+                .ends_with("fresh dir")
+        );
     }
     // Nothing left behind, on either target.
     assert_eq!(entries(&m.path), Vec::<String>::new());
