@@ -535,7 +535,7 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
         uncertain,
         &format!(
             "the RAM/disk ratio of these workloads is uncertain by more than {RATIO_UNCERTAIN_PERCENT:.0}% (95% interval of the median of per-run ratios): a rerun may well differ by that much. \
-             The per-run times of the disk vary on their own (shared or throttled virtual disk, flushes, other I/O: see bench/disk-noise.sh) or the CPU was busy; \
+             The per-run times of the disk vary on their own (shared or throttled virtual disk, flushes, other I/O: `FIO=1 bench/agreement.sh` probes the disk with fio between runs) or the CPU was busy; \
              trust the order of magnitude, or raise --min-time / --min-runs for a narrower interval"
         ),
     );
