@@ -12,6 +12,8 @@
 # more than 10% between runs, no method can make a tmpfs/disk ratio agree
 # within 10%: the disk changed, not the measurement.
 #
+# With KEEP=DIR, each run's --json is kept as DIR/runN.json.
+#
 # Usage: bench/agreement.sh [N] [extra tmpfsctl bench args...]
 #        FIO=1 bench/agreement.sh 3
 set -euo pipefail
@@ -24,7 +26,7 @@ if [ "${FIO:-0}" = 1 ] && ! command -v fio >/dev/null; then
 fi
 cargo build --release --quiet
 out=$(mktemp -d /tmp/tmpfsctl-agreement-XXXXXX)
-trap 'rm -rf "$out" "${fiodir:-/nonexistent-tmpfsctl}"' EXIT
+trap '[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$out"/run*.json "$KEEP"/ 2>/dev/null; rm -rf "$out" "${fiodir:-/nonexistent-tmpfsctl}"' EXIT
 # The disk the default suite uses: where /var/tmp lives.
 fiodir=$(mktemp -d /var/tmp/tmpfsctl-agreement-fio-XXXXXX)
 

@@ -227,7 +227,10 @@ fn scale_and_options(args: &AdviseArgs) -> (Vec<bench::Workload>, bench::Options
         o.latency = true;
         return (bench::preset(bench::Preset::Default, Scale::DEFAULT), o);
     }
+    // advise needs the order of magnitude, not a ratio to 5%.
+    o.max_time = Duration::from_secs(1);
     let scale = if args.quick {
+        o.ratio_precision_percent = 0.0;
         o.min_time = Duration::ZERO;
         o.runtime = Some(Duration::from_millis(100));
         o.ceiling_buffer_bytes = Some(64 << 20);

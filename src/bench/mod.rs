@@ -11,6 +11,7 @@ pub mod html;
 pub mod render;
 pub mod report;
 pub mod stats;
+mod stock;
 pub mod suite;
 pub mod target;
 pub mod workload;
@@ -90,6 +91,14 @@ pub struct BenchArgs {
     /// Keep running until this much time was measured per workload and target (default 500ms; e.g. 2s)
     #[arg(long, value_name = "DURATION")]
     pub min_time: Option<String>,
+
+    /// Then keep alternating the targets until the tmpfs/disk ratio's 95% interval is within PCT% of it (0 = off; default 5)
+    #[arg(long, value_name = "PCT")]
+    pub ratio_precision: Option<f64>,
+
+    /// ... but stop a workload's alternation after this long (default 4s)
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
 
     /// Skip the separate per-op latency pass
     #[arg(long)]
@@ -288,6 +297,19 @@ pub fn options_from_args(a: &BenchArgs) -> Result<Options> {
     }
     if let Some(t) = &a.min_time {
         o.min_time = parse_duration(t).context("--min-time")?;
+    }
+    if a.quick {
+        o.ratio_precision_percent = 0.0;
+    }
+    if let Some(p) = a.ratio_precision {
+        anyhow::ensure!(
+            p.is_finite() && (0.0..100.0).contains(&p),
+            "--ratio-precision {p}: give a percentage from 0 (off) to below 100, e.g. 5"
+        );
+        o.ratio_precision_percent = p;
+    }
+    if let Some(t) = &a.max_time {
+        o.max_time = parse_duration(t).context("--max-time")?;
     }
     anyhow::ensure!(a.min_runs >= 1, "--min-runs must be >= 1");
     o.min_runs = a.min_runs;

@@ -152,21 +152,28 @@ pub struct Ratio {
     pub numerator_target: String,
     pub denominator_target: String,
     /// numerator / denominator, higher is better for both units. Paired: the
-    /// median of the per-run ratios (the targets ran in alternation, A B B A,
-    /// and run i of one is divided by run i of the other); else the ratio of
-    /// the two medians.
+    /// targets ran in alternation (A B, B A, A B, ...) and this is the median
+    /// of the per-run ratios after taking out the order effect (see
+    /// `order_effect`); else the ratio of the two medians.
     pub ratio: f64,
     /// True when `ratio` comes from paired runs.
     #[serde(default)]
     pub paired: bool,
+    /// Runs paired (per target).
     #[serde(default)]
     pub pairs: usize,
+    /// Median per-run ratio of the rounds in which the numerator ran first
+    /// over that of the rounds in which it ran second (1.0 = the order made
+    /// no difference). The per-run ratios were scaled so both kinds of round
+    /// centre on their geometric mean before the median was taken.
+    #[serde(default)]
+    pub order_effect: Option<f64>,
     /// Distribution-free 95% confidence interval of the median per-run ratio.
     #[serde(default)]
     pub ratio_ci95_low: Option<f64>,
     #[serde(default)]
     pub ratio_ci95_high: Option<f64>,
-    /// Smallest and largest per-run ratio.
+    /// Smallest and largest (order-adjusted) per-run ratio.
     #[serde(default)]
     pub ratio_min: Option<f64>,
     #[serde(default)]

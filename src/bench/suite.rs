@@ -24,6 +24,12 @@ pub struct Options {
     /// Keep running until this much measured time has passed (bounded by max_runs).
     pub min_time: Duration,
     pub max_runs: u32,
+    /// After min_runs and min_time, keep alternating (in A B B A blocks)
+    /// until the ratio's 95% interval is within this many percent of it ...
+    /// (0 = stop at min_runs/min_time).
+    pub ratio_precision_percent: f64,
+    /// ... or a workload's alternation has run this long (wall time), or max_runs.
+    pub max_time: Duration,
     /// One untimed run first (streaming workloads; op-counted ones use their probe run).
     pub warmup: bool,
     /// A separate pass with a clock read around every op, for p50/p99/p99.9.
@@ -45,6 +51,8 @@ impl Default for Options {
             min_runs: 5,
             min_time: Duration::from_millis(500),
             max_runs: 40,
+            ratio_precision_percent: DEFAULT_RATIO_PRECISION_PERCENT,
+            max_time: Duration::from_secs(4),
             warmup: true,
             latency: true,
             ceiling_buffer_bytes: None,
@@ -55,6 +63,10 @@ impl Default for Options {
         }
     }
 }
+
+/// Default of [`Options::ratio_precision_percent`]: half the 10% within which
+/// back-to-back suites should agree, as the interval is of one suite's ratio.
+pub const DEFAULT_RATIO_PRECISION_PERCENT: f64 = 5.0;
 
 /// Peak bytes and inodes the workloads need on each target.
 pub fn need(workloads: &[Workload]) -> (u64, u64) {
@@ -134,6 +146,8 @@ pub fn run_suite_with(
         runtime: opts.runtime,
     };
 
+    let infos: Vec<TargetInfo> = checked.iter().map(|t| t.info.clone()).collect();
+    let pair = ratio_pair(&infos);
     // Scratch directories live until the end; dropping them (error, signal) removes them.
     let scratches: Vec<Scratch> = checked.iter().map(Scratch::create).collect::<Result<_>>()?;
     let mut results = Vec::new();
@@ -165,7 +179,8 @@ pub fn run_suite_with(
         // right after the other.
         let pb = bar(opts.progress, what(&checked[0]));
         let mut round = 0u32;
-        while !sessions.iter().all(|s| s.satisfied()) {
+        let looped = Instant::now();
+        while !done(&sessions, round, pair, opts, looped.elapsed()) {
             let order: Vec<usize> = if round.is_multiple_of(2) {
                 (0..sessions.len()).collect()
             } else {
@@ -196,7 +211,7 @@ pub fn run_suite_with(
         clock_overhead_ns: clock_ns,
         min_runs: plan.min_runs,
         min_time_ns: plan.min_time.as_nanos() as u64,
-        targets: checked.iter().map(|t| t.info.clone()).collect(),
+        targets: infos,
         ceiling,
         workloads: workloads.to_vec(),
         results,
@@ -206,6 +221,48 @@ pub fn run_suite_with(
     report.ratios = ratios(&report);
     report.warnings = warnings(&report);
     Ok(report)
+}
+
+/// Whether a workload's alternation may stop: every session has its
+/// min_runs and min_time; then, for the compared pair, only after an even
+/// number of rounds (as many A-first as B-first) and once the ratio is as precise as asked, max_time has
+/// passed, or a session reached max_runs.
+fn done(
+    sessions: &[engine::Session],
+    rounds: u32,
+    pair: Option<(usize, usize)>,
+    opts: &Options,
+    elapsed: Duration,
+) -> bool {
+    if !sessions.iter().all(|s| s.satisfied()) {
+        return false;
+    }
+    let Some((a, b)) = pair else { return true };
+    precise_enough(
+        sessions[a].run_ns(),
+        sessions[b].run_ns(),
+        rounds,
+        opts,
+        elapsed,
+    )
+}
+
+/// The precision half of [`done`], on the run times of the two compared targets.
+fn precise_enough(a: &[u64], b: &[u64], rounds: u32, opts: &Options, elapsed: Duration) -> bool {
+    if opts.ratio_precision_percent <= 0.0 {
+        return true;
+    }
+    if !rounds.is_multiple_of(2) {
+        return false;
+    }
+    if elapsed >= opts.max_time || a.len().max(b.len()) >= opts.max_runs as usize {
+        return true;
+    }
+    // Work per run is fixed per session, so 1/time is the rate up to a
+    // constant factor, which leaves the relative interval unchanged.
+    let rate = |ns: &[u64]| -> Vec<f64> { ns.iter().map(|&n| 1.0 / n.max(1) as f64).collect() };
+    stats::PairedRatio::of(&rate(a), &rate(b))
+        .is_none_or(|p| p.uncertainty_percent() <= opts.ratio_precision_percent)
 }
 
 fn bar(show: bool, msg: String) -> ProgressBar {
@@ -399,6 +456,7 @@ pub fn ratios(r: &BenchReport) -> Vec<Ratio> {
                 ratio: f64::NAN,
                 paired: false,
                 pairs: 0,
+                order_effect: None,
                 ratio_ci95_low: None,
                 ratio_ci95_high: None,
                 ratio_min: None,
@@ -421,6 +479,7 @@ pub fn ratios(r: &BenchReport) -> Vec<Ratio> {
                         ratio: p.median,
                         paired: true,
                         pairs: p.pairs,
+                        order_effect: p.order_effect,
                         ratio_ci95_low: Some(p.ci_low),
                         ratio_ci95_high: Some(p.ci_high),
                         ratio_min: Some(p.min),
@@ -573,4 +632,38 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod stop_tests {
+    use super::*;
+
+    #[test]
+    fn alternation_runs_until_the_ratio_is_precise() {
+        let o = Options::default();
+        let t = Duration::from_millis(100);
+        // 10 runs each, ratio exactly 2 in every block: precise, stop.
+        let a = [50u64; 10];
+        let b = [100u64; 10];
+        assert!(precise_enough(&a, &b, 10, &o, t));
+        // Only after as many A-first as B-first rounds.
+        assert!(!precise_enough(&a[..9], &b[..9], 9, &o, t));
+        // Ratio 2 in rounds 0-4, 3 in rounds 5-9: far from 5%, go on ...
+        let b2: Vec<u64> = (0..10).map(|i| if i < 5 { 100 } else { 150 }).collect();
+        assert!(!precise_enough(&a, &b2, 10, &o, t));
+        // ... until max_time ...
+        assert!(precise_enough(&a, &b2, 10, &o, o.max_time));
+        // ... or max_runs ...
+        let many_a = vec![50u64; o.max_runs as usize];
+        let many_b: Vec<u64> = (0..o.max_runs)
+            .map(|i| if i < o.max_runs / 2 { 100 } else { 150 })
+            .collect();
+        assert!(precise_enough(&many_a, &many_b, o.max_runs, &o, t));
+        // ... and never with --ratio-precision 0.
+        let off = Options {
+            ratio_precision_percent: 0.0,
+            ..Options::default()
+        };
+        assert!(precise_enough(&a, &b2, 9, &off, t));
+    }
 }

@@ -160,6 +160,71 @@ fn quick_suite_on_tmpfs_and_disk_has_every_field_and_leaves_nothing() {
 }
 
 #[test]
+fn alternation_ends_on_even_rounds_until_precise_and_reports_the_order_effect() {
+    require_root!();
+    let a = TestMount::tmpfs("size=32M");
+    let b = TestMount::tmpfs("size=32M");
+    let run = |precision: &str| {
+        let out = tmpfsctl(&[
+            "bench",
+            "--rw",
+            "rand-read",
+            "--bs",
+            "4k",
+            "--size",
+            "4M",
+            "--min-time",
+            "0",
+            "--min-runs",
+            "3",
+            "--no-latency",
+            "--ceiling-size",
+            "32M",
+            "--ratio-precision",
+            precision,
+            "--max-time",
+            "0.2s",
+            "--json",
+            "-",
+            a.path.to_str().unwrap(),
+            b.path.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+        json(&out)["ratios"][0].clone()
+    };
+    // Off: exactly --min-runs rounds.
+    let x = run("0");
+    assert_eq!(x["pairs"], 3, "{x}");
+    // A precision no run can reach: at least one more round so that each
+    // target ran first as often as second, then max-time ends it.
+    let x = run("0.0001");
+    let pairs = x["pairs"].as_u64().unwrap();
+    assert!(pairs >= 4 && pairs.is_multiple_of(2), "{x}");
+    assert!(x["order_effect"].as_f64().unwrap() > 0.0, "{x}");
+    for m in [&a, &b] {
+        assert!(
+            entries(&m.path).is_empty(),
+            "left behind: {:?}",
+            entries(&m.path)
+        );
+    }
+    // A bad precision is refused before anything is written.
+    let out = tmpfsctl(&[
+        "bench",
+        "--ratio-precision",
+        "150",
+        a.path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--ratio-precision"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(entries(&a.path).is_empty());
+}
+
+#[test]
 fn csv_markdown_table_and_compare() {
     require_root!();
     let m = TestMount::tmpfs("size=64M");
