@@ -55,9 +55,11 @@ tmpfsctl bench --json run.json --markdown -\n  \
 tmpfsctl bench --compare before.json after.json\n\n\
 Methodology: data is random; writes include fsync/O_DSYNC when the label says so; disk reads labelled \
 cold are evicted (posix_fadvise, checked with mincore) or O_DIRECT, else labelled warm; the targets run in \
-alternation, >= --min-runs runs and >= --min-time each (op-counted runs last about --min-time / 10), the ratio \
-is the median of per-run ratios with a 95% interval; latency is a separate pass; every figure is compared with memcpy measured in \
-the same run. Free space and inodes are checked before anything is written. Units are binary (MiB = 2^20)."
+alternation (A B, B A, ...), >= --min-runs runs and >= --min-time each (op-counted runs last about --min-time / 10, \
+after an untimed warm-up), then on until the ratio's 95% interval is within --ratio-precision or --max-time has passed; \
+the ratio is the median of per-run ratios with the running-order effect taken out; latency is a separate pass; every \
+figure is compared with memcpy measured in the same run, and memcpy is measured again at the end to catch a host whose \
+memory bandwidth moved. Free space and inodes are checked before anything is written. Units are binary (MiB = 2^20)."
 )]
 pub struct BenchArgs {
     /// Directories to compare (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)

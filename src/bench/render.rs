@@ -193,7 +193,7 @@ pub fn summary_line(r: &BenchReport) -> String {
             fmt_bytes(s)
         )),
         if r.ratios.iter().any(|x| x.paired) {
-            "targets ran in alternation and the ratio is the median of per-run ratios (± = 95% interval, ? = wider than 10%); "
+            "targets ran in alternation and the ratio is the median of per-run ratios, running-order effect taken out (± = 95% interval, ? = wider than 10%); "
         } else {
             ""
         },

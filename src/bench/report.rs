@@ -68,6 +68,18 @@ pub struct Ceiling {
     pub runs: u32,
     /// False when the buffer is not at least twice the largest CPU cache.
     pub buffer_exceeds_llc: bool,
+    /// `memcpy_bytes_per_s` measured again after the last workload. More
+    /// than 10% away from the first: flagged `memory_bandwidth_moved`.
+    #[serde(default)]
+    pub memcpy_end_bytes_per_s: Option<f64>,
+}
+
+impl Ceiling {
+    /// How far the end-of-run memcpy figure moved from the first, in percent.
+    pub fn moved_percent(&self) -> Option<f64> {
+        self.memcpy_end_bytes_per_s
+            .map(|e| (e / self.memcpy_bytes_per_s - 1.0) * 100.0)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

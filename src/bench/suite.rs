@@ -202,6 +202,14 @@ pub fn run_suite_with(
     for s in scratches {
         s.remove()?;
     }
+    let mut ceiling = ceiling;
+    let spinner = bar(opts.progress, "memory ceiling again".to_string());
+    ceiling.memcpy_end_bytes_per_s = Some(super::ceiling::recheck(
+        buf,
+        opts.ceiling_runs,
+        &opts.stop,
+    )?);
+    spinner.finish_and_clear();
 
     let mut report = BenchReport {
         schema_version: SCHEMA_VERSION,
@@ -421,6 +429,8 @@ fn to_result(
 /// Share of a run spent waiting for a CPU above which a result is flagged:
 /// the figure then measures the competition as much as the target.
 pub const CPU_WAIT_FLAG_PERCENT: f64 = 10.0;
+/// The end-of-run memcpy figure this far from the first is flagged.
+pub const MEMORY_MOVED_PERCENT: f64 = 10.0;
 /// A ratio whose 95% interval reaches further than this from it is flagged.
 pub const RATIO_UNCERTAIN_PERCENT: f64 = 10.0;
 
@@ -595,7 +605,7 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
         &format!(
             "the RAM/disk ratio of these workloads is uncertain by more than {RATIO_UNCERTAIN_PERCENT:.0}% (95% interval of the median of per-run ratios): a rerun may well differ by that much. \
              The per-run times of the disk vary on their own (shared or throttled virtual disk, flushes, other I/O: `FIO=1 bench/agreement.sh` probes the disk with fio between runs) or the CPU was busy; \
-             trust the order of magnitude, or raise --min-time / --min-runs for a narrower interval"
+             trust the order of magnitude, or raise --max-time (default 4s per workload) for a narrower interval"
         ),
     );
     let ext4_churn: Vec<String> = r
@@ -621,6 +631,16 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
         with("iodepth_emulated_with_threads"),
         "io_uring is not available here (kernel.io_uring_disabled or seccomp): queue depth > 1 was emulated with one thread per in-flight request",
     );
+    if let Some(m) = r.ceiling.moved_percent().filter(|m| m.abs() > MEMORY_MOVED_PERCENT) {
+        out.push(Warning {
+            code: "memory_bandwidth_moved".into(),
+            message: format!(
+                "single-thread memcpy ran at {} at the start and {} at the end of this run ({m:+.0}%): something else competed for memory bandwidth (another program, or on a VM another guest on the same host), so the RAM-side figures and their ratios moved with it; rerun when the machine is quiet",
+                crate::units::fmt_rate(r.ceiling.memcpy_bytes_per_s),
+                crate::units::fmt_rate(r.ceiling.memcpy_end_bytes_per_s.unwrap_or(f64::NAN)),
+            ),
+        });
+    }
     if !r.ceiling.buffer_exceeds_llc {
         out.push(Warning {
             code: "ceiling_buffer_small".into(),

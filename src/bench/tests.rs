@@ -159,6 +159,7 @@ fn fake_report() -> BenchReport {
             buffer_bytes: 1 << 30,
             runs: 3,
             buffer_exceeds_llc: true,
+            memcpy_end_bytes_per_s: None,
         },
         workloads: ws,
         results,
@@ -365,4 +366,21 @@ fn ext4_file_creation_rows_carry_the_recently_deleted_note() {
         .expect("ext4 note");
     assert!(w.message.contains("metadata on /var/tmp"), "{}", w.message);
     assert!(!w.message.contains("/dev/shm"), "{}", w.message);
+}
+
+#[test]
+fn a_moved_memory_ceiling_is_a_warning() {
+    let mut r = fake_report();
+    let has = |r: &BenchReport| {
+        suite::warnings(r)
+            .into_iter()
+            .find(|w| w.code == "memory_bandwidth_moved")
+    };
+    assert!(has(&r).is_none(), "no end figure: no claim");
+    r.ceiling.memcpy_end_bytes_per_s = Some(1.5e9 * 1.05);
+    assert!(has(&r).is_none(), "5% is noise");
+    r.ceiling.memcpy_end_bytes_per_s = Some(0.75e9);
+    let w = has(&r).expect("halved");
+    assert!(w.message.contains("-50%"), "{}", w.message);
+    assert_eq!(r.ceiling.moved_percent().map(f64::round), Some(-50.0));
 }
