@@ -141,6 +141,14 @@ pub fn recheck(buffer_bytes: u64, runs: u32, stop: &AtomicBool) -> Result<f64> {
     Ok(stats::summarize(&v).median)
 }
 
+/// The recheck's buffer: smaller than the first (allocating and faulting in
+/// 2 GiB again cost about a second) but still at least 4x the last-level
+/// cache, so it is still a memory figure.
+pub fn recheck_buffer_bytes(first: u64, llc: Option<u64>) -> u64 {
+    let want = (llc.unwrap_or(32 << 20) * 4).max(256 << 20);
+    round_mib(want.min(first))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +158,14 @@ mod tests {
         assert_eq!(auto_buffer_bytes(Some(32 << 20), 64 << 30), 1 << 30);
         assert_eq!(auto_buffer_bytes(Some(1 << 30), 64 << 30), 2 << 30);
         assert_eq!(auto_buffer_bytes(Some(1 << 30), 4 << 30), 512 << 20);
+    }
+
+    #[test]
+    fn recheck_buffer_is_smaller_but_beyond_llc() {
+        assert_eq!(recheck_buffer_bytes(1 << 30, Some(32 << 20)), 256 << 20);
+        assert_eq!(recheck_buffer_bytes(2 << 30, Some(256 << 20)), 1 << 30);
+        // Never larger than the first one (a small --ceiling-size).
+        assert_eq!(recheck_buffer_bytes(32 << 20, Some(32 << 20)), 32 << 20);
     }
 
     #[test]

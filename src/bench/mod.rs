@@ -98,7 +98,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PCT")]
     pub ratio_precision: Option<f64>,
 
-    /// ... but stop a workload's alternation after this long (default 4s)
+    /// ... but stop a workload's alternation after this long (default 3s)
     #[arg(long, value_name = "DURATION")]
     pub max_time: Option<String>,
 

@@ -52,7 +52,7 @@ impl Default for Options {
             min_time: Duration::from_millis(500),
             max_runs: 40,
             ratio_precision_percent: DEFAULT_RATIO_PRECISION_PERCENT,
-            max_time: Duration::from_secs(4),
+            max_time: Duration::from_secs(3),
             warmup: true,
             latency: true,
             ceiling_buffer_bytes: None,
@@ -205,7 +205,7 @@ pub fn run_suite_with(
     let mut ceiling = ceiling;
     let spinner = bar(opts.progress, "memory ceiling again".to_string());
     ceiling.memcpy_end_bytes_per_s = Some(super::ceiling::recheck(
-        buf,
+        super::ceiling::recheck_buffer_bytes(buf, llc),
         opts.ceiling_runs,
         &opts.stop,
     )?);
@@ -605,7 +605,7 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
         &format!(
             "the RAM/disk ratio of these workloads is uncertain by more than {RATIO_UNCERTAIN_PERCENT:.0}% (95% interval of the median of per-run ratios): a rerun may well differ by that much. \
              The per-run times of the disk vary on their own (shared or throttled virtual disk, flushes, other I/O: `FIO=1 bench/agreement.sh` probes the disk with fio between runs) or the CPU was busy; \
-             trust the order of magnitude, or raise --max-time (default 4s per workload) for a narrower interval"
+             trust the order of magnitude, or raise --max-time (default 3s per workload) for a narrower interval"
         ),
     );
     let ext4_churn: Vec<String> = r
