@@ -631,7 +631,11 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
         with("iodepth_emulated_with_threads"),
         "io_uring is not available here (kernel.io_uring_disabled or seccomp): queue depth > 1 was emulated with one thread per in-flight request",
     );
-    if let Some(m) = r.ceiling.moved_percent().filter(|m| m.abs() > MEMORY_MOVED_PERCENT) {
+    if let Some(m) = r
+        .ceiling
+        .moved_percent()
+        .filter(|m| m.abs() > MEMORY_MOVED_PERCENT)
+    {
         out.push(Warning {
             code: "memory_bandwidth_moved".into(),
             message: format!(
