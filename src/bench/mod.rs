@@ -94,11 +94,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DURATION")]
     pub min_time: Option<String>,
 
-    /// Then keep alternating the targets until the tmpfs/disk ratio's 95% interval is within PCT% of it (0 = off; default 5)
+    /// After --min-runs and --min-time, keep alternating the targets until the tmpfs/disk ratio's 95% interval is within PCT% of it (0 = off; default 5; --quick: 0)
     #[arg(long, value_name = "PCT")]
     pub ratio_precision: Option<f64>,
 
-    /// ... but stop a workload's alternation after this long (default 3s)
+    /// Stop a workload's alternation after this long even if --ratio-precision is not reached (default 3s)
     #[arg(long, value_name = "DURATION")]
     pub max_time: Option<String>,
 
