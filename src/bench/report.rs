@@ -54,6 +54,11 @@ pub struct TargetInfo {
     /// Peak bytes / inodes the suite needed here (checked before writing).
     pub need_bytes: u64,
     pub need_inodes: u64,
+    /// ext4 only: whether it has a journal (from /sys/fs/ext4/DEV/journal_task);
+    /// absent when not ext4 or unknown. Without one, ext4 will not reuse an
+    /// inode deleted in the last minutes (see the `ext4_recently_deleted` warning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ext4_journal: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

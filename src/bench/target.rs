@@ -64,6 +64,7 @@ pub fn check(
     let fstype = m.map_or_else(|| "unknown".to_string(), |m| m.fstype.clone());
     let mountpoint = m.map_or_else(|| "/".to_string(), |m| m.mount_point.display().to_string());
     let ram_backed = crate::sys::is_ram_backed(&fstype);
+    let is_ext4 = fstype == "ext4";
     let want = need_bytes + margin_bytes(need_bytes);
     // ramfs reports size 0 and has no limit but RAM.
     let limited = st.size_bytes > 0;
@@ -110,9 +111,37 @@ pub fn check(
             free_inodes,
             need_bytes: want,
             need_inodes,
+            ext4_journal: if is_ext4 {
+                rustix::fs::stat(&path)
+                    .ok()
+                    .and_then(|st| ext4_journal(&ctx.sysroot, st.st_dev))
+            } else {
+                None
+            },
         },
         path,
     })
+}
+
+/// Whether the ext4 filesystem on device `dev` has a journal: the kernel
+/// names the device in /sys/dev/block/MAJ:MIN/uevent (DEVNAME=vda) and shows
+/// `<none>` in /sys/fs/ext4/DEVNAME/journal_task when there is none. None
+/// when either file is missing (not ext4, no sysfs, a stacked device).
+pub fn ext4_journal(sysroot: &crate::sys::Sysroot, dev: u64) -> Option<bool> {
+    let (maj, min) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    let uevent =
+        std::fs::read_to_string(sysroot.path(format!("/sys/dev/block/{maj}:{min}/uevent"))).ok()?;
+    let name = uevent
+        .lines()
+        .find_map(|l| l.strip_prefix("DEVNAME="))?
+        .trim();
+    // DEVNAME can hold a path (e.g. mapper/x); /sys/fs/ext4 uses the kernel name.
+    if name.contains('/') {
+        return None;
+    }
+    let task =
+        std::fs::read_to_string(sysroot.path(format!("/sys/fs/ext4/{name}/journal_task"))).ok()?;
+    Some(task.trim() != "<none>")
 }
 
 /// A fresh scratch directory (mkdtemp, mode 0700) inside a target.
@@ -215,4 +244,34 @@ pub fn default_disk_dir(ctx: &crate::Context) -> Result<PathBuf> {
         "no disk directory to compare with: /var/tmp and $HOME are missing or RAM-backed; \
          name the targets, e.g. `tmpfsctl bench /dev/shm /srv/scratch`"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ext4_journal_is_read_from_sysfs() {
+        let d = tempfile::tempdir().unwrap();
+        let root = crate::sys::Sysroot::new(d.path());
+        let dev = rustix::fs::makedev(253, 0);
+        assert_eq!(ext4_journal(&root, dev), None, "no sysfs: unknown");
+        std::fs::create_dir_all(d.path().join("sys/dev/block/253:0")).unwrap();
+        std::fs::write(
+            d.path().join("sys/dev/block/253:0/uevent"),
+            "MAJOR=253\nMINOR=0\nDEVNAME=vda\nDEVTYPE=disk\n",
+        )
+        .unwrap();
+        assert_eq!(ext4_journal(&root, dev), None, "not an ext4 device");
+        std::fs::create_dir_all(d.path().join("sys/fs/ext4/vda")).unwrap();
+        std::fs::write(d.path().join("sys/fs/ext4/vda/journal_task"), "<none>\n").unwrap();
+        assert_eq!(ext4_journal(&root, dev), Some(false));
+        std::fs::write(d.path().join("sys/fs/ext4/vda/journal_task"), "412\n").unwrap();
+        assert_eq!(ext4_journal(&root, dev), Some(true));
+        assert_eq!(
+            ext4_journal(&root, rustix::fs::makedev(8, 1)),
+            None,
+            "another device"
+        );
+    }
 }

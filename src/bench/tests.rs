@@ -81,6 +81,7 @@ fn fake_report() -> BenchReport {
             free_inodes: Some(1000),
             need_bytes: 1 << 20,
             need_inodes: 10,
+            ext4_journal: None,
         },
         TargetInfo {
             path: "/var/tmp".into(),
@@ -92,6 +93,7 @@ fn fake_report() -> BenchReport {
             free_inodes: Some(1000),
             need_bytes: 1 << 20,
             need_inodes: 10,
+            ext4_journal: Some(false),
         },
     ];
     let mut results = Vec::new();
@@ -366,6 +368,14 @@ fn ext4_file_creation_rows_carry_the_recently_deleted_note() {
         .expect("ext4 note");
     assert!(w.message.contains("metadata on /var/tmp"), "{}", w.message);
     assert!(!w.message.contains("/dev/shm"), "{}", w.message);
+    // With a journal ext4 reuses deleted inodes at once: no such claim.
+    let mut r = fake_report();
+    r.targets[1].ext4_journal = Some(true);
+    let ws = suite::warnings(&r);
+    assert!(
+        ws.iter().all(|w| w.code != "ext4_recently_deleted"),
+        "{ws:?}"
+    );
 }
 
 #[test]
