@@ -257,13 +257,14 @@ fn done(
 
 /// The precision half of [`done`], on the run times of the two compared targets.
 fn precise_enough(a: &[u64], b: &[u64], rounds: u32, opts: &Options, elapsed: Duration) -> bool {
-    if opts.ratio_precision_percent <= 0.0 {
+    // --max-runs is a hard bound, even on an odd round count.
+    if opts.ratio_precision_percent <= 0.0 || a.len().max(b.len()) >= opts.max_runs as usize {
         return true;
     }
     if !rounds.is_multiple_of(2) {
         return false;
     }
-    if elapsed >= opts.max_time || a.len().max(b.len()) >= opts.max_runs as usize {
+    if elapsed >= opts.max_time {
         return true;
     }
     // Work per run is fixed per session, so 1/time is the rate up to a
@@ -683,6 +684,12 @@ mod stop_tests {
             .map(|i| if i < o.max_runs / 2 { 100 } else { 150 })
             .collect();
         assert!(precise_enough(&many_a, &many_b, o.max_runs, &o, t));
+        // (--max-runs bounds even an odd count) ...
+        let odd = Options {
+            max_runs: 9,
+            ..Options::default()
+        };
+        assert!(precise_enough(&a[..9], &b2[..9], 9, &odd, t));
         // ... and never with --ratio-precision 0.
         let off = Options {
             ratio_precision_percent: 0.0,
