@@ -479,4 +479,151 @@ mod tests {
         assert_eq!(left.len(), 1, "temp file left behind");
         assert!(write_atomic(d.path(), b"x").is_err());
     }
+
+    /// A snapshot exercising every field: two paths (one a tmpfs mount with a
+    /// size, one with no files and unreadable dirs), a host name that needs escaping.
+    fn golden_snapshot() -> Snapshot {
+        Snapshot {
+            schema_version: SNAPSHOT_SCHEMA_VERSION,
+            host: "db-\"7\"\u{e9}".into(),
+            timestamp_unix_s: 1_700_000_123,
+            kernel: "6.1.0-18-amd64".into(),
+            paths: vec![
+                PathUsage {
+                    path: "/tmp".into(),
+                    used_bytes: 123_456_789,
+                    inodes: 4321,
+                    source: "statfs".into(),
+                    oldest_age_s: Some(86_400),
+                    unreadable_dirs: 0,
+                    fstype: "tmpfs".into(),
+                    mountpoint: "/tmp".into(),
+                    own_mount: true,
+                    tmpfs_size_bytes: Some(2 << 30),
+                },
+                PathUsage {
+                    path: "/var/tmp".into(),
+                    used_bytes: 0,
+                    inodes: 1,
+                    source: "du".into(),
+                    oldest_age_s: None,
+                    unreadable_dirs: 3,
+                    fstype: "ext4".into(),
+                    mountpoint: "/".into(),
+                    own_mount: false,
+                    tmpfs_size_bytes: None,
+                },
+            ],
+            mem_total_bytes: 8_000_000 * 1024,
+            mem_free_bytes: 1_000_001 * 1024,
+            mem_available_bytes: 5_000_002 * 1024,
+            buffers_bytes: 30_003 * 1024,
+            cached_bytes: 2_000_004 * 1024,
+            shmem_bytes: 120_005 * 1024,
+            swap_total_bytes: 1_000_006 * 1024,
+            swap_free_bytes: 900_007 * 1024,
+        }
+    }
+
+    // The three outputs below were printed by the code on main before the
+    // Snapshot/MemInfo de-duplication; they pin the on-disk schema (field names,
+    // order, escaping) that `fleet analyze`, `advise --history`, scrapers and
+    // users' own scripts read. Change them only with a schema_version bump.
+    const GOLDEN_JSON: &str = concat!(
+        r#"{"schema_version":1,"host":"db-\"7\"é","timestamp_unix_s":1700000123,"kernel":"6.1.0-18-amd64","#,
+        r#""paths":[{"path":"/tmp","used_bytes":123456789,"inodes":4321,"source":"statfs","oldest_age_s":86400,"#,
+        r#""unreadable_dirs":0,"fstype":"tmpfs","mountpoint":"/tmp","own_mount":true,"tmpfs_size_bytes":2147483648},"#,
+        r#"{"path":"/var/tmp","used_bytes":0,"inodes":1,"source":"du","oldest_age_s":null,"unreadable_dirs":3,"#,
+        r#""fstype":"ext4","mountpoint":"/","own_mount":false,"tmpfs_size_bytes":null}],"#,
+        r#""mem_total_bytes":8192000000,"mem_free_bytes":1024001024,"mem_available_bytes":5120002048,"#,
+        r#""buffers_bytes":30723072,"cached_bytes":2048004096,"shmem_bytes":122885120,"#,
+        r#""swap_total_bytes":1024006144,"swap_free_bytes":921607168}"#,
+        "\n"
+    );
+    const GOLDEN_TSV: &str = "db-\"7\"\u{e9}\t120564\t8000000\t6999999\t1000001\t120005\t30003\t2000004\t1000006\t99999\t900007\t4321\n";
+    const GOLDEN_PROM: &str = "\
+# HELP tmpfsctl_path_used_bytes Bytes used under the path (du -s -x -B1; statfs when the path is a mount point).
+# TYPE tmpfsctl_path_used_bytes gauge
+tmpfsctl_path_used_bytes{path=\"/tmp\"} 123456789
+tmpfsctl_path_used_bytes{path=\"/var/tmp\"} 0
+# HELP tmpfsctl_path_inodes Inodes under the path, hard links once.
+# TYPE tmpfsctl_path_inodes gauge
+tmpfsctl_path_inodes{path=\"/tmp\"} 4321
+tmpfsctl_path_inodes{path=\"/var/tmp\"} 1
+# HELP tmpfsctl_path_oldest_file_age_seconds Age of the oldest file under the path.
+# TYPE tmpfsctl_path_oldest_file_age_seconds gauge
+tmpfsctl_path_oldest_file_age_seconds{path=\"/tmp\"} 86400
+# HELP tmpfsctl_path_unreadable_dirs Directories under the path that could not be read (their contents are not counted).
+# TYPE tmpfsctl_path_unreadable_dirs gauge
+tmpfsctl_path_unreadable_dirs{path=\"/tmp\"} 0
+tmpfsctl_path_unreadable_dirs{path=\"/var/tmp\"} 3
+# HELP tmpfsctl_path_tmpfs_size_bytes Size limit of the tmpfs holding the path.
+# TYPE tmpfsctl_path_tmpfs_size_bytes gauge
+tmpfsctl_path_tmpfs_size_bytes{path=\"/tmp\"} 2147483648
+# HELP tmpfsctl_collect_timestamp_seconds When tmpfsctl collect took this snapshot.
+# TYPE tmpfsctl_collect_timestamp_seconds gauge
+tmpfsctl_collect_timestamp_seconds 1700000123
+";
+
+    #[test]
+    fn outputs_match_the_pinned_schema() {
+        let s = golden_snapshot();
+        let json = String::from_utf8(render_json_line(&s).unwrap()).unwrap();
+        assert_eq!(json, GOLDEN_JSON);
+        let back: Snapshot = serde_json::from_str(GOLDEN_JSON).unwrap();
+        assert_eq!(
+            back, s,
+            "a pinned line must read back into the same snapshot"
+        );
+        assert_eq!(
+            String::from_utf8(render_prom(&s).unwrap()).unwrap(),
+            GOLDEN_PROM
+        );
+        let mut one = s;
+        one.paths.truncate(1);
+        assert_eq!(
+            String::from_utf8(render_kirkland(&one).unwrap()).unwrap(),
+            GOLDEN_TSV
+        );
+    }
+
+    #[test]
+    fn pinned_outputs_ingest_to_the_same_host_record() {
+        let s = golden_snapshot();
+        let want = crate::fleet::HostRecord::from_snapshot(&s, "/tmp").unwrap();
+        let opts = crate::fleet::ingest::IngestOptions::default();
+        let mut f = crate::fleet::Fleet::default();
+        let mut r = crate::fleet::ingest::IngestReport::default();
+        crate::fleet::ingest::ingest(
+            "golden.jsonl",
+            Box::new(GOLDEN_JSON.as_bytes()),
+            &opts,
+            &mut f,
+            &mut r,
+        )
+        .unwrap();
+        assert_eq!(f.len(), 1);
+        assert_eq!(f.record(0), want);
+        // The Kirkland row keeps KiB and free(1)'s columns: /tmp rounded up to
+        // whole KiB, MemAvailable estimated as free + buffers + cached.
+        let mut f = crate::fleet::Fleet::default();
+        crate::fleet::ingest::ingest(
+            "golden.tsv",
+            Box::new(GOLDEN_TSV.as_bytes()),
+            &opts,
+            &mut f,
+            &mut r,
+        )
+        .unwrap();
+        let k = f.record(0);
+        assert_eq!(k.host, s.host);
+        assert_eq!(k.tmp_used_bytes, 120_564 * 1024);
+        assert_eq!(k.mem_total_bytes, s.mem_total_bytes);
+        assert_eq!(
+            k.mem_available_bytes,
+            Some(s.mem_free_bytes + s.buffers_bytes + s.cached_bytes)
+        );
+        assert_eq!(k.swap_free_bytes, Some(s.swap_free_bytes));
+        assert_eq!(k.tmp_inodes, Some(4321));
+    }
 }
