@@ -45,29 +45,11 @@ pub struct Snapshot {
     pub timestamp_unix_s: i64,
     pub kernel: String,
     pub paths: Vec<PathUsage>,
-    pub mem_total_bytes: u64,
-    pub mem_free_bytes: u64,
-    pub mem_available_bytes: u64,
-    pub buffers_bytes: u64,
-    pub cached_bytes: u64,
-    pub shmem_bytes: u64,
-    pub swap_total_bytes: u64,
-    pub swap_free_bytes: u64,
-}
-
-impl Snapshot {
-    pub fn meminfo(&self) -> MemInfo {
-        MemInfo {
-            mem_total_bytes: self.mem_total_bytes,
-            mem_free_bytes: self.mem_free_bytes,
-            mem_available_bytes: self.mem_available_bytes,
-            buffers_bytes: self.buffers_bytes,
-            cached_bytes: self.cached_bytes,
-            shmem_bytes: self.shmem_bytes,
-            swap_total_bytes: self.swap_total_bytes,
-            swap_free_bytes: self.swap_free_bytes,
-        }
-    }
+    /// /proc/meminfo. Flattened, and last, so the line keeps the flat
+    /// `mem_total_bytes` ... `swap_free_bytes` keys, in this order, that
+    /// schema_version 1 has always had (pinned by `outputs_match_the_pinned_schema`).
+    #[serde(flatten)]
+    pub mem: MemInfo,
 }
 
 /// How to name the host in a snapshot.
@@ -125,14 +107,7 @@ pub fn snapshot(root: &Sysroot, paths: &[PathBuf], name: &HostName) -> Result<Sn
         timestamp_unix_s: now,
         kernel: uts.release().to_string_lossy().into_owned(),
         paths: out,
-        mem_total_bytes: mem.mem_total_bytes,
-        mem_free_bytes: mem.mem_free_bytes,
-        mem_available_bytes: mem.mem_available_bytes,
-        buffers_bytes: mem.buffers_bytes,
-        cached_bytes: mem.cached_bytes,
-        shmem_bytes: mem.shmem_bytes,
-        swap_total_bytes: mem.swap_total_bytes,
-        swap_free_bytes: mem.swap_free_bytes,
+        mem,
     })
 }
 
@@ -230,15 +205,15 @@ pub fn render_kirkland(s: &Snapshot) -> Result<Vec<u8>> {
         "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
         s.host.replace(['\t', '\n'], " "),
         kib_ceil(p.used_bytes),
-        k(s.mem_total_bytes),
-        k(s.mem_total_bytes.saturating_sub(s.mem_free_bytes)),
-        k(s.mem_free_bytes),
-        k(s.shmem_bytes),
-        k(s.buffers_bytes),
-        k(s.cached_bytes),
-        k(s.swap_total_bytes),
-        k(s.swap_total_bytes.saturating_sub(s.swap_free_bytes)),
-        k(s.swap_free_bytes),
+        k(s.mem.mem_total_bytes),
+        k(s.mem.mem_total_bytes.saturating_sub(s.mem.mem_free_bytes)),
+        k(s.mem.mem_free_bytes),
+        k(s.mem.shmem_bytes),
+        k(s.mem.buffers_bytes),
+        k(s.mem.cached_bytes),
+        k(s.mem.swap_total_bytes),
+        k(s.mem.swap_used_bytes()),
+        k(s.mem.swap_free_bytes),
         p.inodes
     );
     Ok(line.into_bytes())
@@ -406,14 +381,16 @@ mod tests {
                 own_mount: false,
                 tmpfs_size_bytes: None,
             }],
-            mem_total_bytes: 4096 * 1024,
-            mem_free_bytes: 1024 * 1024,
-            mem_available_bytes: 3000 * 1024,
-            buffers_bytes: 100 * 1024,
-            cached_bytes: 1000 * 1024,
-            shmem_bytes: 20 * 1024,
-            swap_total_bytes: 2048 * 1024,
-            swap_free_bytes: 2000 * 1024,
+            mem: MemInfo {
+                mem_total_bytes: 4096 * 1024,
+                mem_free_bytes: 1024 * 1024,
+                mem_available_bytes: 3000 * 1024,
+                buffers_bytes: 100 * 1024,
+                cached_bytes: 1000 * 1024,
+                shmem_bytes: 20 * 1024,
+                swap_total_bytes: 2048 * 1024,
+                swap_free_bytes: 2000 * 1024,
+            },
         }
     }
 
@@ -514,14 +491,16 @@ mod tests {
                     tmpfs_size_bytes: None,
                 },
             ],
-            mem_total_bytes: 8_000_000 * 1024,
-            mem_free_bytes: 1_000_001 * 1024,
-            mem_available_bytes: 5_000_002 * 1024,
-            buffers_bytes: 30_003 * 1024,
-            cached_bytes: 2_000_004 * 1024,
-            shmem_bytes: 120_005 * 1024,
-            swap_total_bytes: 1_000_006 * 1024,
-            swap_free_bytes: 900_007 * 1024,
+            mem: MemInfo {
+                mem_total_bytes: 8_000_000 * 1024,
+                mem_free_bytes: 1_000_001 * 1024,
+                mem_available_bytes: 5_000_002 * 1024,
+                buffers_bytes: 30_003 * 1024,
+                cached_bytes: 2_000_004 * 1024,
+                shmem_bytes: 120_005 * 1024,
+                swap_total_bytes: 1_000_006 * 1024,
+                swap_free_bytes: 900_007 * 1024,
+            },
         }
     }
 
@@ -618,12 +597,12 @@ tmpfsctl_collect_timestamp_seconds 1700000123
         let k = f.record(0);
         assert_eq!(k.host, s.host);
         assert_eq!(k.tmp_used_bytes, 120_564 * 1024);
-        assert_eq!(k.mem_total_bytes, s.mem_total_bytes);
+        assert_eq!(k.mem_total_bytes, s.mem.mem_total_bytes);
         assert_eq!(
             k.mem_available_bytes,
-            Some(s.mem_free_bytes + s.buffers_bytes + s.cached_bytes)
+            Some(s.mem.mem_free_bytes + s.mem.buffers_bytes + s.mem.cached_bytes)
         );
-        assert_eq!(k.swap_free_bytes, Some(s.swap_free_bytes));
+        assert_eq!(k.swap_free_bytes, Some(s.mem.swap_free_bytes));
         assert_eq!(k.tmp_inodes, Some(4321));
     }
 }

@@ -36,10 +36,10 @@ impl HostRecord {
             timestamp_unix_s: Some(s.timestamp_unix_s),
             tmp_used_bytes: p.used_bytes,
             tmp_inodes: Some(p.inodes),
-            mem_total_bytes: s.mem_total_bytes,
-            mem_available_bytes: Some(s.mem_available_bytes),
-            swap_total_bytes: Some(s.swap_total_bytes),
-            swap_free_bytes: Some(s.swap_free_bytes),
+            mem_total_bytes: s.mem.mem_total_bytes,
+            mem_available_bytes: Some(s.mem.mem_available_bytes),
+            swap_total_bytes: Some(s.mem.swap_total_bytes),
+            swap_free_bytes: Some(s.mem.swap_free_bytes),
         })
     }
 }
