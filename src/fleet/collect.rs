@@ -55,7 +55,8 @@ pub struct Snapshot {
 /// How to name the host in a snapshot.
 #[derive(Debug, Clone, Default)]
 pub enum HostName {
-    /// uname's nodename.
+    /// The inspected system's: uname's nodename live, the sysroot's files
+    /// under `--sysroot` (see [`crate::sys::Sysroot::hostname_from_files`]).
     #[default]
     Real,
     /// A stable, salted hash of the nodename: the same host always gets the same
@@ -63,6 +64,9 @@ pub enum HostName {
     Anonymized { salt: String },
     /// A fixed name (tests, containers whose nodename means nothing).
     Fixed(String),
+    /// None is looked up and `host` stays empty: for outputs that carry no host
+    /// name (prom, where the scraper's `instance` label names the host).
+    Unused,
 }
 
 /// `anon-` and 16 hex digits of SHA-256(salt || name): stable across runs and
@@ -87,11 +91,11 @@ pub fn snapshot(root: &Sysroot, paths: &[PathBuf], name: &HostName) -> Result<Sn
     let (mem, _) = root.meminfo()?;
     let (mounts, _) = root.mountinfo()?;
     let uts = rustix::system::uname();
-    let nodename = uts.nodename().to_string_lossy().into_owned();
     let host = match name {
-        HostName::Real => nodename,
-        HostName::Anonymized { salt } => anonymize(&nodename, salt),
+        HostName::Real => system_host_name(root)?,
+        HostName::Anonymized { salt } => anonymize(&system_host_name(root)?, salt),
         HostName::Fixed(s) => s.clone(),
+        HostName::Unused => String::new(),
     };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -108,6 +112,27 @@ pub fn snapshot(root: &Sysroot, paths: &[PathBuf], name: &HostName) -> Result<Sn
         kernel: uts.release().to_string_lossy().into_owned(),
         paths: out,
         mem,
+    })
+}
+
+/// The host name of the system being inspected. Under `--sysroot` this must
+/// come from the tree, never from the machine running tmpfsctl: a snapshot of
+/// an image or a container's root labelled with the live host's name would
+/// silently merge two hosts in `fleet analyze`.
+fn system_host_name(root: &Sysroot) -> Result<String> {
+    if root.is_live() {
+        return Ok(rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned());
+    }
+    root.hostname_from_files()?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "--sysroot {}: no host name in {} or {}; give one with --host NAME",
+            root.root().display(),
+            root.path("/proc/sys/kernel/hostname").display(),
+            root.path("/etc/hostname").display()
+        )
     })
 }
 

@@ -85,7 +85,7 @@ pub struct CollectArgs {
         hide_env_values = true
     )]
     pub salt: String,
-    /// Use NAME as the host name
+    /// Use NAME as the host name (default: the kernel's; with --sysroot DIR, DIR/proc/sys/kernel/hostname or DIR/etc/hostname)
     #[arg(long, value_name = "NAME", conflicts_with = "anonymize")]
     pub host: Option<String>,
 }
@@ -94,8 +94,15 @@ pub fn collect_cmd(ctx: &Context, args: &CollectArgs) -> Result<u8> {
     if args.format == CollectFormat::Kirkland && args.paths.len() != 1 {
         anyhow::bail!("--format kirkland has a single /tmp column; give exactly one --path");
     }
+    if args.host.as_deref().is_some_and(|h| h.trim().is_empty()) {
+        // An empty name is a line `fleet analyze` rejects later, far from here.
+        anyhow::bail!("--host: the name is empty; give the host's name, e.g. --host web-1");
+    }
     let name = match (&args.host, args.anonymize) {
         (Some(h), _) => HostName::Fixed(h.clone()),
+        // The metrics carry no host name: do not fail for want of one (a sysroot
+        // with neither hostname file) when nothing would print it.
+        (None, _) if args.format == CollectFormat::Prom => HostName::Unused,
         (None, true) => HostName::Anonymized {
             salt: args.salt.clone(),
         },

@@ -88,6 +88,35 @@ impl Sysroot {
         Ok((m, w))
     }
 
+    /// The inspected system's host name as its files record it, for a sysroot
+    /// (the live machine's is uname's nodename): `proc/sys/kernel/hostname` when
+    /// a /proc capture holds one, else the first line of `etc/hostname` that is
+    /// neither blank nor a `#` comment, trimmed. `None` when neither names one;
+    /// an error only when a file exists but cannot be read.
+    pub fn hostname_from_files(&self) -> Result<Option<String>> {
+        let read = |abs: &str| -> Result<Option<String>> {
+            let p = self.path(abs);
+            match std::fs::read(&p) {
+                Ok(t) => Ok(Some(String::from_utf8_lossy(&t).into_owned())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e).with_context(|| format!("cannot read {}", p.display())),
+            }
+        };
+        // "(none)" is the kernel's name before anything set one: not a name.
+        if let Some(t) = read("/proc/sys/kernel/hostname")? {
+            let t = t.trim();
+            if !t.is_empty() && t != "(none)" {
+                return Ok(Some(t.to_string()));
+            }
+        }
+        Ok(read("/etc/hostname")?.and_then(|t| {
+            t.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string)
+        }))
+    }
+
     /// /etc/fstab; a missing file is an empty table (containers often have none).
     pub fn fstab(&self) -> Result<fstab::Fstab> {
         let p = self.path("/etc/fstab");
@@ -137,5 +166,56 @@ mod fuzz_smoke {
             let f = super::fstab::Fstab::parse(&data);
             assert_eq!(f.to_bytes(), data);
         }
+    }
+}
+
+#[cfg(test)]
+mod hostname_tests {
+    use super::Sysroot;
+
+    fn root(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for (p, text) in files {
+            let f = d.path().join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, text).unwrap();
+        }
+        d
+    }
+
+    fn name(files: &[(&str, &str)]) -> Option<String> {
+        let d = root(files);
+        Sysroot::new(d.path()).hostname_from_files().unwrap()
+    }
+
+    #[test]
+    fn proc_wins_over_etc_and_etc_skips_comments() {
+        let both = [
+            ("proc/sys/kernel/hostname", "from-proc\n"),
+            ("etc/hostname", "from-etc\n"),
+        ];
+        assert_eq!(name(&both).as_deref(), Some("from-proc"));
+        let etc = [(
+            "etc/hostname",
+            "# set by the installer\n\n  web-3.example  \nsecond\n",
+        )];
+        assert_eq!(name(&etc).as_deref(), Some("web-3.example"));
+        let unset = [
+            ("proc/sys/kernel/hostname", "(none)\n"),
+            ("etc/hostname", "img\n"),
+        ];
+        assert_eq!(name(&unset).as_deref(), Some("img"));
+        assert_eq!(name(&[("proc/sys/kernel/hostname", " \n")]), None);
+        assert_eq!(name(&[("etc/hostname", "# only a comment\n")]), None);
+        assert_eq!(name(&[]), None);
+    }
+
+    #[test]
+    fn unreadable_file_is_an_error_naming_it() {
+        // A directory where the file should be: reading fails with EISDIR, as root too.
+        let d = root(&[]);
+        std::fs::create_dir_all(d.path().join("etc/hostname")).unwrap();
+        let e = Sysroot::new(d.path()).hostname_from_files().unwrap_err();
+        assert!(format!("{e:#}").contains("etc/hostname"), "{e:#}");
     }
 }

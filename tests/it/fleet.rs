@@ -260,6 +260,114 @@ fn collect_prom_output_is_atomic_and_world_readable() {
 }
 
 #[test]
+fn collect_under_sysroot_names_the_sysroots_host_not_this_one() {
+    let live = rustix::system::uname()
+        .nodename()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let s = sysroot();
+    let root = s.path().to_str().unwrap();
+    let proc_name = s.path().join("proc/sys/kernel/hostname");
+    let etc_name = s.path().join("etc/hostname");
+    std::fs::create_dir_all(proc_name.parent().unwrap()).unwrap();
+    std::fs::write(&proc_name, "img-proc-host\n").unwrap();
+    std::fs::write(
+        &etc_name,
+        "# written by the image builder\n\n  img-etc-host \n",
+    )
+    .unwrap();
+    let collect = |extra: &[&str]| {
+        let mut a = vec!["--sysroot", root, "collect"];
+        a.extend_from_slice(extra);
+        tmpfsctl(&a)
+    };
+    let host_of = |o: &Output| {
+        assert!(o.status.success(), "{}", stderr(o));
+        json(o)["host"].as_str().unwrap().to_string()
+    };
+    let kirkland_host = |o: &Output| {
+        assert!(o.status.success(), "{}", stderr(o));
+        stdout(o).split('\t').next().unwrap().to_string()
+    };
+    let prom_ok = |o: &Output| {
+        assert!(o.status.success(), "{}", stderr(o));
+        let t = stdout(o);
+        assert!(
+            t.contains("tmpfsctl_path_used_bytes{path=\"/tmp\"} "),
+            "{t}"
+        );
+        // The textfile carries no host name at all (the scraper's instance label
+        // names the host): every sample is `name{path="..."} v` or the timestamp.
+        for l in t.lines().filter(|l| !l.starts_with('#')) {
+            let labels = l.split_once('{').map(|(_, r)| r.split_once('}').unwrap().0);
+            match labels {
+                Some(ls) => assert!(ls.starts_with("path=\"") && !ls.contains(','), "{l}"),
+                None => assert!(l.starts_with("tmpfsctl_collect_timestamp_seconds "), "{l}"),
+            }
+        }
+        assert!(!t.contains("img-") && !t.contains("anon-"), "{t}");
+    };
+
+    // proc/sys/kernel/hostname wins: it is what the kernel of that system said.
+    assert_eq!(host_of(&collect(&[])), "img-proc-host");
+    assert_eq!(
+        kirkland_host(&collect(&["--format", "kirkland"])),
+        "img-proc-host"
+    );
+    prom_ok(&collect(&["--format", "prom"]));
+
+    // Without it, etc/hostname's first real line, trimmed.
+    std::fs::remove_file(&proc_name).unwrap();
+    assert_eq!(host_of(&collect(&[])), "img-etc-host");
+    assert_eq!(
+        kirkland_host(&collect(&["--format", "kirkland"])),
+        "img-etc-host"
+    );
+    prom_ok(&collect(&["--format", "prom"]));
+    // --anonymize hashes the sysroot's name, not this machine's.
+    let anon = host_of(&collect(&["--anonymize"]));
+    assert_eq!(
+        anon,
+        tmpfsctl::fleet::collect::anonymize("img-etc-host", "")
+    );
+    assert_ne!(anon, tmpfsctl::fleet::collect::anonymize(&live, ""));
+    // --host still overrides.
+    assert_eq!(host_of(&collect(&["--host", "web-9"])), "web-9");
+    let o = collect(&["--host", " "]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--host"), "{}", stderr(&o));
+
+    // Neither file: JSON and Kirkland fail naming both paths and the fix,
+    // and write nothing; prom does not need a name and still works.
+    std::fs::remove_file(&etc_name).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("snap.jsonl");
+    for fmt in ["json", "kirkland"] {
+        let o = collect(&["--format", fmt, "--output", dest.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{fmt}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains(proc_name.to_str().unwrap()) && e.contains(etc_name.to_str().unwrap()),
+            "{fmt}: {e}"
+        );
+        assert!(e.contains("--host NAME"), "{fmt}: {e}");
+        assert!(o.stdout.is_empty());
+        assert_eq!(
+            std::fs::read_dir(out.path()).unwrap().count(),
+            0,
+            "{fmt}: file written"
+        );
+    }
+    prom_ok(&collect(&["--format", "prom"]));
+    assert_eq!(host_of(&collect(&["--host", "web-9"])), "web-9");
+    assert_eq!(
+        kirkland_host(&collect(&["--format", "kirkland", "--host", "web-9"])),
+        "web-9"
+    );
+}
+
+#[test]
 fn collect_counts_unreadable_dirs_without_failing() {
     crate::require_root!();
     let t = tempfile::tempdir().unwrap();
