@@ -591,35 +591,25 @@ tmpfsctl_collect_timestamp_seconds 1700000123
         );
     }
 
+    /// What `fleet analyze` makes of one pinned file.
+    fn ingest_one(name: &str, text: &str) -> crate::fleet::HostRecord {
+        use crate::fleet::ingest;
+        let mut f = crate::fleet::Fleet::default();
+        let mut r = ingest::IngestReport::default();
+        let opts = ingest::IngestOptions::default();
+        ingest::ingest(name, Box::new(text.as_bytes()), &opts, &mut f, &mut r).unwrap();
+        assert_eq!(f.len(), 1, "{name}");
+        f.record(0)
+    }
+
     #[test]
     fn pinned_outputs_ingest_to_the_same_host_record() {
         let s = golden_snapshot();
         let want = crate::fleet::HostRecord::from_snapshot(&s, "/tmp").unwrap();
-        let opts = crate::fleet::ingest::IngestOptions::default();
-        let mut f = crate::fleet::Fleet::default();
-        let mut r = crate::fleet::ingest::IngestReport::default();
-        crate::fleet::ingest::ingest(
-            "golden.jsonl",
-            Box::new(GOLDEN_JSON.as_bytes()),
-            &opts,
-            &mut f,
-            &mut r,
-        )
-        .unwrap();
-        assert_eq!(f.len(), 1);
-        assert_eq!(f.record(0), want);
+        assert_eq!(ingest_one("golden.jsonl", GOLDEN_JSON), want);
         // The Kirkland row keeps KiB and free(1)'s columns: /tmp rounded up to
         // whole KiB, MemAvailable estimated as free + buffers + cached.
-        let mut f = crate::fleet::Fleet::default();
-        crate::fleet::ingest::ingest(
-            "golden.tsv",
-            Box::new(GOLDEN_TSV.as_bytes()),
-            &opts,
-            &mut f,
-            &mut r,
-        )
-        .unwrap();
-        let k = f.record(0);
+        let k = ingest_one("golden.tsv", GOLDEN_TSV);
         assert_eq!(k.host, s.host);
         assert_eq!(k.tmp_used_bytes, 120_564 * 1024);
         assert_eq!(k.mem_total_bytes, s.mem.mem_total_bytes);
