@@ -109,10 +109,24 @@ pub fn snapshot(root: &Sysroot, paths: &[PathBuf], name: &HostName) -> Result<Sn
         schema_version: SNAPSHOT_SCHEMA_VERSION,
         host,
         timestamp_unix_s: now,
-        kernel: uts.release().to_string_lossy().into_owned(),
+        kernel: system_kernel(root, &uts),
         paths: out,
         mem,
     })
+}
+
+/// The kernel release of the system being inspected: under `--sysroot`,
+/// DIR/proc/sys/kernel/osrelease, else "unknown" (an image has no running
+/// kernel, and the live machine's would be a false label).
+fn system_kernel(root: &crate::sys::Sysroot, uts: &rustix::system::Uname) -> String {
+    if root.is_live() {
+        return uts.release().to_string_lossy().into_owned();
+    }
+    std::fs::read(root.path("/proc/sys/kernel/osrelease"))
+        .ok()
+        .map(|t| String::from_utf8_lossy(&t).trim().to_string())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
 }
 
 /// The host name of the system being inspected. Under `--sysroot` this must

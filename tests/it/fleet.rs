@@ -309,6 +309,11 @@ fn collect_under_sysroot_names_the_sysroots_host_not_this_one() {
         assert!(!t.contains("img-") && !t.contains("anon-"), "{t}");
     };
 
+    // No osrelease in the image: its kernel is unknown, not this machine's.
+    assert_eq!(json(&collect(&[]))["kernel"], "unknown");
+    std::fs::write(s.path().join("proc/sys/kernel/osrelease"), "6.1.0-img\n").unwrap();
+    assert_eq!(json(&collect(&[]))["kernel"], "6.1.0-img");
+
     // proc/sys/kernel/hostname wins: it is what the kernel of that system said.
     assert_eq!(host_of(&collect(&[])), "img-proc-host");
     assert_eq!(
