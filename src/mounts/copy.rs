@@ -1,8 +1,10 @@
 //! Copying a directory tree with everything a filesystem can say about a file:
 //! owners, modes (setuid/sticky), ns timestamps, symlinks (dangling too), hard
 //! links, xattrs (so POSIX ACLs and file capabilities), FIFOs, sockets, device
-//! nodes and names that are not UTF-8. Plus a tree comparison used to verify
-//! the copy, and a remove that never follows a symlink.
+//! nodes, names that are not UTF-8, and holes (a sparse file stays sparse:
+//! `plan` sizes the tmpfs from allocated blocks, so an expanded copy could
+//! not fit). Plus a tree comparison used to verify the copy, and a remove that
+//! never follows a symlink.
 //!
 //! Written by hand on rustix's *at calls rather than with a crate: the copy
 //! crates (fs_extra, copy_dir, walkdir-based ones) work by path and drop hard
@@ -14,14 +16,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CStr, CString, OsStr};
 use std::hash::Hasher;
-use std::io::Read;
+use std::ops::Range;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, Stat, Timestamps, XattrFlags};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, SeekFrom, Stat, Timestamps, XattrFlags};
 use rustix::io::Errno;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -34,9 +36,112 @@ pub struct CopyStats {
     /// FIFOs, sockets, character and block devices.
     pub special_files: u64,
     pub xattrs: u64,
-    /// File content bytes copied (apparent size).
+    /// File content bytes copied (apparent size, holes included).
     pub content_bytes: u64,
+    /// Bytes of file data actually moved: `content_bytes` minus the holes
+    /// that were skipped (what the copy occupies, up to block rounding).
+    pub data_bytes: u64,
+    /// Regular files that had at least one hole, kept as a hole in the copy.
+    pub sparse_files: u64,
 }
+
+/// The data extents of an open file below `len`, from `SEEK_DATA`/`SEEK_HOLE`,
+/// in order; holes are left out. Where the filesystem cannot tell (`lseek`
+/// answers EINVAL or EOPNOTSUPP), the whole file is one extent, which is the
+/// plain copy. Moves the file offset; every user here reads at explicit
+/// offsets.
+pub struct Extents<'f> {
+    fd: BorrowedFd<'f>,
+    pos: u64,
+    len: u64,
+    /// Ask the filesystem; false yields `0..len` at once.
+    probe: bool,
+}
+
+impl<'f> Extents<'f> {
+    pub fn new(fd: BorrowedFd<'f>, len: u64) -> Self {
+        Extents {
+            fd,
+            pos: 0,
+            len,
+            probe: true,
+        }
+    }
+
+    /// Probe only when st_blocks says the file may have holes (as GNU cp
+    /// does): fewer allocated bytes than its length. A dense file then costs
+    /// no lseek calls at all, which matters for trees of many small files.
+    pub fn for_stat(fd: BorrowedFd<'f>, st: &Stat) -> Self {
+        let len = st.st_size as u64;
+        let mut e = Extents::new(fd, len);
+        e.probe = (st.st_blocks as u64).saturating_mul(512) < len;
+        e
+    }
+
+    fn rest(&mut self) -> Option<std::io::Result<Range<u64>>> {
+        let r = self.pos..self.len;
+        self.pos = self.len;
+        (!r.is_empty()).then_some(Ok(r))
+    }
+}
+
+impl Iterator for Extents<'_> {
+    type Item = std::io::Result<Range<u64>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.len {
+            return None;
+        }
+        if !self.probe {
+            return self.rest();
+        }
+        let start = match rustix::fs::seek(self.fd, SeekFrom::Data(self.pos)) {
+            Ok(s) => s,
+            // Nothing but a hole from pos to the end of the file.
+            Err(Errno::NXIO) => {
+                self.pos = self.len;
+                return None;
+            }
+            Err(Errno::INVAL | Errno::OPNOTSUPP) if self.pos == 0 => {
+                self.probe = false;
+                return self.rest();
+            }
+            Err(e) => return Some(Err(e.into())),
+        };
+        if start >= self.len {
+            self.pos = self.len;
+            return None;
+        }
+        let end = match rustix::fs::seek(self.fd, SeekFrom::Hole(start)) {
+            // A file that changed meanwhile may report a hole at or before
+            // `start`; taking the rest as data is always correct.
+            Ok(e) if e > start => e.min(self.len),
+            Ok(_) | Err(Errno::NXIO) => self.len,
+            Err(e) => return Some(Err(e.into())),
+        };
+        self.pos = end;
+        Some(Ok(start..end))
+    }
+}
+
+/// How file data moves between two open files. The first one the kernel
+/// accepts for a pair of filesystems is kept for the rest of the tree (a tree
+/// copy never changes filesystems on either side).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mover {
+    /// In-kernel, and reflinks where the filesystem can; one filesystem
+    /// (or one type of filesystem) only.
+    CopyFileRange,
+    /// In-kernel page copy across filesystems (what std::io::copy falls back to).
+    Sendfile,
+    /// pread/pwrite through a buffer; works everywhere.
+    ReadWrite,
+}
+
+/// At most this much per system call, so progress and Ctrl-C are seen
+/// within a fraction of a second even inside one huge extent.
+const CHUNK: u64 = 8 << 20;
+const RW_BUF: usize = 1 << 20;
 
 /// Show a name relative to the tree root for messages: lossy, but escaped so a
 /// newline in a file name cannot forge a line of output.
@@ -237,17 +342,36 @@ pub struct Copier<'c> {
     links: HashMap<(u64, u64), Vec<u8>>,
     dst_root: BorrowedFd<'c>,
     cancel: &'c AtomicBool,
+    /// Told about every chunk of data moved (bytes), for a progress bar.
+    progress: &'c dyn Fn(u64),
+    mover: Mover,
+    buf: Vec<u8>,
     pub stats: CopyStats,
 }
 
 /// Copy everything under `src` into the (empty) directory `dst`. With
 /// `root_meta`, `dst` itself also gets `src`'s owner, mode, xattrs and times.
-/// The first error stops the copy; the caller discards `dst`.
+/// The first error stops the copy; the caller discards `dst`. `progress` is
+/// called with the number of data bytes moved, chunk by chunk.
 pub fn copy_tree(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
     root_meta: bool,
     cancel: &AtomicBool,
+    progress: &dyn Fn(u64),
+) -> Result<CopyStats> {
+    copy_tree_with(src, dst, root_meta, cancel, progress, Mover::CopyFileRange)
+}
+
+/// [`copy_tree`] starting from a given way of moving data (tests force the
+/// fallbacks with it).
+pub fn copy_tree_with(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    root_meta: bool,
+    cancel: &AtomicBool,
+    progress: &dyn Fn(u64),
+    mover: Mover,
 ) -> Result<CopyStats> {
     let st = rustix::fs::fstat(src).context("stat of the source directory")?;
     let mut c = Copier {
@@ -255,6 +379,9 @@ pub fn copy_tree(
         links: HashMap::new(),
         dst_root: dst,
         cancel,
+        progress,
+        mover,
+        buf: Vec::new(),
         stats: CopyStats::default(),
     };
     let rel = Vec::new();
@@ -390,11 +517,43 @@ impl Copier<'_> {
             Mode::RUSR | Mode::WUSR,
         )
         .map_err(|e| fail("create the copy", e.into()))?;
-        let mut sf = std::fs::File::from(s);
-        let mut df = std::fs::File::from(d);
-        // std::io::copy uses copy_file_range/sendfile between files when it can.
-        let n = std::io::copy(&mut sf, &mut df).map_err(|e| fail("copy data", e))?;
-        self.stats.content_bytes += n;
+        let sf = std::fs::File::from(s);
+        let df = std::fs::File::from(d);
+        let len = st.st_size as u64;
+        // Only the data extents are written; what lies between stays a hole
+        // in the copy, and the final length (a trailing hole) comes from
+        // ftruncate.
+        let mut end = 0;
+        let mut data = 0;
+        'extents: for r in Extents::for_stat(sf.as_fd(), st) {
+            let r = r.map_err(|e| fail("find the data extents of", e))?;
+            let mut off = r.start;
+            while off < r.end {
+                if self.cancel.load(Ordering::Relaxed) {
+                    bail!("interrupted");
+                }
+                let n = self
+                    .move_data(sf.as_fd(), df.as_fd(), off, (r.end - off).min(CHUNK))
+                    .map_err(|e| fail("copy data", e))?;
+                if n == 0 {
+                    // Shrunk since the stat; the verification that follows
+                    // every copy reports it.
+                    break 'extents;
+                }
+                off += n;
+                data += n;
+                end = off;
+                (self.progress)(n);
+            }
+        }
+        if end < len {
+            rustix::fs::ftruncate(&df, len).map_err(|e| fail("set the length of", e.into()))?;
+        }
+        self.stats.content_bytes += len;
+        self.stats.data_bytes += data;
+        if data < len {
+            self.stats.sparse_files += 1;
+        }
         let (u, g) = owner(st);
         let m = |what: &str, e: Errno| fail(what, e.into());
         rustix::fs::fchown(&df, u, g).map_err(|e| m("set owner", e))?;
@@ -405,6 +564,68 @@ impl Copier<'_> {
         rustix::fs::fchmod(&df, perm(st)).map_err(|e| m("set mode", e))?;
         rustix::fs::futimens(&df, &times(st)).map_err(|e| m("set timestamps", e))?;
         Ok(())
+    }
+
+    /// Copy up to `len` bytes at `off` in `s` to the same offset in `d`.
+    /// Returns the bytes copied: 0 only at the end of `s`.
+    fn move_data(
+        &mut self,
+        s: BorrowedFd<'_>,
+        d: BorrowedFd<'_>,
+        off: u64,
+        len: u64,
+    ) -> std::io::Result<u64> {
+        let len = len.min(CHUNK) as usize;
+        loop {
+            match self.mover {
+                Mover::CopyFileRange => {
+                    let (mut i, mut o) = (off, off);
+                    match rustix::fs::copy_file_range(s, Some(&mut i), d, Some(&mut o), len) {
+                        Ok(n) => return Ok(n as u64),
+                        // Across filesystem types (EXDEV), or not offered here.
+                        Err(Errno::XDEV | Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+                            self.mover = Mover::Sendfile
+                        }
+                        Err(Errno::INTR) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Mover::Sendfile => {
+                    // sendfile writes at the output's file offset.
+                    rustix::fs::seek(d, SeekFrom::Start(off))?;
+                    let mut i = off;
+                    match rustix::fs::sendfile(d, s, Some(&mut i), len) {
+                        Ok(n) => return Ok(n as u64),
+                        Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+                            self.mover = Mover::ReadWrite
+                        }
+                        Err(Errno::INTR) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Mover::ReadWrite => {
+                    if self.buf.is_empty() {
+                        self.buf = vec![0u8; RW_BUF];
+                    }
+                    let want = len.min(self.buf.len());
+                    let n = match rustix::io::pread(s, &mut self.buf[..want], off) {
+                        Ok(n) => n,
+                        Err(Errno::INTR) => continue,
+                        Err(e) => return Err(e.into()),
+                    };
+                    let mut done = 0;
+                    while done < n {
+                        match rustix::io::pwrite(d, &self.buf[done..n], off + done as u64) {
+                            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                            Ok(w) => done += w,
+                            Err(Errno::INTR) => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    return Ok(n as u64);
+                }
+            }
+        }
     }
 
     fn finish_special(
@@ -489,19 +710,7 @@ fn sig_of(
 ) -> Result<EntrySig> {
     let ft = FileType::from_raw_mode(st.st_mode);
     let content_hash = match file {
-        Some(fd) => {
-            let mut f = std::fs::File::from(fd.try_clone_to_owned()?);
-            let mut h = std::hash::DefaultHasher::new();
-            let mut buf = vec![0u8; 1 << 16];
-            loop {
-                let n = f.read(&mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                h.write(&buf[..n]);
-            }
-            Some(h.finish())
-        }
+        Some(fd) => Some(content_hash(fd, st)?),
         None => None,
     };
     Ok(EntrySig {
@@ -520,6 +729,76 @@ fn sig_of(
         content_hash,
         same_inode_as: same,
     })
+}
+
+/// Zero runs are hashed as their length, so equal contents hash equal
+/// whether the zeros are holes or written blocks (a sparse source and an
+/// expanded copy compare equal, as do a dense source and a sparse copy).
+const HASH_BLOCK: usize = 4096;
+
+/// A hash of a regular file's bytes that does not depend on where its holes
+/// are: the file is cut into 4 KiB blocks at fixed offsets; a block of zeros
+/// adds to a run of zeros, any other block is hashed with its bytes. Holes are
+/// zero runs without being read, so a 1 TiB sparse file costs what it holds.
+pub fn content_hash(fd: BorrowedFd<'_>, st: &Stat) -> std::io::Result<u64> {
+    fn flush(h: &mut std::hash::DefaultHasher, zeros: &mut u64) {
+        if *zeros > 0 {
+            h.write_u8(0);
+            h.write_u64(*zeros);
+            *zeros = 0;
+        }
+    }
+    let len = st.st_size as u64;
+    let bs = HASH_BLOCK as u64;
+    let mut h = std::hash::DefaultHasher::new();
+    let mut buf = vec![0u8; 16 * HASH_BLOCK];
+    let mut zeros = 0u64;
+    // Bytes before `next` are hashed or counted; `next` stays block-aligned
+    // until the end of the file, so blocks sit at the same offsets whatever
+    // the extent layout.
+    let mut next = 0u64;
+    for r in Extents::for_stat(fd, st) {
+        let r = r?;
+        let start = (r.start / bs * bs).max(next);
+        let end = r.end.div_ceil(bs).saturating_mul(bs).min(len);
+        if start >= end {
+            continue;
+        }
+        zeros += start - next;
+        next = start;
+        while next < end {
+            let want = ((end - next) as usize).min(buf.len());
+            let mut got = 0;
+            while got < want {
+                match rustix::io::pread(fd, &mut buf[got..want], next + got as u64) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            for b in buf[..got].chunks(HASH_BLOCK) {
+                // OR-fold rather than `all`: no early exit, so it vectorises.
+                if b.iter().fold(0u8, |a, &x| a | x) == 0 {
+                    zeros += b.len() as u64;
+                } else {
+                    flush(&mut h, &mut zeros);
+                    h.write_u8(1);
+                    h.write(b);
+                }
+            }
+            next += got as u64;
+            if got < want {
+                // Shrunk while reading: hash what is there; the size in the
+                // signature came from an earlier stat, so it will not match.
+                flush(&mut h, &mut zeros);
+                return Ok(h.finish());
+            }
+        }
+    }
+    zeros += len - next;
+    flush(&mut h, &mut zeros);
+    Ok(h.finish())
 }
 
 fn snap_dir(
@@ -663,7 +942,7 @@ mod tests {
         .unwrap();
         let cancel = AtomicBool::new(false);
         let (s, d) = (dirfd(&src), dirfd(&dst));
-        let stats = copy_tree(s.as_fd(), d.as_fd(), true, &cancel).unwrap();
+        let stats = copy_tree(s.as_fd(), d.as_fd(), true, &cancel, &|_| {}).unwrap();
         assert_eq!(stats.files, 2);
         assert_eq!(stats.hard_links, 1);
         assert_eq!(stats.symlinks, 1);

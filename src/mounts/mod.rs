@@ -419,6 +419,31 @@ fn interrupt_flag() -> Result<Arc<AtomicBool>> {
     Ok(f)
 }
 
+fn sparse_note(stats: &copy::CopyStats) -> String {
+    format!(
+        "kept {} sparse file(s) sparse: {} of data copied for {} of content",
+        stats.sparse_files,
+        crate::units::fmt_bytes(stats.data_bytes),
+        crate::units::fmt_bytes(stats.content_bytes)
+    )
+}
+
+/// A bar on stderr for copying about `total` bytes of file data; hidden
+/// unless stderr is a terminal and --json is off. Finished by the caller.
+fn copy_bar(show: bool, total: u64, what: &str) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(total);
+    if let Ok(st) = indicatif::ProgressStyle::with_template(
+        "{msg} [{bar:30}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} [{elapsed}]",
+    ) {
+        pb.set_style(st.progress_chars("=> "));
+    }
+    pb.set_message(what.to_string());
+    pb
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct PersistResult {
     pub via: String,
@@ -579,7 +604,8 @@ pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<u8> {
             resized_to = Some(s);
         }
         plan::MountState::NotMounted => {
-            let (stats, n) = stage_and_move(&p, &dir, &cancel)?;
+            let show = crate::output::stderr_is_tty() && !args.target.json;
+            let (stats, n) = stage_and_move(&p, &dir, &cancel, show)?;
             changes.push(format!(
                 "mounted tmpfs ({}) on {} with its {} files, {} dirs, {} symlinks, {} hard links, {} special files ({})",
                 p.mount_options,
@@ -591,6 +617,9 @@ pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<u8> {
                 stats.special_files,
                 crate::units::fmt_bytes(stats.content_bytes)
             ));
+            if stats.sparse_files > 0 {
+                changes.push(sparse_note(&stats));
+            }
             copied = Some(stats);
             verified = Some(n);
             mounted = true;
@@ -673,7 +702,12 @@ pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<u8> {
 /// Steps 1-4 of apply: detached tmpfs, copy, compare, move. Any error before
 /// the move drops the detached mount (closing its fd unmounts it), so nothing
 /// on the system has changed.
-fn stage_and_move(p: &Plan, dir: &Path, cancel: &AtomicBool) -> Result<(copy::CopyStats, u64)> {
+fn stage_and_move(
+    p: &Plan,
+    dir: &Path,
+    cancel: &AtomicBool,
+    show_progress: bool,
+) -> Result<(copy::CopyStats, u64)> {
     let abort = |e: anyhow::Error| {
         e.context(format!(
             "apply aborted; nothing was changed ({} is as it was)",
@@ -689,7 +723,14 @@ fn stage_and_move(p: &Plan, dir: &Path, cancel: &AtomicBool) -> Result<(copy::Co
     )
     .with_context(|| format!("cannot open {}", dir.display()))
     .map_err(abort)?;
-    let stats = copy::copy_tree(src.as_fd(), staged.root.as_fd(), true, cancel)
+    // Holes are not copied, so the data moved adds up to about the allocated
+    // bytes `plan` measured (directories' blocks aside).
+    let pb = copy_bar(show_progress, p.used_bytes, "copying");
+    let stats = copy::copy_tree(src.as_fd(), staged.root.as_fd(), true, cancel, &|n| {
+        pb.inc(n)
+    });
+    pb.finish_and_clear();
+    let stats = stats
         .context("copying into the new tmpfs failed")
         .map_err(abort)?;
     // The root keeps DIR's mode unless another mode was asked for; the
@@ -842,7 +883,8 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
     let mut copied_back = None;
     if let Some(top) = &top {
         if args.keep_data {
-            let stats = copy_back(&mounts, top, &dir, &cancel)?;
+            let show = crate::output::stderr_is_tty() && !t.json;
+            let stats = copy_back(&mounts, top, &dir, &cancel, show)?;
             changes.push(format!(
                 "copied {} files, {} dirs, {} symlinks ({}) back to the directory on disk",
                 stats.files,
@@ -850,6 +892,9 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
                 stats.symlinks,
                 crate::units::fmt_bytes(stats.content_bytes)
             ));
+            if stats.sparse_files > 0 {
+                changes.push(sparse_note(&stats));
+            }
             copied_back = Some(stats);
         }
         live::unmount(&dir, args.lazy).map_err(|e| {
@@ -955,6 +1000,7 @@ fn copy_back(
     top: &MountInfo,
     dir: &Path,
     cancel: &AtomicBool,
+    show_progress: bool,
 ) -> Result<copy::CopyStats> {
     use rustix::fs::{AtFlags, Mode};
     let under = live::open_underlying(mounts, top, dir)?;
@@ -972,7 +1018,11 @@ fn copy_back(
     rustix::fs::mkdirat(u, &stage, Mode::RWXU)
         .context("cannot create a scratch directory on disk")?;
     let staged = copy::open_dir_at(u, &stage)?;
-    let res = copy::copy_tree(src.as_fd(), staged.as_fd(), false, cancel).and_then(|s| {
+    let total = statfs::statfs(dir).map(|s| s.used_bytes).unwrap_or(0);
+    let pb = copy_bar(show_progress, total, "copying back");
+    let copied = copy::copy_tree(src.as_fd(), staged.as_fd(), false, cancel, &|n| pb.inc(n));
+    pb.finish_and_clear();
+    let res = copied.and_then(|s| {
         let a = copy::snapshot(src.as_fd(), cancel)?;
         let mut b = copy::snapshot(staged.as_fd(), cancel)?;
         b.remove(&Vec::new());
