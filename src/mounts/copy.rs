@@ -1062,10 +1062,13 @@ mod tests {
 
     const MIB: u64 = 1 << 20;
 
+    /// A test file: name, length, data extents (offset, length).
+    type Layout = (&'static str, u64, Vec<(u64, usize)>);
+
     /// (name, length, data extents): holes at the start, middle and end; a
     /// fully sparse 1 GiB file; a dense file; data at both ends with a hole
     /// between; an empty file; a length that is not block-aligned.
-    fn layouts() -> Vec<(&'static str, u64, Vec<(u64, usize)>)> {
+    fn layouts() -> Vec<Layout> {
         vec![
             (
                 "holes-start-middle-end",
