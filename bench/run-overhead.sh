@@ -7,8 +7,14 @@
 # Targets (issue 6): tmpfsctl adds < 5 ms median over plain `true`, and
 # tmpfsctl / seed script <= 1.0.
 #
+# Then idle wake-ups: `tmpfsctl run -- sleep IDLE_S` and the samples it took
+# (the `samples` field of --json: one wake-up and one fstatfs each), against
+# the 100/s of a fixed 10 ms sampler, and against BASELINE (another tmpfsctl
+# build, e.g. one from before adaptive sampling) when given.
+#
 # Usage: bench/run-overhead.sh [path/to/tmpfsctl]   (default: target/release/tmpfsctl)
-# Env:   RUNS (default 300), WARMUP (default 30)
+# Env:   RUNS (default 300), WARMUP (default 30), IDLE_S (default 5),
+#        BASELINE (optional path to another tmpfsctl)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/release/tmpfsctl}
@@ -52,3 +58,13 @@ jq -r '
     "tmpfsctl run adds \(($x-$t)*1000|round/1000) ms over plain true (target < 5 ms): \(if ($x-$t) < 5 then "OK" else "MISSED" end)",
     "ratio tmpfsctl run / seed script = \(($x/$s)*1000|round/1000) (target <= 1.0): \(if $x <= $s then "OK" else "MISSED" end)"
 ' "$work/r.json"
+
+idle=${IDLE_S:-5}
+idle_rate() { "$1" run --quiet --size 16M --json fd:1 -- sleep "$idle" | jq -r '.samples / (.wall_ns / 1e9)'; }
+echo
+rate=$(idle_rate "$bin")
+echo "idle: tmpfsctl run -- sleep $idle: $(printf '%.1f' "$rate") samples/s (a fixed 10 ms sampler: 100/s; ratio $(jq -n "$rate/100*1000|round/1000"))"
+if [ -n "${BASELINE:-}" ]; then
+    base=$(idle_rate "$(realpath "$BASELINE")")
+    echo "idle: baseline $BASELINE: $(printf '%.1f' "$base") samples/s; ratio tmpfsctl / baseline = $(jq -n "$rate/$base*1000|round/1000")"
+fi

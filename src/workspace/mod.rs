@@ -7,6 +7,7 @@
 //! reusable pieces (`Scratch`, `probe`, `default_size`) are public for
 //! `advise`.
 
+mod sampling;
 mod scratch;
 mod supervise;
 
@@ -29,12 +30,14 @@ use crate::units::{Size, fmt_bytes, fmt_ns, parse_size};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// How often a private tmpfs is sampled (one fstatfs, about a microsecond).
-/// Data that lives for less than this between two samples can be missed;
-/// whatever is still there when CMD exits is always counted.
-pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
+/// How often a private tmpfs is sampled: [`SAMPLE_INTERVAL`] while usage
+/// changes or it is nearly full, backing off to [`SAMPLE_INTERVAL_MAX`] while
+/// idle (see `sampling` for what that can miss). Whatever is still there when
+/// CMD exits is always counted.
+pub use sampling::{SAMPLE_INTERVAL, SAMPLE_INTERVAL_MAX};
 /// A plain directory needs a tree walk per sample: at least this apart, and
-/// never more than 5% of the time spent walking.
+/// never more than 5% of the time spent walking (the fast rate; idle, it
+/// backs off like a tmpfs).
 const DIR_SAMPLE_MIN: Duration = Duration::from_millis(100);
 
 const AFTER_HELP_RUN: &str = "\
@@ -50,8 +53,11 @@ as sudo do not work in there); otherwise a 0700 directory under $XDG_RUNTIME_DIR
 whose size cap is only watched (soft).
 Default --size: 50% of MemAvailable at start. Sizes use binary units (512M = 512 MiB);
 N% is a share of MemTotal, as for tmpfs.
-Peak usage is sampled every 10 ms (one statfs) plus once when CMD exits: a file written and
-deleted between two samples can be missed.
+Peak usage is sampled every 10 ms (one statfs) while usage changes or the scratch is over 90%
+full, backing off to every 250 ms while it stays idle, plus once when CMD exits. A file
+written and deleted between two samples can be missed: within 10 ms while usage moves, within
+250 ms after an idle spell (which is also how late a burst that fills an idle scratch can be
+reported full; CMD gets its ENOSPC at once either way).
 Exit status: CMD's; 128+N if CMD was killed by signal N; 127/126 if CMD cannot be found/run;
 2 if tmpfsctl itself fails before CMD starts. SIGINT, SIGTERM and SIGHUP sent to tmpfsctl are
 passed to CMD (a ^C from the terminal reaches CMD directly and is not sent twice).";
@@ -131,8 +137,12 @@ pub struct RunSummary {
     /// Usage when CMD exited.
     pub final_used_bytes: u64,
     pub final_inodes: u64,
+    /// Readings taken: the periodic samples plus the one when CMD exited.
     pub samples: u64,
+    /// The fast sampling interval (while usage changes or the scratch is nearly full).
     pub sample_interval_ns: u64,
+    /// The slowest interval, reached while usage stays unchanged.
+    pub sample_interval_max_ns: u64,
     /// The scratch was seen full: CMD got (or would get) ENOSPC.
     pub full: bool,
     /// Plain directory only: usage went past the soft cap.
@@ -446,14 +456,17 @@ fn execute(
             Ok(mut child) => {
                 let pid = child.id();
                 let own_pgid = supervise::own_pgid();
-                let mut interval = if scratch.mode == Mode::Directory {
-                    DIR_SAMPLE_MIN
-                } else {
-                    SAMPLE_INTERVAL
-                };
+                let mut pace = sampling::Pace::new(
+                    if scratch.mode == Mode::Directory {
+                        DIR_SAMPLE_MIN
+                    } else {
+                        SAMPLE_INTERVAL
+                    },
+                    SAMPLE_INTERVAL_MAX,
+                );
                 let status = loop {
                     let got = signals
-                        .wait(Some(interval))
+                        .wait(Some(pace.interval()))
                         .context("waiting for signals")?;
                     for r in got {
                         if !supervise::FORWARDED.contains(&r.signo) {
@@ -474,9 +487,10 @@ fn execute(
                     let t0 = Instant::now();
                     if let Ok(u) = scratch.usage() {
                         peak.add(&scratch, &u, opts.quiet);
-                    }
-                    if scratch.mode == Mode::Directory {
-                        interval = DIR_SAMPLE_MIN.max(t0.elapsed() * 20);
+                        if scratch.mode == Mode::Directory {
+                            pace.set_floor(DIR_SAMPLE_MIN.max(t0.elapsed() * 20));
+                        }
+                        pace.observe(&u, scratch.near_full(&u));
                     }
                 };
                 outcome = Ok(status);
@@ -522,6 +536,7 @@ fn execute(
         } else {
             SAMPLE_INTERVAL.as_nanos() as u64
         },
+        sample_interval_max_ns: SAMPLE_INTERVAL_MAX.as_nanos() as u64,
         full: peak.full,
         over_soft_cap: peak.over,
         wall_ns: wall.as_nanos() as u64,
@@ -654,6 +669,7 @@ mod tests {
             final_inodes: 0,
             samples: 5,
             sample_interval_ns: 10_000_000,
+            sample_interval_max_ns: 250_000_000,
             full: false,
             over_soft_cap: false,
             wall_ns: 1_500_000_000,

@@ -359,6 +359,11 @@ impl Scratch {
         u.avail_bytes < page_size() || (self.base.ifree > 0 && u.inodes_free == 0)
     }
 
+    /// Close enough to full that sampling stays at its fast rate.
+    pub fn near_full(&self, u: &Usage) -> bool {
+        super::sampling::near_full(self.size_bytes, self.base.ifree, u)
+    }
+
     /// A directory scratch has gone past its (soft, unenforced) cap.
     pub fn over_soft_cap(&self, u: &Usage) -> bool {
         self.mode == Mode::Directory && u.used_bytes > self.size_bytes

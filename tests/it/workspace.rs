@@ -705,3 +705,78 @@ fn unprivileged_user_namespace_mode() {
     assert!(p.starts_with("/dev/shm/tmpfsctl-65534-"), "{p}");
     assert!(!Path::new(p).exists());
 }
+
+/// Run `sh -c script` in a scratch and return the JSON summary.
+fn run_json(extra: &[&str], size: &str, script: &str) -> serde_json::Value {
+    let t = tempfile::tempdir().unwrap();
+    let js = t.path().join("s.json");
+    let mut args = vec!["run", "--size", size, "--json", js.to_str().unwrap()];
+    args.extend(extra);
+    args.extend(["--", "sh", "-c", script]);
+    let o = tmpfsctl(&args);
+    assert!(o.status.success(), "{extra:?} {script}: {}", stderr(&o));
+    read_json(&js)
+}
+
+#[test]
+fn idle_sampling_backs_off() {
+    // At a fixed 10 ms this would be about 200 samples; backing off to
+    // 250 ms it is about 13. Only a busier-than-asked sampler can fail the
+    // upper bound, whatever the machine's load.
+    let j = run_json(&[], "8M", "sleep 2");
+    let samples = j["samples"].as_u64().unwrap();
+    assert!(samples < 60, "idle 2 s took {samples} samples: {j}");
+    // Still sampling while idle (a late write would be seen), plus the one at exit.
+    assert!(samples >= 2, "{j}");
+    assert_eq!(j["sample_interval_max_ns"], 250_000_000u64, "{j}");
+    assert_eq!(j["peak_used_bytes"], 0, "{j}");
+}
+
+#[test]
+fn writes_after_an_idle_spell_are_sampled_fast_again() {
+    // Idle for 1 s (the sampler is at its slowest), then 20 MiB appended in
+    // 1 MiB steps, held briefly, and deleted before CMD exits: only periodic
+    // samples can see the peak. The hold is shorter than the slowest
+    // interval, so a sampler that stayed slow after usage moved would often
+    // miss several steps (and always take few samples, checked below); at
+    // the fast rate (10 ms, or 100 ms for a tree walk) the hold is sampled.
+    let mut modes: Vec<(Vec<&str>, &str)> = vec![(vec!["--no-namespace"], "0.2")];
+    if is_root() {
+        modes.push((vec![], "0.05"));
+    }
+    let written = 20u64 << 20;
+    for (extra, hold) in modes {
+        let script = format!(
+            "sleep 1; for i in $(seq 20); do head -c 1048576 /dev/urandom >> $TMPDIR/f; sleep 0.05; done; sleep {hold}; rm $TMPDIR/f"
+        );
+        let j = run_json(&extra, "64M", &script);
+        let peak = j["peak_used_bytes"].as_u64().unwrap();
+        assert!(
+            (written as f64 * 0.95..=written as f64 * 1.05).contains(&(peak as f64)),
+            "{extra:?}: peak {peak} vs written {written}: {j}"
+        );
+        assert_eq!(j["final_used_bytes"], 0, "{j}");
+        if extra.is_empty() {
+            // Writing takes over a second: some 60 samples at 10-20 ms,
+            // against about 13 for the whole run had it stayed at 250 ms.
+            let samples = j["samples"].as_u64().unwrap();
+            assert!(samples > 30, "only {samples} samples while writing: {j}");
+        }
+    }
+}
+
+#[test]
+fn a_nearly_full_scratch_is_sampled_fast() {
+    require_root!();
+    // 7.5 MiB of 8 MiB (94%), then idle: unchanged usage, but over 90% of
+    // the cap, so the sampler stays at 10 ms (about 200 samples in 2 s; an
+    // idle one takes about 13).
+    let j = run_json(&[], "8M", "head -c 7864320 /dev/zero > $TMPDIR/f; sleep 2");
+    assert_eq!(j["mode"], "private-mount", "{j}");
+    assert_eq!(j["full"], false, "{j}");
+    let samples = j["samples"].as_u64().unwrap();
+    assert!(
+        samples > 30,
+        "near full for 2 s: only {samples} samples: {j}"
+    );
+}
