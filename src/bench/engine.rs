@@ -813,7 +813,6 @@ pub struct Measured {
 
 pub struct Plan {
     pub min_runs: u32,
-    pub max_runs: u32,
     pub min_time: Duration,
     pub warmup: bool,
     pub latency: bool,
@@ -1138,12 +1137,9 @@ impl<'a> Session<'a> {
         self.run_ns.len() as u32
     }
 
-    /// Whether this session alone would stop: at least min_runs, and at least
-    /// min_time measured or max_runs reached.
-    pub fn satisfied(&self) -> bool {
-        let n = self.runs();
-        n >= self.plan.min_runs.max(1)
-            && (self.measured >= self.plan.min_time || n >= self.plan.max_runs)
+    /// Measured time so far (all runs).
+    pub fn measured(&self) -> Duration {
+        self.measured
     }
 
     /// The latency pass (when planned), the last eviction check, and removal

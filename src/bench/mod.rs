@@ -55,7 +55,7 @@ tmpfsctl bench --json run.json --markdown -\n  \
 tmpfsctl bench --compare before.json after.json\n\n\
 Methodology: data is random; writes include fsync/O_DSYNC when the label says so; disk reads labelled \
 cold are evicted (posix_fadvise, checked with mincore) or O_DIRECT, else labelled warm; the targets run in \
-alternation (A B, B A, ...), >= --min-runs runs and >= --min-time each (op-counted runs last about --min-time / 10, \
+alternation (A B, B A, ...), >= --min-runs runs each and >= --min-time on the slowest (op-counted runs last about --min-time / 10, \
 after an untimed warm-up), then on until the ratio's 95% interval is within --ratio-precision or --max-time has passed; \
 the ratio is the median of per-run ratios with the running-order effect taken out; latency is a separate pass; every \
 figure is compared with memcpy measured in the same run, and memcpy is measured again at the end to catch a host whose \
@@ -90,7 +90,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 40)]
     pub max_runs: u32,
 
-    /// Keep running until this much time was measured per workload and target (default 500ms; e.g. 2s)
+    /// Keep running until the slowest target of a workload has this much measured time (default 500ms; e.g. 2s)
     #[arg(long, value_name = "DURATION")]
     pub min_time: Option<String>,
 

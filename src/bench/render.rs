@@ -185,7 +185,7 @@ pub fn summary_line(r: &BenchReport) -> String {
         .map(|w| w.size_bytes)
         .max();
     format!(
-        "median of >= {} runs and >= {:.1} s per cell (± is the robust relative std dev); {}{}units are binary (MiB = 2^20 bytes); took {:.1} s",
+        "median of >= {} runs per cell and >= {:.1} s on the slower target (± is the robust relative std dev); {}{}units are binary (MiB = 2^20 bytes); took {:.1} s",
         r.min_runs,
         r.min_time_ns as f64 / 1e9,
         size.map_or(String::new(), |s| format!(
