@@ -31,6 +31,37 @@ fn ok(o: &Output) {
     );
 }
 
+/// `apply DIR --fstab FSTAB --size SIZE --yes --json`, which must succeed; its JSON.
+fn apply_json(dir: &Path, fstab: &Path, size: &str) -> serde_json::Value {
+    let out = tmpfsctl(&[
+        "apply",
+        s(dir),
+        "--fstab",
+        s(fstab),
+        "--size",
+        size,
+        "--yes",
+        "--json",
+    ]);
+    ok(&out);
+    json(&out)
+}
+
+/// `revert DIR --fstab FSTAB --keep-data --yes --json`, which must succeed; its JSON.
+fn revert_keep_json(dir: &Path, fstab: &Path) -> serde_json::Value {
+    let out = tmpfsctl(&[
+        "revert",
+        s(dir),
+        "--fstab",
+        s(fstab),
+        "--keep-data",
+        "--yes",
+        "--json",
+    ]);
+    ok(&out);
+    json(&out)
+}
+
 /// The fstype mounted exactly at `p`, from findmnt (an independent reader).
 fn fstype_at(p: &Path) -> Option<String> {
     let o = Command::new("findmnt")
@@ -277,18 +308,7 @@ fn apply_then_revert_keep_data_preserves_everything() {
     let _c = Cleanup(dir.clone());
     let before = tree(&dir);
 
-    let out = tmpfsctl(&[
-        "apply",
-        s(&dir),
-        "--fstab",
-        s(&fstab),
-        "--size",
-        "64M",
-        "--yes",
-        "--json",
-    ]);
-    ok(&out);
-    let r = json(&out);
+    let r = apply_json(&dir, &fstab, "64M");
     assert_eq!(r["schema_version"], 1);
     assert_eq!(r["mounted"], true);
     assert_eq!(r["copied"]["hard_links"], 1);
@@ -308,17 +328,7 @@ fn apply_then_revert_keep_data_preserves_everything() {
     std::fs::remove_file(dir.join("with space")).unwrap();
     let on_tmpfs = tree(&dir);
 
-    let out = tmpfsctl(&[
-        "revert",
-        s(&dir),
-        "--fstab",
-        s(&fstab),
-        "--keep-data",
-        "--yes",
-        "--json",
-    ]);
-    ok(&out);
-    let r = json(&out);
+    let r = revert_keep_json(&dir, &fstab);
     assert_eq!(r["unmounted"], true);
     assert_eq!(fstype_at(&dir), None, "still mounted after revert");
     assert_same_tree(&on_tmpfs, &tree(&dir));
@@ -449,18 +459,7 @@ fn sparse_files_stay_sparse_through_apply_and_revert() {
     // A page of rounding per extent (and one for the unaligned start).
     let slack = 8 * (extents.len() as u64 + 1);
 
-    let out = tmpfsctl(&[
-        "apply",
-        s(&dir),
-        "--fstab",
-        s(&fstab),
-        "--size",
-        "64M",
-        "--yes",
-        "--json",
-    ]);
-    ok(&out);
-    let r = json(&out);
+    let r = apply_json(&dir, &fstab, "64M");
     assert_eq!(r["mounted"], true);
     assert_eq!(r["copied"]["sparse_files"], 1);
     assert_eq!(
@@ -484,17 +483,7 @@ fn sparse_files_stay_sparse_through_apply_and_revert() {
 
     std::fs::write(dir.join("dense.txt"), b"changed on tmpfs\n").unwrap();
     let on_tmpfs = tree(&dir);
-    let out = tmpfsctl(&[
-        "revert",
-        s(&dir),
-        "--fstab",
-        s(&fstab),
-        "--keep-data",
-        "--yes",
-        "--json",
-    ]);
-    ok(&out);
-    let r = json(&out);
+    let r = revert_keep_json(&dir, &fstab);
     assert_eq!(r["copied_back"]["sparse_files"], 1);
     assert_eq!(fstype_at(&dir), None, "still mounted after revert");
     assert_same_tree(&on_tmpfs, &tree(&dir));
@@ -561,18 +550,7 @@ fn fstab_round_trips_and_second_apply_adds_nothing() {
     );
 
     // Same apply again: no second line, nothing mounted twice.
-    let out = tmpfsctl(&[
-        "apply",
-        s(&dir),
-        "--fstab",
-        s(&fstab),
-        "--size",
-        "16M",
-        "--yes",
-        "--json",
-    ]);
-    ok(&out);
-    let r = json(&out);
+    let r = apply_json(&dir, &fstab, "16M");
     assert_eq!(r["mounted"], false);
     assert_eq!(r["persist"]["edit"], "unchanged");
     assert_eq!(std::fs::read(&fstab).unwrap(), after);
