@@ -94,6 +94,16 @@ pub fn collect_cmd(ctx: &Context, args: &CollectArgs) -> Result<u8> {
     if args.format == CollectFormat::Kirkland && args.paths.len() != 1 {
         anyhow::bail!("--format kirkland has a single /tmp column; give exactly one --path");
     }
+    if args.format == CollectFormat::Prom && (args.anonymize || args.host.is_some()) {
+        // Silently ignoring these would let someone believe the metrics hide
+        // or rename the host, while Prometheus labels them with the scrape
+        // target's `instance`.
+        anyhow::bail!(
+            "--{} has no effect with --format prom: the textfile carries no host name, Prometheus labels the samples with the scrape target (`instance`); \
+             rename or hash that label in Prometheus (relabel_configs), or use --format json / kirkland",
+            if args.anonymize { "anonymize" } else { "host" }
+        );
+    }
     if args.host.as_deref().is_some_and(|h| h.trim().is_empty()) {
         // An empty name is a line `fleet analyze` rejects later, far from here.
         anyhow::bail!("--host: the name is empty; give the host's name, e.g. --host web-1");

@@ -365,6 +365,15 @@ fn collect_under_sysroot_names_the_sysroots_host_not_this_one() {
         );
     }
     prom_ok(&collect(&["--format", "prom"]));
+    // Options that would only seem to hide or rename the host are refused.
+    for extra in [&["--anonymize"][..], &["--host", "web-1"][..]] {
+        let mut a = vec!["--format", "prom"];
+        a.extend_from_slice(extra);
+        let o = collect(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}");
+        assert!(stderr(&o).contains("instance"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty());
+    }
     assert_eq!(host_of(&collect(&["--host", "web-9"])), "web-9");
     assert_eq!(
         kirkland_host(&collect(&["--format", "kirkland", "--host", "web-9"])),
