@@ -133,9 +133,11 @@ pub fn analyze(
             r.swap_total.saturating_sub(r.swap_free)
         }
     }));
-    let pairs: Vec<(u64, u64)> = f.rows.iter().map(|r| (r.mem_total, r.tmp_used)).collect();
-    charts.scatter = sample_even(&pairs, 4000);
-    drop(pairs);
+    // Sampled straight from the rows: a (RAM, /tmp) copy of all of them would be 16 bytes a host.
+    charts.scatter = sample_even(&f.rows, 4000)
+        .into_iter()
+        .map(|r| (r.mem_total, r.tmp_used))
+        .collect();
 
     let fit = fit::fleet_fits(f, &o.fit, o.list);
     let recommendation = fit::recommend(f, o.target_percent, o.headroom_percent);

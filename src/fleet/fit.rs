@@ -373,7 +373,7 @@ mod tests {
     fn fleet(hosts: &[HostRecord]) -> Fleet {
         let mut f = Fleet::default();
         for (i, h) in hosts.iter().enumerate() {
-            f.push(h, "t", i as u64 + 1);
+            f.push(h, "t", i as u64 + 1).unwrap();
         }
         f
     }

@@ -33,7 +33,21 @@ fn opt(v: u64) -> Option<u64> {
     (v != NONE).then_some(v)
 }
 
-/// Compact storage of one host (88 bytes); absent values are `u64::MAX`.
+/// A name is packed into a [`Row`] as `offset << NAME_LEN_BITS | length`: names up
+/// to 16 MiB each, 1 TiB of names in all (both far beyond a real fleet; over
+/// them ingest stops with an error rather than wrap).
+const NAME_LEN_BITS: u32 = 24;
+pub(crate) const MAX_NAME_LEN: usize = (1 << NAME_LEN_BITS) - 1;
+const MAX_NAMES_BYTES: u64 = 1 << (64 - NAME_LEN_BITS);
+/// A location is packed into a [`Meta`] as `file << LINE_BITS | line`: 16 Mi
+/// inputs of up to 2^40 lines each.
+const LINE_BITS: u32 = 40;
+const MAX_LINE: u64 = (1 << LINE_BITS) - 1;
+const MAX_FILES: usize = 1 << (64 - LINE_BITS);
+
+/// Compact storage of one host's figures (56 bytes); absent values are `u64::MAX`.
+/// What only deduplication needs lives apart, in [`Meta`], so it can be freed
+/// once duplicates are gone: at 10 million hosts every byte here is 10 MB.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Row {
     pub tmp_used: u64,
@@ -42,19 +56,56 @@ pub(crate) struct Row {
     pub mem_avail: u64,
     pub swap_total: u64,
     pub swap_free: u64,
-    pub ts: i64,
-    name_off: u64,
-    line: u64,
-    name_len: u32,
-    file: u32,
+    /// Offset into [`Fleet::names`] and length, packed (see [`NAME_LEN_BITS`]).
+    name: u64,
+}
+
+/// When and where a row was read: what deduplication orders and reports by.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meta {
+    ts: i64,
+    /// Input index and 1-based line, packed (see [`LINE_BITS`]).
+    loc: u64,
+}
+
+impl Meta {
+    fn file(&self) -> usize {
+        (self.loc >> LINE_BITS) as usize
+    }
+
+    fn line(&self) -> u64 {
+        self.loc & MAX_LINE
+    }
+}
+
+fn pack_loc(file: usize, line: u64) -> Result<u64> {
+    anyhow::ensure!(
+        file < MAX_FILES,
+        "more than {MAX_FILES} inputs: merge files before analyzing them"
+    );
+    anyhow::ensure!(
+        line <= MAX_LINE,
+        "line {line} is past the {MAX_LINE} lines an input may have: split it"
+    );
+    Ok(((file as u64) << LINE_BITS) | line)
+}
+
+fn check_names_len(total: u64) -> Result<()> {
+    anyhow::ensure!(
+        total <= MAX_NAMES_BYTES,
+        "more than {MAX_NAMES_BYTES} bytes of host names: analyze the fleet in parts"
+    );
+    Ok(())
 }
 
 /// All hosts read so far.
 #[derive(Debug, Default)]
 pub struct Fleet {
     pub(crate) rows: Vec<Row>,
+    /// Parallel to `rows` until [`Fleet::dedup`], which frees it.
+    meta: Vec<Meta>,
     names: Vec<u8>,
-    /// Input names, indexed by a row's `file`.
+    /// Input names, indexed by a row's file.
     pub sources: Vec<String>,
 }
 
@@ -68,33 +119,53 @@ impl Fleet {
     }
 
     pub(crate) fn name(&self, r: &Row) -> &str {
-        let b = &self.names[r.name_off as usize..r.name_off as usize + r.name_len as usize];
+        let off = (r.name >> NAME_LEN_BITS) as usize;
+        let len = (r.name & MAX_NAME_LEN as u64) as usize;
         // Names only enter through &str.
-        std::str::from_utf8(b).unwrap_or("?")
+        std::str::from_utf8(&self.names[off..off + len]).unwrap_or("?")
     }
 
-    fn location(&self, r: &Row) -> String {
+    fn location(&self, m: &Meta) -> String {
         format!(
             "{}:{}",
             self.sources
-                .get(r.file as usize)
+                .get(m.file())
                 .map(String::as_str)
                 .unwrap_or("?"),
-            r.line
+            m.line()
         )
     }
 
+    /// Append a parsed host; fails only past the packing limits above.
+    fn add(&mut self, p: Parsed<'_>, file: usize, line: u64) -> Result<()> {
+        let loc = pack_loc(file, line)?;
+        check_names_len(self.names.len() as u64 + p.host.len() as u64)?;
+        let (row, ts) = p.into_row(&mut self.names);
+        self.rows.push(row);
+        self.meta.push(Meta { ts, loc });
+        Ok(())
+    }
+
     /// Add a host read from `source` (e.g. `prometheus`) at `line`.
-    pub fn push(&mut self, rec: &HostRecord, source: &str, line: u64) {
+    pub fn push(&mut self, rec: &HostRecord, source: &str, line: u64) -> Result<()> {
         let file = match self.sources.iter().position(|s| s == source) {
-            Some(i) => i as u32,
+            Some(i) => i,
             None => {
                 self.sources.push(source.to_string());
-                (self.sources.len() - 1) as u32
+                self.sources.len() - 1
             }
         };
+        // A label is not a line that could be skipped: cut an absurd one short.
+        let mut host = rec.host.as_str();
+        if host.len() > MAX_NAME_LEN {
+            let mut end = MAX_NAME_LEN;
+            while !host.is_char_boundary(end) {
+                end -= 1;
+            }
+            host = &host[..end];
+        }
         let p = Parsed {
-            host: Cow::Borrowed(&rec.host),
+            host: Cow::Borrowed(host),
             ts: rec.timestamp_unix_s,
             tmp: rec.tmp_used_bytes,
             inodes: rec.tmp_inodes,
@@ -103,15 +174,17 @@ impl Fleet {
             swap_total: rec.swap_total_bytes,
             swap_free: rec.swap_free_bytes,
         };
-        let row = p.into_row(&mut self.names, file, line);
-        self.rows.push(row);
+        self.add(p, file, line)
     }
 
+    /// The host at `i`. `timestamp_unix_s` is None after [`Fleet::dedup`]:
+    /// timestamps only serve to pick the newest snapshot and are freed then.
     pub fn record(&self, i: usize) -> HostRecord {
         let r = &self.rows[i];
+        let ts = self.meta.get(i).map_or(NO_TS, |m| m.ts);
         HostRecord {
             host: self.name(r).to_string(),
-            timestamp_unix_s: (r.ts != NO_TS).then_some(r.ts),
+            timestamp_unix_s: (ts != NO_TS).then_some(ts),
             tmp_used_bytes: r.tmp_used,
             tmp_inodes: opt(r.inodes),
             mem_total_bytes: r.mem_total,
@@ -123,62 +196,102 @@ impl Fleet {
 
     /// Keep one row per host name: the newest timestamp, and on a tie (or
     /// without timestamps) the one read last. Returns how many were dropped
-    /// and up to `examples` descriptions of them.
+    /// and up to `examples` descriptions of them. Frees the timestamps and
+    /// locations ([`Meta`]) afterwards.
+    ///
+    /// Rows are ordered by (name hash, name, timestamp, read order), so each
+    /// run of equal names ends with its keeper. That order is built one slice
+    /// of the hash range at a time: at 10 million hosts a (hash, index) key per
+    /// row at once would be 160 MB, more than anything else dedup holds.
     pub fn dedup(&mut self, examples: usize) -> (u64, Vec<String>) {
+        // Up to ~2 Mi keys (32 MB) per slice.
+        self.dedup_sliced(examples, 1 << 21)
+    }
+
+    fn dedup_sliced(&mut self, examples: usize, slice_keys: usize) -> (u64, Vec<String>) {
         use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
         let bh = BuildHasherDefault::<DefaultHasher>::default();
-        let mut keys: Vec<(u64, u32)> = Vec::with_capacity(self.rows.len());
-        for (i, r) in self.rows.iter().enumerate() {
-            keys.push((bh.hash_one(self.name(r).as_bytes()), i as u32));
-        }
-        // Sort by hash, then by name (hash collisions), then by age: the last of each run wins.
-        keys.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0).then_with(|| {
-                let (ra, rb) = (&self.rows[a.1 as usize], &self.rows[b.1 as usize]);
-                self.name(ra)
-                    .cmp(self.name(rb))
-                    .then(ra.ts.cmp(&rb.ts))
-                    .then(a.1.cmp(&b.1))
-            })
-        });
-        let mut drop = vec![false; self.rows.len()];
+        let n = self.rows.len();
+        debug_assert_eq!(self.meta.len(), n);
+        // Slices are the top `bits` of the hash, at most 256 of them.
+        let bits = n
+            .div_ceil(slice_keys.max(1))
+            .next_power_of_two()
+            .trailing_zeros()
+            .min(8);
+        let slice_of = |h: u64| {
+            if bits == 0 {
+                0
+            } else {
+                (h >> (64 - bits)) as u8
+            }
+        };
+        // Each row's slice (1 byte) saves hashing every name once per slice.
+        let slices: Vec<u8> = if bits == 0 {
+            Vec::new()
+        } else {
+            self.rows
+                .iter()
+                .map(|r| slice_of(bh.hash_one(self.name(r).as_bytes())))
+                .collect()
+        };
+        let mut drop = vec![0u64; n.div_ceil(64)];
         let mut dropped = 0u64;
         let mut ex = Vec::new();
-        for w in keys.windows(2) {
-            let (a, b) = (&self.rows[w[0].1 as usize], &self.rows[w[1].1 as usize]);
-            if w[0].0 == w[1].0 && self.name(a) == self.name(b) {
-                drop[w[0].1 as usize] = true;
-                dropped += 1;
-                if ex.len() < examples {
-                    ex.push(format!(
-                        "{}: kept {}{}, dropped older {}",
-                        self.name(b),
-                        self.location(b),
-                        if b.ts != NO_TS {
-                            format!(" (t={})", b.ts)
-                        } else {
-                            String::new()
-                        },
-                        self.location(a)
-                    ));
+        let mut keys: Vec<(u64, u32)> = Vec::new();
+        for s in 0..1u32 << bits {
+            keys.clear();
+            for (i, r) in self.rows.iter().enumerate() {
+                if bits == 0 || slices[i] as u32 == s {
+                    keys.push((bh.hash_one(self.name(r).as_bytes()), i as u32));
+                }
+            }
+            keys.sort_unstable_by(|a, b| {
+                a.0.cmp(&b.0).then_with(|| {
+                    let (ra, rb) = (&self.rows[a.1 as usize], &self.rows[b.1 as usize]);
+                    let (ma, mb) = (&self.meta[a.1 as usize], &self.meta[b.1 as usize]);
+                    self.name(ra)
+                        .cmp(self.name(rb))
+                        .then(ma.ts.cmp(&mb.ts))
+                        .then(a.1.cmp(&b.1))
+                })
+            });
+            for w in keys.windows(2) {
+                let (ia, ib) = (w[0].1 as usize, w[1].1 as usize);
+                let (a, b) = (&self.rows[ia], &self.rows[ib]);
+                if w[0].0 == w[1].0 && self.name(a) == self.name(b) {
+                    drop[ia / 64] |= 1 << (ia % 64);
+                    dropped += 1;
+                    if ex.len() < examples {
+                        let mb = &self.meta[ib];
+                        ex.push(format!(
+                            "{}: kept {}{}, dropped older {}",
+                            self.name(b),
+                            self.location(mb),
+                            if mb.ts != NO_TS {
+                                format!(" (t={})", mb.ts)
+                            } else {
+                                String::new()
+                            },
+                            self.location(&self.meta[ia])
+                        ));
+                    }
                 }
             }
         }
-        drop_keys(keys);
+        std::mem::drop((keys, slices));
+        self.meta = Vec::new();
         if dropped > 0 {
             let mut i = 0;
             self.rows.retain(|_| {
-                let keep = !drop[i];
+                let keep = drop[i / 64] & (1 << (i % 64)) == 0;
                 i += 1;
                 keep
             });
+            self.rows.shrink_to_fit();
         }
         (dropped, ex)
     }
-}
-
-fn drop_keys(k: Vec<(u64, u32)>) {
-    drop(k)
 }
 
 /// A host as parsed from one line, before it is packed into a [`Row`].
@@ -212,6 +325,15 @@ impl Parsed<'_> {
     fn validate(self) -> Result<Self, Bad> {
         if self.host.trim().is_empty() {
             return Err(bad("empty host name", "the host name is empty"));
+        }
+        if self.host.len() > MAX_NAME_LEN {
+            return Err(bad(
+                "host name too long",
+                format!(
+                    "the host name is {} bytes, more than {MAX_NAME_LEN}",
+                    self.host.len()
+                ),
+            ));
         }
         if self.mem_total == 0 {
             return Err(bad(
@@ -247,24 +369,24 @@ impl Parsed<'_> {
         Ok(self)
     }
 
-    fn into_row(self, names: &mut Vec<u8>, file: u32, line: u64) -> Row {
+    /// Pack into a row, the name appended to `names`; also gives the timestamp.
+    /// The caller checks that `names` stays within [`MAX_NAMES_BYTES`].
+    fn into_row(self, names: &mut Vec<u8>) -> (Row, i64) {
         let off = names.len() as u64;
         let h = self.host.as_bytes();
-        let h = &h[..h.len().min(u32::MAX as usize)];
+        debug_assert!(h.len() <= MAX_NAME_LEN, "validate() bounds names");
+        let h = &h[..h.len().min(MAX_NAME_LEN)];
         names.extend_from_slice(h);
-        Row {
+        let row = Row {
             tmp_used: self.tmp,
             inodes: self.inodes.unwrap_or(NONE),
             mem_total: self.mem_total,
             mem_avail: self.mem_avail.unwrap_or(NONE),
             swap_total: self.swap_total.unwrap_or(NONE),
             swap_free: self.swap_free.unwrap_or(NONE),
-            ts: self.ts.unwrap_or(NO_TS),
-            name_off: off,
-            line,
-            name_len: h.len() as u32,
-            file,
-        }
+            name: (off << NAME_LEN_BITS) | h.len() as u64,
+        };
+        (row, self.ts.unwrap_or(NO_TS))
     }
 }
 
@@ -621,6 +743,8 @@ fn fill(r: &mut dyn Read, buf: &mut Vec<u8>, want: usize) -> std::io::Result<boo
 
 struct ChunkOut {
     rows: Vec<Row>,
+    /// Per row: timestamp and line within the chunk.
+    ts_lines: Vec<(i64, u64)>,
     names: Vec<u8>,
     bad: Vec<(u64, Bad)>,
     lines: u64,
@@ -634,6 +758,7 @@ fn parse_chunk(
 ) -> ChunkOut {
     let mut out = ChunkOut {
         rows: Vec::with_capacity(chunk.len() / 200),
+        ts_lines: Vec::with_capacity(chunk.len() / 200),
         names: Vec::new(),
         bad: Vec::new(),
         lines: 0,
@@ -676,7 +801,11 @@ fn parse_chunk(
             Format::Csv => Err(bad("internal", "CSV is not line-parsed")),
         };
         match parsed {
-            Ok(p) => out.rows.push(p.into_row(&mut out.names, 0, out.lines)),
+            Ok(p) => {
+                let (row, ts) = p.into_row(&mut out.names);
+                out.rows.push(row);
+                out.ts_lines.push((ts, out.lines));
+            }
             Err(b) => out.bad.push((out.lines, b)),
         }
     }
@@ -691,7 +820,8 @@ pub fn ingest(
     fleet: &mut Fleet,
     report: &mut IngestReport,
 ) -> Result<()> {
-    let file_idx = fleet.sources.len() as u32;
+    let file_idx = fleet.sources.len();
+    pack_loc(file_idx, 0)?;
     fleet.sources.push(name.to_string());
     let mut buf = Vec::with_capacity(BLOCK + 4096);
     let mut more = fill(&mut *r, &mut buf, BLOCK).with_context(|| format!("reading {name}"))?;
@@ -806,13 +936,15 @@ pub fn ingest(
             fr.skipped += o.bad.len() as u64;
             fr.records += o.rows.len() as u64;
             let base_off = fleet.names.len() as u64;
+            check_names_len(base_off + o.names.len() as u64)?;
             fleet.names.extend_from_slice(&o.names);
             fleet.rows.reserve(o.rows.len());
-            for mut row in o.rows {
-                row.name_off += base_off;
-                row.line += line_base;
-                row.file = file_idx;
+            fleet.meta.reserve(o.rows.len());
+            for (mut row, (ts, l)) in o.rows.into_iter().zip(o.ts_lines) {
+                row.name += base_off << NAME_LEN_BITS;
                 fleet.rows.push(row);
+                let loc = pack_loc(file_idx, line_base + l).with_context(|| format!("reading {name}"))?;
+                fleet.meta.push(Meta { ts, loc });
             }
             line_base += o.lines;
         }
@@ -851,7 +983,7 @@ fn csv_u64(
 /// `swap_total_bytes`, `swap_free_bytes`, `swap_used_bytes` (each also as `_kb`).
 fn ingest_csv(
     name: &str,
-    file_idx: u32,
+    file_idx: usize,
     r: impl Read,
     opts: &IngestOptions,
     fleet: &mut Fleet,
@@ -972,8 +1104,9 @@ fn ingest_csv(
         last_line = line;
         match parsed {
             Ok(p) => {
-                let row = p.into_row(&mut fleet.names, file_idx, line);
-                fleet.rows.push(row);
+                fleet
+                    .add(p, file_idx, line)
+                    .with_context(|| format!("reading {name}"))?;
                 fr.records += 1;
             }
             Err(b) => {
@@ -1133,6 +1266,40 @@ mod tests {
         assert!(e.contains("zero RAM"), "{e}");
         let e = read("j", "what is this\n", false).unwrap_err().to_string();
         assert!(e.contains("cannot tell the format"), "{e}");
+    }
+
+    #[test]
+    fn dedup_in_hash_slices_matches_dedup_in_one_go() {
+        let mut text = String::new();
+        for i in 0..3000u64 {
+            // Names repeat 1..=4 times, timestamps tie or differ, some have none.
+            let h = i % 1300;
+            let ts = if i % 7 == 0 {
+                String::new()
+            } else {
+                format!(",\"timestamp_unix_s\":{}", (i * 37) % 11)
+            };
+            text.push_str(&format!(
+                "{{\"host\":\"h{h}\"{ts},\"tmp_used_bytes\":{i},\"mem_total_bytes\":10}}\n"
+            ));
+        }
+        let (mut one, _) = read("d", &text, false).unwrap();
+        let (n1, ex1) = one.dedup_sliced(50, usize::MAX);
+        assert_eq!(n1, 3000 - 1300);
+        assert_eq!(ex1.len(), 50);
+        for keys in [1, 100, 1000] {
+            let (mut sliced, _) = read("d", &text, false).unwrap();
+            assert_eq!(sliced.dedup_sliced(50, keys), (n1, ex1.clone()), "{keys}");
+            let all = |f: &Fleet| (0..f.len()).map(|i| f.record(i)).collect::<Vec<_>>();
+            assert_eq!(all(&sliced), all(&one), "{keys}");
+        }
+    }
+
+    #[test]
+    fn row_stays_small() {
+        // 10 million hosts: each byte here is 10 MB of peak memory.
+        assert_eq!(std::mem::size_of::<Row>(), 56);
+        assert_eq!(std::mem::size_of::<Meta>(), 16);
     }
 
     #[test]

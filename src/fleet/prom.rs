@@ -272,7 +272,7 @@ pub fn fetch(o: &PromOptions) -> Result<(Fleet, IngestReport, Vec<String>)> {
                 .copied()
                 .map(|f| f.min(res[6].get(h).copied().unwrap_or(f))),
         };
-        fleet.push(&rec, "prometheus", 0);
+        fleet.push(&rec, "prometheus", 0)?;
     }
     if !no_mem.is_empty() {
         report.note_skipped(
