@@ -2,6 +2,7 @@
 # fleet analyze vs DuckDB on the same JSON-lines file, same run.
 #
 #   bench/fleet-analyze-vs-duckdb.sh [HOSTS] [FILE]
+#   BIN=/path/to/other/tmpfsctl NOBUILD=1 bench/fleet-analyze-vs-duckdb.sh ...  (before/after)
 #
 # Generates HOSTS synthetic `tmpfsctl collect` lines (default 1,000,000) unless
 # FILE exists, then times `tmpfsctl fleet analyze FILE --json` and a DuckDB
@@ -13,8 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000000}
 F=${2:-/tmp/tmpfsctl-bench-fleet-$N.jsonl}
-BIN=target/release/tmpfsctl
-cargo build --release --quiet
+BIN=${BIN:-target/release/tmpfsctl}
+[ -n "${NOBUILD:-}" ] || cargo build --release --quiet
 python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb
 [ -s "$F" ] || { echo "generating $N hosts into $F"; python3 bench/fleet-gen.py "$N" > "$F"; }
 echo "input: $F ($(du -h "$F" | cut -f1), $(wc -l < "$F") lines); $(nproc) cores; duckdb $(python3 -c 'import duckdb; print(duckdb.__version__)')"

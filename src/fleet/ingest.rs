@@ -943,7 +943,8 @@ pub fn ingest(
             for (mut row, (ts, l)) in o.rows.into_iter().zip(o.ts_lines) {
                 row.name += base_off << NAME_LEN_BITS;
                 fleet.rows.push(row);
-                let loc = pack_loc(file_idx, line_base + l).with_context(|| format!("reading {name}"))?;
+                let loc =
+                    pack_loc(file_idx, line_base + l).with_context(|| format!("reading {name}"))?;
                 fleet.meta.push(Meta { ts, loc });
             }
             line_base += o.lines;
