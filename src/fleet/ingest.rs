@@ -39,15 +39,11 @@ fn opt(v: u64) -> Option<u64> {
 const NAME_LEN_BITS: u32 = 24;
 pub(crate) const MAX_NAME_LEN: usize = (1 << NAME_LEN_BITS) - 1;
 const MAX_NAMES_BYTES: u64 = 1 << (64 - NAME_LEN_BITS);
-/// A location is packed into a [`Meta`] as `file << LINE_BITS | line`: 16 Mi
-/// inputs of up to 2^40 lines each.
-const LINE_BITS: u32 = 40;
-const MAX_LINE: u64 = (1 << LINE_BITS) - 1;
-const MAX_FILES: usize = 1 << (64 - LINE_BITS);
 
 /// Compact storage of one host's figures (56 bytes); absent values are `u64::MAX`.
-/// What only deduplication needs lives apart, in [`Meta`], so it can be freed
-/// once duplicates are gone: at 10 million hosts every byte here is 10 MB.
+/// What only deduplication needs (timestamps, where a row was read) lives
+/// apart and is freed once duplicates are gone: at 10 million hosts every
+/// byte a row takes is 10 MB.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Row {
     pub tmp_used: u64,
@@ -60,34 +56,15 @@ pub(crate) struct Row {
     name: u64,
 }
 
-/// When and where a row was read: what deduplication orders and reports by.
+/// Where rows were read, run-length coded: rows from `row` up to the next
+/// anchor are consecutive lines of input `file` starting at `line`, or all
+/// line 0 when `line` is 0 (Prometheus). A file of data lines needs one, not
+/// 16 bytes per row.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Meta {
-    ts: i64,
-    /// Input index and 1-based line, packed (see [`LINE_BITS`]).
-    loc: u64,
-}
-
-impl Meta {
-    fn file(&self) -> usize {
-        (self.loc >> LINE_BITS) as usize
-    }
-
-    fn line(&self) -> u64 {
-        self.loc & MAX_LINE
-    }
-}
-
-fn pack_loc(file: usize, line: u64) -> Result<u64> {
-    anyhow::ensure!(
-        file < MAX_FILES,
-        "more than {MAX_FILES} inputs: merge files before analyzing them"
-    );
-    anyhow::ensure!(
-        line <= MAX_LINE,
-        "line {line} is past the {MAX_LINE} lines an input may have: split it"
-    );
-    Ok(((file as u64) << LINE_BITS) | line)
+struct Anchor {
+    row: usize,
+    line: u64,
+    file: usize,
 }
 
 fn check_names_len(total: u64) -> Result<()> {
@@ -102,8 +79,10 @@ fn check_names_len(total: u64) -> Result<()> {
 #[derive(Debug, Default)]
 pub struct Fleet {
     pub(crate) rows: Vec<Row>,
-    /// Parallel to `rows` until [`Fleet::dedup`], which frees it.
-    meta: Vec<Meta>,
+    /// Each row's timestamp (or `NO_TS`), parallel to `rows` until [`Fleet::dedup`], which frees it.
+    ts: Vec<i64>,
+    /// Where each row was read, until [`Fleet::dedup`].
+    anchors: Vec<Anchor>,
     names: Vec<u8>,
     /// Input names, indexed by a row's file.
     pub sources: Vec<String>,
@@ -125,24 +104,46 @@ impl Fleet {
         std::str::from_utf8(&self.names[off..off + len]).unwrap_or("?")
     }
 
-    fn location(&self, m: &Meta) -> String {
-        format!(
-            "{}:{}",
-            self.sources
-                .get(m.file())
-                .map(String::as_str)
-                .unwrap_or("?"),
-            m.line()
-        )
+    /// `file:line` of row `i`, before [`Fleet::dedup`].
+    fn location(&self, i: usize) -> String {
+        let (file, line) = match self.anchors.partition_point(|a| a.row <= i) {
+            0 => (None, 0),
+            k => {
+                let a = &self.anchors[k - 1];
+                let line = if a.line == 0 {
+                    0
+                } else {
+                    a.line + (i - a.row) as u64
+                };
+                (self.sources.get(a.file), line)
+            }
+        };
+        format!("{}:{line}", file.map(String::as_str).unwrap_or("?"))
+    }
+
+    /// Record where the next row comes from; an anchor only where the run breaks.
+    fn note_location(&mut self, file: usize, line: u64) {
+        let i = self.rows.len();
+        if let Some(a) = self.anchors.last() {
+            let expect = if a.line == 0 {
+                0
+            } else {
+                a.line + (i - a.row) as u64
+            };
+            if a.file == file && expect == line {
+                return;
+            }
+        }
+        self.anchors.push(Anchor { row: i, line, file });
     }
 
     /// Append a parsed host; fails only past the packing limits above.
     fn add(&mut self, p: Parsed<'_>, file: usize, line: u64) -> Result<()> {
-        let loc = pack_loc(file, line)?;
         check_names_len(self.names.len() as u64 + p.host.len() as u64)?;
+        self.note_location(file, line);
         let (row, ts) = p.into_row(&mut self.names);
         self.rows.push(row);
-        self.meta.push(Meta { ts, loc });
+        self.ts.push(ts);
         Ok(())
     }
 
@@ -181,7 +182,7 @@ impl Fleet {
     /// timestamps only serve to pick the newest snapshot and are freed then.
     pub fn record(&self, i: usize) -> HostRecord {
         let r = &self.rows[i];
-        let ts = self.meta.get(i).map_or(NO_TS, |m| m.ts);
+        let ts = self.ts.get(i).copied().unwrap_or(NO_TS);
         HostRecord {
             host: self.name(r).to_string(),
             timestamp_unix_s: (ts != NO_TS).then_some(ts),
@@ -197,7 +198,7 @@ impl Fleet {
     /// Keep one row per host name: the newest timestamp, and on a tie (or
     /// without timestamps) the one read last. Returns how many were dropped
     /// and up to `examples` descriptions of them. Frees the timestamps and
-    /// locations ([`Meta`]) afterwards.
+    /// locations afterwards.
     ///
     /// Rows are ordered by (name hash, name, timestamp, read order), so each
     /// run of equal names ends with its keeper. That order is built one slice
@@ -212,7 +213,7 @@ impl Fleet {
         use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
         let bh = BuildHasherDefault::<DefaultHasher>::default();
         let n = self.rows.len();
-        debug_assert_eq!(self.meta.len(), n);
+        debug_assert_eq!(self.ts.len(), n);
         // Slices are the top `bits` of the hash, at most 256 of them.
         let bits = n
             .div_ceil(slice_keys.max(1))
@@ -249,10 +250,10 @@ impl Fleet {
             keys.sort_unstable_by(|a, b| {
                 a.0.cmp(&b.0).then_with(|| {
                     let (ra, rb) = (&self.rows[a.1 as usize], &self.rows[b.1 as usize]);
-                    let (ma, mb) = (&self.meta[a.1 as usize], &self.meta[b.1 as usize]);
+                    let (ta, tb) = (self.ts[a.1 as usize], self.ts[b.1 as usize]);
                     self.name(ra)
                         .cmp(self.name(rb))
-                        .then(ma.ts.cmp(&mb.ts))
+                        .then(ta.cmp(&tb))
                         .then(a.1.cmp(&b.1))
                 })
             });
@@ -263,24 +264,25 @@ impl Fleet {
                     drop[ia / 64] |= 1 << (ia % 64);
                     dropped += 1;
                     if ex.len() < examples {
-                        let mb = &self.meta[ib];
+                        let tb = self.ts[ib];
                         ex.push(format!(
                             "{}: kept {}{}, dropped older {}",
                             self.name(b),
-                            self.location(mb),
-                            if mb.ts != NO_TS {
-                                format!(" (t={})", mb.ts)
+                            self.location(ib),
+                            if tb != NO_TS {
+                                format!(" (t={tb})")
                             } else {
                                 String::new()
                             },
-                            self.location(&self.meta[ia])
+                            self.location(ia)
                         ));
                     }
                 }
             }
         }
         std::mem::drop((keys, slices));
-        self.meta = Vec::new();
+        self.ts = Vec::new();
+        self.anchors = Vec::new();
         if dropped > 0 {
             let mut i = 0;
             self.rows.retain(|_| {
@@ -821,7 +823,6 @@ pub fn ingest(
     report: &mut IngestReport,
 ) -> Result<()> {
     let file_idx = fleet.sources.len();
-    pack_loc(file_idx, 0)?;
     fleet.sources.push(name.to_string());
     let mut buf = Vec::with_capacity(BLOCK + 4096);
     let mut more = fill(&mut *r, &mut buf, BLOCK).with_context(|| format!("reading {name}"))?;
@@ -939,13 +940,12 @@ pub fn ingest(
             check_names_len(base_off + o.names.len() as u64)?;
             fleet.names.extend_from_slice(&o.names);
             fleet.rows.reserve(o.rows.len());
-            fleet.meta.reserve(o.rows.len());
+            fleet.ts.reserve(o.rows.len());
             for (mut row, (ts, l)) in o.rows.into_iter().zip(o.ts_lines) {
                 row.name += base_off << NAME_LEN_BITS;
+                fleet.note_location(file_idx, line_base + l);
                 fleet.rows.push(row);
-                let loc =
-                    pack_loc(file_idx, line_base + l).with_context(|| format!("reading {name}"))?;
-                fleet.meta.push(Meta { ts, loc });
+                fleet.ts.push(ts);
             }
             line_base += o.lines;
         }
@@ -1297,10 +1297,63 @@ mod tests {
     }
 
     #[test]
+    fn duplicate_examples_name_the_right_lines_across_gaps_and_files() {
+        let mut f = Fleet::default();
+        let mut r = IngestReport::default();
+        let opts = IngestOptions {
+            skip_bad: true,
+            threads: 2,
+            ..Default::default()
+        };
+        let j = |h: &str, t: u64| {
+            format!(
+                "{{\"host\":\"{h}\",\"timestamp_unix_s\":{t},\"tmp_used_bytes\":1,\"mem_total_bytes\":10}}\n"
+            )
+        };
+        // Lines 1, 2 (blank), 3 (comment), 4, 5 (bad), 6.
+        let a = format!(
+            "{}\n# note\n{}not json\n{}",
+            j("x", 1),
+            j("y", 1),
+            j("z", 1)
+        );
+        ingest("a", Box::new(a.as_bytes()), &opts, &mut f, &mut r).unwrap();
+        // A quoted name over two lines: the next record starts on line 4.
+        let c = "host,tmp_used_bytes,mem_total_bytes,timestamp_unix_s\n\"multi\nline\",1,10,1\nz,1,10,5\ny,1,10,0\n";
+        ingest("c", Box::new(c.as_bytes()), &opts, &mut f, &mut r).unwrap();
+        f.push(
+            &HostRecord {
+                host: "x".into(),
+                timestamp_unix_s: Some(9),
+                tmp_used_bytes: 1,
+                tmp_inodes: None,
+                mem_total_bytes: 10,
+                mem_available_bytes: None,
+                swap_total_bytes: None,
+                swap_free_bytes: None,
+            },
+            "prometheus",
+            0,
+        )
+        .unwrap();
+        let (n, mut ex) = f.dedup(10);
+        assert_eq!(n, 3);
+        ex.sort();
+        assert_eq!(
+            ex,
+            [
+                "x: kept prometheus:0 (t=9), dropped older a:1",
+                "y: kept a:4 (t=1), dropped older c:5",
+                "z: kept c:4 (t=5), dropped older a:6",
+            ]
+        );
+        assert_eq!(f.record(0).timestamp_unix_s, None, "timestamps are freed");
+    }
+
+    #[test]
     fn row_stays_small() {
         // 10 million hosts: each byte here is 10 MB of peak memory.
         assert_eq!(std::mem::size_of::<Row>(), 56);
-        assert_eq!(std::mem::size_of::<Meta>(), 16);
     }
 
     #[test]
