@@ -2,9 +2,9 @@
 //! CSV with a header. Files of different formats can be mixed; `-` is stdin.
 //!
 //! Built to stream: input is read in blocks that are parsed on all cores, and
-//! each host is kept as one fixed-size numeric [`Row`] plus its name in a
-//! shared byte arena, so 10 million hosts take about 1 GiB and never the
-//! size of the input.
+//! each host is kept as one 56-byte numeric [`Row`] plus its name in a shared
+//! byte arena and its timestamp until deduplication, so 10 million hosts peak
+//! under 0.9 GiB and never near the size of the input.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
