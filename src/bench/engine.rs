@@ -459,13 +459,14 @@ impl Worker {
         Ok(())
     }
 
-    /// Read every file front to back `passes` times (untimed). The kernel
+    /// Read every file front to back `passes` times (untimed). A random-I/O
+    /// run over pages that were only just written got faster run by run
+    /// (tmpfs 4 KiB reads: 615k to 960k IOPS over 40 runs), so the figure
+    /// depended on how long the suite ran. The likely cause: the kernel
     /// marks a cached page accessed on its first read and moves it to the
-    /// active list on its second, paying an LRU lock per page each time; a
-    /// random-I/O run over pages that were only just written pays that on
-    /// most of its ops, so its rate climbs run by run (measured on tmpfs:
-    /// 615k to 960k IOPS over 40 runs) and the figure depends on how long
-    /// the suite ran. Two passes put every page in its steady state.
+    /// active list on its second, taking an LRU lock each time. Two passes
+    /// lifted the first run from 615k to about 750k IOPS; six did no better,
+    /// and the untimed warm-up runs take the rest of the climb.
     fn touch(&mut self, passes: u32, stop: &AtomicBool) -> Result<()> {
         for _ in 0..passes {
             for p in &self.files {
