@@ -159,21 +159,25 @@ pub fn bar_chart(r: &BenchReport, w: &Workload) -> String {
     s
 }
 
+/// The iozone operations, in the order the heat maps show them.
+const IOZONE_OPS: [&str; 6] = [
+    "write",
+    "rewrite",
+    "read",
+    "reread",
+    "randread",
+    "randwrite",
+];
+
 /// iozone workloads parsed back into (operation, file size, record size).
 fn iozone_cells(r: &BenchReport) -> Vec<(&'static str, &Workload)> {
-    const OPS: [&str; 6] = [
-        "write",
-        "rewrite",
-        "read",
-        "reread",
-        "randread",
-        "randwrite",
-    ];
     r.workloads
         .iter()
         .filter_map(|w| {
             let rest = w.id.strip_prefix("iozone-")?;
-            let op = OPS.iter().find(|o| rest.starts_with(&format!("{o}-")))?;
+            let op = IOZONE_OPS
+                .iter()
+                .find(|o| rest.starts_with(&format!("{o}-")))?;
             Some((*op, w))
         })
         .collect()
@@ -215,14 +219,7 @@ pub fn heatmaps(r: &BenchReport) -> Vec<(String, String)> {
     recs.sort_unstable();
     recs.dedup();
     let mut out = Vec::new();
-    for op in [
-        "write",
-        "rewrite",
-        "read",
-        "reread",
-        "randread",
-        "randwrite",
-    ] {
+    for op in IOZONE_OPS {
         for (ti, t) in r.targets.iter().enumerate() {
             let (cw, ch, left, top) = (120.0, 34.0, 80.0, 44.0);
             let width = left + cw * recs.len() as f64 + 10.0;

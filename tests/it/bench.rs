@@ -34,6 +34,27 @@ fn disk_dir() -> Option<tempfile::TempDir> {
     Some(d)
 }
 
+/// Start `tmpfsctl ARGS TARGET` (stdout discarded, stderr piped) and return
+/// once it has created its scratch directory in TARGET.
+fn spawn_until_scratch(args: &[&str], target: &Path) -> std::process::Child {
+    let child = bin()
+        .args(args)
+        .arg(target)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while entries(target).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "scratch directory never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -377,8 +398,8 @@ fn missing_and_read_only_targets_are_clear_errors() {
 
 fn interrupt_mid_run(sig: rustix::process::Signal) {
     let m = TestMount::tmpfs("size=64M");
-    let mut child = bin()
-        .args([
+    let mut child = spawn_until_scratch(
+        &[
             "bench",
             "--quick",
             "--min-time",
@@ -386,21 +407,10 @@ fn interrupt_mid_run(sig: rustix::process::Signal) {
             "--max-runs",
             "1000000",
             "--no-latency",
-        ])
-        .arg(&m.path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the run has created its scratch directory, then a bit more.
-    let t = Instant::now();
-    while entries(&m.path).is_empty() {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "scratch directory never appeared"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        ],
+        &m.path,
+    );
+    // A bit more, so that the signal lands mid-run.
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         child.try_wait().unwrap().is_none(),
@@ -649,8 +659,9 @@ fn enospc_during_a_run_stops_cleans_up_and_reports() {
     // The space check passes; then another writer fills the filesystem while
     // the benchmark repeats its write runs, so a run hits ENOSPC.
     let m = TestMount::tmpfs("size=48M");
-    let mut child = bin()
-        .args([
+    let t = Instant::now();
+    let mut child = spawn_until_scratch(
+        &[
             "bench",
             "--rw",
             "seq-write",
@@ -663,20 +674,9 @@ fn enospc_during_a_run_stops_cleans_up_and_reports() {
             "--no-latency",
             "--ceiling-size",
             "8M",
-        ])
-        .arg(&m.path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while entries(&m.path).is_empty() {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "scratch directory never appeared"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        ],
+        &m.path,
+    );
     // Keep grabbing every byte that frees up until the benchmark gives up.
     use std::io::Write;
     let mut filler = std::fs::File::create(m.path.join("filler")).unwrap();
