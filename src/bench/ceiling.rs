@@ -71,22 +71,14 @@ pub fn measure(
     llc: Option<u64>,
     stop: &AtomicBool,
 ) -> Result<Ceiling> {
-    let n = usize::try_from(buffer_bytes)?;
-    // Both buffers are written before timing: untouched pages all map the
-    // shared zero page, and reading those would be served from cache.
-    let mut src = vec![0u8; n];
-    for (i, chunk) in src.chunks_mut(4096).enumerate() {
-        chunk.fill((i as u8) | 1);
-    }
-    let mut dst = vec![0u8; n];
-    dst.fill(0x5a);
+    let (src, mut dst) = copy_buffers(buffer_bytes)?;
     interrupted(stop)?;
 
     let runs = runs.max(1);
     let single = single_thread(&src, &mut dst, runs, stop)?;
 
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunk = n.div_ceil(threads).max(1);
+    let chunk = src.len().div_ceil(threads).max(1);
     let mut multi = Vec::new();
     for i in 0..=runs {
         interrupted(stop)?;
@@ -113,6 +105,20 @@ pub fn measure(
     })
 }
 
+/// Source and destination of `bytes` each, both written before timing:
+/// untouched pages all map the shared zero page, and reading those would be
+/// served from cache.
+fn copy_buffers(bytes: u64) -> Result<(Vec<u8>, Vec<u8>)> {
+    let n = usize::try_from(bytes)?;
+    let mut src = vec![0u8; n];
+    for (i, chunk) in src.chunks_mut(4096).enumerate() {
+        chunk.fill((i as u8) | 1);
+    }
+    let mut dst = vec![0u8; n];
+    dst.fill(0x5a);
+    Ok((src, dst))
+}
+
 /// Single-thread copies of `src` into `dst` after one untimed (TLB,
 /// frequency ramp), in bytes copied per second.
 fn single_thread(src: &[u8], dst: &mut [u8], runs: u32, stop: &AtomicBool) -> Result<Vec<f64>> {
@@ -134,9 +140,7 @@ fn single_thread(src: &[u8], dst: &mut [u8], runs: u32, stop: &AtomicBool) -> Re
 /// (seen here: 5.7 GiB/s at the start of a suite, 11 GiB/s otherwise), and
 /// every RAM-side figure of that stretch with it.
 pub fn recheck(buffer_bytes: u64, runs: u32, stop: &AtomicBool) -> Result<f64> {
-    let n = usize::try_from(buffer_bytes)?;
-    let src: Vec<u8> = (0..n).map(|i| ((i >> 12) as u8) | 1).collect();
-    let mut dst = vec![0x5au8; n];
+    let (src, mut dst) = copy_buffers(buffer_bytes)?;
     let v = single_thread(&src, &mut dst, runs.max(1), stop)?;
     Ok(stats::summarize(&v).median)
 }
