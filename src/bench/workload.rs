@@ -53,15 +53,10 @@ impl Op {
             Op::SeqRead | Op::RandRead | Op::RandWrite | Op::Rewrite
         )
     }
-    /// Ops that may start from files an earlier workload left (see
-    /// `bench::stock`), when they are cold reads (see `Workload::takes_stock`).
-    pub fn takes_stock(self) -> bool {
-        matches!(self, Op::SeqRead | Op::RandRead)
-    }
     /// Ops after whose runs every file is whole (full size, random data) and
     /// unchanged since a write that made it whole.
     pub fn leaves_complete_files(self) -> bool {
-        matches!(self, Op::SeqWrite | Op::SeqRead | Op::RandRead)
+        self == Op::SeqWrite || self.is_read()
     }
     /// Ops whose runs may be shortened to an op count (each op stands alone),
     /// as opposed to whole-file runs whose meaning depends on the file size.
@@ -205,7 +200,7 @@ impl Workload {
     /// cache folios), and buffered 4 KiB random writes into a handed-on file
     /// at 46k instead of 466k IOPS.
     pub fn takes_stock(&self) -> bool {
-        self.op.takes_stock() && (self.cache == CacheWant::Cold || self.direct)
+        self.op.is_read() && (self.cache == CacheWant::Cold || self.direct)
     }
 
     fn cache_label(&self) -> &'static str {
