@@ -5,9 +5,10 @@
 pub mod advise;
 pub mod bench;
 pub mod cli;
+pub mod context;
 pub mod fleet;
 pub mod mounts;
-pub mod output;
+pub mod render;
 pub mod status;
 pub mod sys;
 pub mod units;
@@ -15,20 +16,10 @@ pub mod workspace;
 
 use anyhow::Result;
 
-/// What every command gets besides its own arguments.
-#[derive(Debug, Clone, Default)]
-pub struct Context {
-    pub sysroot: sys::Sysroot,
-}
-
-/// Exit codes (see README): 0 ok, 1 the command ran and reports a problem the
-/// user asked about, 2 usage or runtime error.
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_PROBLEM: u8 = 1;
-pub const EXIT_ERROR: u8 = 2;
+pub use context::{Context, ExitCode};
 
 /// Run one parsed command line; returns the exit code for success paths.
-pub fn run(cli: cli::Cli) -> Result<u8> {
+pub fn run(cli: cli::Cli) -> Result<ExitCode> {
     let ctx = Context {
         sysroot: match &cli.sysroot {
             Some(p) => {

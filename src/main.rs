@@ -13,7 +13,7 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() {
-                tmpfsctl::EXIT_ERROR
+                tmpfsctl::ExitCode::Error.code()
             } else {
                 0
             };
@@ -22,10 +22,10 @@ fn main() -> ExitCode {
         }
     };
     match tmpfsctl::run(cli) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code.into(),
         Err(e) => {
             eprintln!("tmpfsctl: error: {e:#}");
-            ExitCode::from(tmpfsctl::EXIT_ERROR)
+            tmpfsctl::ExitCode::Error.into()
         }
     }
 }

@@ -16,10 +16,11 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::bench::{self, BenchReport, Scale};
+use crate::context::{Context, ExitCode};
 use crate::fleet::{self, FitParams, HostFit, HostRecord};
 use crate::mounts::{self, plan};
+use crate::sys;
 use crate::units::Size;
-use crate::{Context, sys};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -219,7 +220,7 @@ fn bench_targets(
 fn scale_and_options(args: &AdviseArgs) -> (Vec<bench::Workload>, bench::Options) {
     let mut o = bench::Options {
         latency: false,
-        progress: crate::output::stderr_is_tty() && !args.json,
+        progress: crate::render::stderr_is_tty() && !args.json,
         stop: Arc::new(AtomicBool::new(false)),
         ..Default::default()
     };
@@ -446,7 +447,7 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-pub fn run(ctx: &Context, args: &AdviseArgs) -> Result<u8> {
+pub fn run(ctx: &Context, args: &AdviseArgs) -> Result<ExitCode> {
     // Validate before measuring: a bad --window must not cost 30 s.
     if args.prometheus.is_some() {
         fleet::parse_duration(&args.window)
@@ -464,11 +465,12 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> Result<u8> {
     }
     let advice = gather(ctx, args)?;
     if let Some(h) = &args.html {
-        fleet::collect::write_atomic(h, render::html(&advice).as_bytes())
+        crate::sys::atomic::AtomicWrite::report("--html")
+            .write(h, render::html(&advice).as_bytes())
             .with_context(|| format!("writing {}", h.display()))?;
     }
     if args.json {
-        crate::output::print_json(&advice)?;
+        crate::render::print_json(&advice)?;
     } else {
         print!("{}", render::text(&advice));
     }

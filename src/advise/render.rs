@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::Advice;
-use crate::output::html_escape as esc;
+use crate::render::html_escape as esc;
 use crate::units::{fmt_bytes, fmt_count};
 
 fn yes_no(b: Option<bool>) -> &'static str {
@@ -138,13 +138,7 @@ pub fn text(a: &Advice) -> String {
 }
 
 pub fn html(a: &Advice) -> String {
-    let mut s = String::from(
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>tmpfsctl advise</title><style>
-body{font:14px/1.45 sans-serif;margin:24px auto;max-width:1040px;color:#212529;padding:0 12px}
-h1{font-size:22px} h2{font-size:17px;margin-top:24px} .verdict{font-size:18px;background:#e7f5ff;border-left:5px solid #1971c2;padding:10px 14px}
-code,pre{background:#f1f3f5;padding:2px 4px} .grid{display:flex;flex-wrap:wrap;gap:12px}
-</style></head><body><h1>tmpfsctl advise</h1>"#,
-    );
+    let mut s = String::new();
     let _ = write!(
         s,
         r#"<p class="verdict" id="verdict" data-kind="{}">{}</p>"#,
@@ -167,6 +161,5 @@ code,pre{background:#f1f3f5;padding:2px 4px} .grid{display:flex;flex-wrap:wrap;g
         }
         s.push_str("</div>");
     }
-    s.push_str("</body></html>\n");
-    s
+    crate::render::html::page("tmpfsctl advise", &s)
 }

@@ -46,10 +46,11 @@ pub enum Kind {
 
 impl Kind {
     /// Exit code: 0 when nothing should change, 1 when a change is recommended.
-    pub fn exit_code(self) -> u8 {
+    pub fn exit_code(self) -> crate::context::ExitCode {
+        use crate::context::ExitCode;
         match self {
-            Kind::Move | Kind::Resize => crate::EXIT_PROBLEM,
-            Kind::NothingToChange | Kind::KeepOnDisk | Kind::NotWorthIt => crate::EXIT_OK,
+            Kind::Move | Kind::Resize => ExitCode::Problem,
+            Kind::NothingToChange | Kind::KeepOnDisk | Kind::NotWorthIt => ExitCode::Ok,
         }
     }
 }
@@ -393,10 +394,10 @@ mod tests {
 
     #[test]
     fn exit_codes_follow_the_issue() {
-        assert_eq!(Kind::Move.exit_code(), 1);
-        assert_eq!(Kind::Resize.exit_code(), 1);
-        assert_eq!(Kind::NothingToChange.exit_code(), 0);
-        assert_eq!(Kind::KeepOnDisk.exit_code(), 0);
-        assert_eq!(Kind::NotWorthIt.exit_code(), 0);
+        assert_eq!(Kind::Move.exit_code().code(), 1);
+        assert_eq!(Kind::Resize.exit_code().code(), 1);
+        assert_eq!(Kind::NothingToChange.exit_code().code(), 0);
+        assert_eq!(Kind::KeepOnDisk.exit_code().code(), 0);
+        assert_eq!(Kind::NotWorthIt.exit_code().code(), 0);
     }
 }

@@ -59,7 +59,7 @@ fn round_mib(b: u64) -> u64 {
 
 fn interrupted(flag: &AtomicBool) -> Result<()> {
     if flag.load(Ordering::Relaxed) {
-        anyhow::bail!(super::Interrupted);
+        anyhow::bail!(crate::sys::signals::Interrupted);
     }
     Ok(())
 }

@@ -16,9 +16,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, RngExt, SeedableRng};
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::Interrupted;
 use super::stock::Stock;
 use super::workload::{CacheWant, KEEP_RUN_DIRS, Op, Sync, Workload};
+use crate::sys::signals::Interrupted;
 
 /// Random bytes written by every write workload: random so compression or
 /// dedup cannot shorten the work, and stamped per block so no two blocks match.

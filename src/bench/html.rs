@@ -11,7 +11,7 @@ use anyhow::{Context as _, Result};
 use super::render::{fmt_ratio, fmt_value, ops_unit, summary_line};
 use super::report::{BenchReport, BenchResult};
 use super::workload::{Op, Workload, fmt_size};
-use crate::output::html_escape as esc;
+use crate::render::html_escape as esc;
 use crate::units::{fmt_bytes, fmt_rate};
 
 const PALETTE: [&str; 6] = [
@@ -287,13 +287,7 @@ pub fn heatmaps(r: &BenchReport) -> Vec<(String, String)> {
 
 /// The whole report as one HTML document.
 pub fn html(r: &BenchReport) -> String {
-    let mut s = String::from(
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>tmpfsctl bench report</title><style>
-body{font:14px/1.45 sans-serif;margin:24px auto;max-width:1040px;color:#212529;padding:0 12px}
-h1{font-size:22px} h2{font-size:17px;margin-top:28px} table{border-collapse:collapse} td,th{padding:3px 10px;border-bottom:1px solid #dee2e6;text-align:left}
-.warn{background:#fff4e6;border-left:4px solid #e67700;padding:6px 10px;margin:6px 0} figure{margin:10px 0} .grid{display:flex;flex-wrap:wrap;gap:12px}
-</style></head><body><h1>tmpfsctl bench</h1>"#,
-    );
+    let mut s = String::new();
     let _ = write!(
         s,
         "<p>kernel {} · {} CPUs · {} RAM · last-level cache {} · {}</p>",
@@ -346,8 +340,7 @@ h1{font-size:22px} h2{font-size:17px;margin-top:28px} table{border-collapse:coll
         }
         let _ = write!(s, "<figure>{}</figure>", bar_chart(r, w));
     }
-    s.push_str("</body></html>\n");
-    s
+    crate::render::html::page("tmpfsctl bench", &s)
 }
 
 /// Each chart as its own SVG file in `dir` (created if missing).

@@ -22,7 +22,6 @@ mod tests;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
@@ -31,19 +30,9 @@ pub use report::{BenchReport, BenchResult, SCHEMA_VERSION};
 pub use suite::{Options, need, run_suite, run_suite_with};
 pub use workload::{CacheWant, Op, Preset, Scale, Sync, Workload, preset, temp_file_workloads};
 
-use crate::{Context, EXIT_OK};
+use crate::context::{Context, ExitCode};
 
-/// A signal asked us to stop; scratch directories have been removed.
-#[derive(Debug, Clone, Copy)]
-pub struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted by a signal")
-    }
-}
-
-impl std::error::Error for Interrupted {}
+pub use crate::sys::signals::Interrupted;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -325,33 +314,23 @@ pub fn options_from_args(a: &BenchArgs) -> Result<Options> {
     if let Some(r) = &a.custom.runtime {
         o.runtime = Some(parse_duration(r).context("--runtime")?);
     }
-    o.progress = crate::output::stderr_is_tty();
+    o.progress = crate::render::stderr_is_tty();
     Ok(o)
 }
 
-/// Write `text` to FILE, or stdout for "-". Files are written whole via a
-/// temporary sibling and renamed, so a failed run never leaves half a report.
-fn emit(dest: &Path, text: &[u8]) -> Result<()> {
+/// Write `text` to FILE (whole, via the shared atomic writer), or stdout for "-".
+fn emit(what: &str, dest: &Path, text: &[u8]) -> Result<()> {
     if dest == Path::new("-") {
         let mut out = std::io::stdout().lock();
         out.write_all(text)?;
         out.flush()?;
         return Ok(());
     }
-    let dir = dest
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| {
-        format!(
-            "{}: cannot write there; give a writable path",
-            dest.display()
-        )
-    })?;
-    tmp.write_all(text)?;
-    tmp.persist(dest)
-        .with_context(|| format!("{}: cannot write the report", dest.display()))?;
-    Ok(())
+    crate::sys::atomic::AtomicWrite {
+        what,
+        mode: crate::sys::atomic::NewMode::Exactly(0o600),
+    }
+    .write(dest, text)
 }
 
 fn output(a: &BenchArgs, r: &BenchReport) -> Result<()> {
@@ -359,19 +338,19 @@ fn output(a: &BenchArgs, r: &BenchReport) -> Result<()> {
     if let Some(p) = &a.out.json {
         let mut s = serde_json::to_vec_pretty(r)?;
         s.push(b'\n');
-        emit(p, &s)?;
+        emit("--json", p, &s)?;
         stdout_taken |= p == Path::new("-");
     }
     if let Some(p) = &a.out.csv {
-        emit(p, render::csv(r).as_bytes())?;
+        emit("--csv", p, render::csv(r).as_bytes())?;
         stdout_taken |= p == Path::new("-");
     }
     if let Some(p) = &a.out.markdown {
-        emit(p, render::markdown(r).as_bytes())?;
+        emit("--markdown", p, render::markdown(r).as_bytes())?;
         stdout_taken |= p == Path::new("-");
     }
     if let Some(p) = &a.out.html {
-        emit(p, html::html(r).as_bytes())?;
+        emit("--html", p, html::html(r).as_bytes())?;
         stdout_taken |= p == Path::new("-");
     }
     if let Some(d) = &a.out.svg {
@@ -406,46 +385,19 @@ fn load(p: &Path) -> Result<BenchReport> {
     Ok(r)
 }
 
-/// Registers SIGINT/SIGTERM to set `stop`; a second signal exits at once
-/// (with whatever is left on disk — the first one is the clean way out).
-struct SignalGuard(Vec<signal_hook::SigId>);
-
-impl SignalGuard {
-    fn install(stop: &Arc<AtomicBool>) -> Result<SignalGuard> {
-        use signal_hook::consts::signal::{SIGINT, SIGTERM};
-        let mut ids = Vec::new();
-        for sig in [SIGINT, SIGTERM] {
-            ids.push(signal_hook::flag::register_conditional_shutdown(
-                sig,
-                130,
-                Arc::clone(stop),
-            )?);
-            ids.push(signal_hook::flag::register(sig, Arc::clone(stop))?);
-        }
-        Ok(SignalGuard(ids))
-    }
-}
-
-impl Drop for SignalGuard {
-    fn drop(&mut self) {
-        for id in self.0.drain(..) {
-            signal_hook::low_level::unregister(id);
-        }
-    }
-}
-
-pub fn run(ctx: &Context, args: &BenchArgs) -> Result<u8> {
+pub fn run(ctx: &Context, args: &BenchArgs) -> Result<ExitCode> {
     if let Some(files) = &args.compare {
         let a = load(&files[0])?;
         let b = load(&files[1])?;
         print!("{}", render::compare(&a, &b, &files[0], &files[1]));
-        return Ok(EXIT_OK);
+        return Ok(ExitCode::Ok);
     }
     // Parse and validate everything before touching the system.
     let workloads = workloads_from_args(args)?;
     let opts = options_from_args(args)?;
     let stop = Arc::clone(&opts.stop);
-    let _signals = SignalGuard::install(&stop)?;
+    use crate::sys::signals::Interrupt;
+    let _signals = Interrupt::install_on(stop, true).context("cannot install signal handlers")?;
 
     let mut private = None;
     let targets: Vec<PathBuf> = if args.targets.is_empty() {
@@ -469,11 +421,11 @@ pub fn run(ctx: &Context, args: &BenchArgs) -> Result<u8> {
     match res {
         Ok(r) => {
             output(args, &r)?;
-            Ok(EXIT_OK)
+            Ok(ExitCode::Ok)
         }
         Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
             eprintln!("tmpfsctl: interrupted; scratch directories removed, nothing left behind");
-            Ok(130)
+            Ok(ExitCode::Interrupted)
         }
         Err(e) => Err(e),
     }

@@ -205,7 +205,7 @@ pub fn summary_line(r: &BenchReport) -> String {
 pub fn table(r: &BenchReport) -> String {
     let (h, rs) = rows(r);
     let hs: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
-    let mut t = crate::output::table(&hs);
+    let mut t = crate::render::table(&hs);
     for row in rs {
         t.add_row(row);
     }
@@ -213,7 +213,7 @@ pub fn table(r: &BenchReport) -> String {
     let mut out = format!("{t}\n");
     if !lrs.is_empty() {
         let hs: Vec<&str> = lh.iter().map(|s| s.as_str()).collect();
-        let mut lt = crate::output::table(&hs);
+        let mut lt = crate::render::table(&hs);
         for row in lrs {
             lt.add_row(row);
         }
@@ -308,7 +308,7 @@ pub fn compare(
 ) -> String {
     let ha = format!("A: {}", pa.display());
     let hb = format!("B: {}", pb.display());
-    let mut t = crate::output::table(&["workload", "target", &ha, &hb, "B vs A"]);
+    let mut t = crate::render::table(&["workload", "target", &ha, &hb, "B vs A"]);
     let mut seen = 0;
     for x in &a.results {
         let w = a.workloads.iter().find(|w| w.id == x.workload);

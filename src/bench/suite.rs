@@ -14,7 +14,7 @@ use super::report::*;
 use super::stats::{self, HIGH_RSD};
 use super::target::{self, Scratch, Target};
 use super::workload::{Op, Sync, Workload};
-use crate::Context;
+use crate::context::Context;
 
 /// How to run a suite (everything except what and where).
 #[derive(Debug, Clone)]

@@ -27,7 +27,7 @@ pub struct Target {
 /// writable, on a read-write filesystem, with room for `need_bytes` (+ margin)
 /// and `need_inodes`.
 pub fn check(
-    ctx: &crate::Context,
+    ctx: &crate::context::Context,
     dir: &Path,
     need_bytes: u64,
     need_inodes: u64,
@@ -224,7 +224,7 @@ impl Drop for PrivateTmpfs {
 }
 
 /// The disk directory to compare with by default: where /var/tmp lives, else $HOME.
-pub fn default_disk_dir(ctx: &crate::Context) -> Result<PathBuf> {
+pub fn default_disk_dir(ctx: &crate::context::Context) -> Result<PathBuf> {
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let mut cands: Vec<PathBuf> = vec!["/var/tmp".into()];
     if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {

@@ -2,7 +2,6 @@
 //! printed as a JSON line, seed 001's Kirkland TSV row, or node_exporter
 //! textfile metrics.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
@@ -319,85 +318,6 @@ pub fn render_prom(s: &Snapshot) -> Result<Vec<u8>> {
     Ok(o.into_bytes())
 }
 
-/// Write `data` to `dest` so that readers (node_exporter, a scraper) see either
-/// the old file or the whole new one: temp file in the same directory, fsync,
-/// rename, fsync the directory. SIGINT/SIGTERM are held back while the temp
-/// file exists so an interrupt cannot leave it behind.
-pub fn write_atomic(dest: &Path, data: &[u8]) -> Result<()> {
-    let dir = match dest.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if dest.is_dir() {
-        anyhow::bail!(
-            "--output {}: is a directory; give a file name such as {}/tmpfsctl.prom",
-            dest.display(),
-            dest.display()
-        );
-    }
-    let _held = SignalsHeld::new();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmpfsctl-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .with_context(|| {
-            format!(
-                "--output {}: cannot create a file in {}",
-                dest.display(),
-                dir.display()
-            )
-        })?;
-    tmp.write_all(data)
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    // The temp file is 0600; node_exporter usually runs as another user.
-    use std::os::unix::fs::PermissionsExt;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .context("chmod 644 on the new file")?;
-    tmp.as_file().sync_all().context("fsync of the new file")?;
-    tmp.persist(dest).map_err(|e| e.error).with_context(|| {
-        format!(
-            "--output {}: cannot rename the new file into place",
-            dest.display()
-        )
-    })?;
-    if let Ok(d) = std::fs::File::open(&dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
-/// Blocks SIGINT, SIGTERM and SIGHUP until dropped; a signal that arrived
-/// meanwhile is delivered (with its default action) right after.
-struct SignalsHeld {
-    old: libc::sigset_t,
-}
-
-impl SignalsHeld {
-    fn new() -> SignalsHeld {
-        // SAFETY: sigset_t is plain data; the calls only read/write the sets we own.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGINT);
-            libc::sigaddset(&mut set, libc::SIGTERM);
-            libc::sigaddset(&mut set, libc::SIGHUP);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-            SignalsHeld { old }
-        }
-    }
-}
-
-impl Drop for SignalsHeld {
-    fn drop(&mut self) {
-        // SAFETY: restores the mask saved in new().
-        unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,23 +397,6 @@ mod tests {
         assert_eq!(l.iter().filter(|&&b| b == b'\n').count(), 1);
         let back: Snapshot = serde_json::from_slice(&l).unwrap();
         assert_eq!(back, s);
-    }
-
-    #[test]
-    fn atomic_write_replaces_whole_file_world_readable() {
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("x.prom");
-        std::fs::write(&f, "old").unwrap();
-        write_atomic(&f, b"new contents\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&f).unwrap(), "new contents\n");
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(
-            std::fs::metadata(&f).unwrap().permissions().mode() & 0o777,
-            0o644
-        );
-        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
-        assert_eq!(left.len(), 1, "temp file left behind");
-        assert!(write_atomic(d.path(), b"x").is_err());
     }
 
     /// A snapshot exercising every field: two paths (one a tmpfs mount with a

@@ -24,8 +24,9 @@ pub use collect::{HostName, Snapshot, snapshot};
 pub use fit::{FitParams, HostFit, host_fit};
 pub use ingest::{Fleet, HostRecord};
 
+use crate::context::{Context, ExitCode};
+use crate::sys::atomic::AtomicWrite;
 use crate::units::{self, Size};
-use crate::{Context, EXIT_OK, EXIT_PROBLEM};
 
 impl HostRecord {
     /// The figures `fit` needs from a snapshot, for the collected path `path`.
@@ -90,7 +91,7 @@ pub struct CollectArgs {
     pub host: Option<String>,
 }
 
-pub fn collect_cmd(ctx: &Context, args: &CollectArgs) -> Result<u8> {
+pub fn collect_cmd(ctx: &Context, args: &CollectArgs) -> Result<ExitCode> {
     if args.format == CollectFormat::Kirkland && args.paths.len() != 1 {
         anyhow::bail!("--format kirkland has a single /tmp column; give exactly one --path");
     }
@@ -132,14 +133,14 @@ pub fn collect_cmd(ctx: &Context, args: &CollectArgs) -> Result<u8> {
         CollectFormat::Prom => collect::render_prom(&snap)?,
     };
     match &args.output {
-        Some(f) => collect::write_atomic(f, &data)?,
+        Some(f) => AtomicWrite::report("--output").write(f, &data)?,
         None => {
             let mut o = std::io::stdout().lock();
             o.write_all(&data)?;
             o.flush()?;
         }
     }
-    Ok(EXIT_OK)
+    Ok(ExitCode::Ok)
 }
 
 #[derive(Debug, clap::Args)]
@@ -291,7 +292,7 @@ pub struct AnalyzeArgs {
     pub html: Option<PathBuf>,
 }
 
-pub fn fleet_cmd(_ctx: &Context, args: &FleetArgs) -> Result<u8> {
+pub fn fleet_cmd(_ctx: &Context, args: &FleetArgs) -> Result<ExitCode> {
     match &args.command {
         FleetCommand::Analyze(a) => analyze_cmd(a),
     }
@@ -357,7 +358,7 @@ pub fn read_files(
     Ok((fleet, report))
 }
 
-fn analyze_cmd(a: &AnalyzeArgs) -> Result<u8> {
+fn analyze_cmd(a: &AnalyzeArgs) -> Result<ExitCode> {
     if let Some(h) = &a.html
         && h.is_dir()
     {
@@ -431,13 +432,14 @@ fn analyze_cmd(a: &AnalyzeArgs) -> Result<u8> {
     let report = analyze::analyze(&fleet, input, source, &opts);
     drop(fleet);
     if let Some(h) = &a.html {
-        collect::write_atomic(h, render::html(&report).as_bytes())
+        AtomicWrite::report("--html")
+            .write(h, render::html(&report).as_bytes())
             .with_context(|| format!("--html {}", h.display()))?;
     }
     let mut out = std::io::stdout().lock();
     if a.json {
         drop(out);
-        crate::output::print_json(&report)?;
+        crate::render::print_json(&report)?;
     } else if a.markdown {
         out.write_all(render::markdown(&report).as_bytes())?;
     } else {
@@ -447,9 +449,9 @@ fn analyze_cmd(a: &AnalyzeArgs) -> Result<u8> {
         eprintln!("tmpfsctl: note: duplicate host: {d}");
     }
     Ok(if report.below_target {
-        EXIT_PROBLEM
+        ExitCode::Problem
     } else {
-        EXIT_OK
+        ExitCode::Ok
     })
 }
 

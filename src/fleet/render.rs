@@ -2,7 +2,7 @@
 //! blocks (headings, paragraphs, tables), then written as terminal text,
 //! Markdown or HTML; HTML adds inline SVG charts.
 
-use crate::output::html_escape as esc;
+use crate::render::html_escape as esc;
 use std::fmt::Write as _;
 
 use super::analyze::FleetReport;
@@ -241,7 +241,7 @@ pub fn text(r: &FleetReport) -> String {
             }
             Block::Table { header, rows } => {
                 let h: Vec<&str> = header.iter().map(String::as_str).collect();
-                let mut tb = crate::output::table(&h);
+                let mut tb = crate::render::table(&h);
                 for r in rows {
                     tb.add_row(r);
                 }
@@ -295,20 +295,11 @@ pub fn markdown(r: &FleetReport) -> String {
 }
 
 pub fn html(r: &FleetReport) -> String {
-    let mut o = String::from(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tmpfsctl fleet report</title>\n<style>\
-         body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}\
-         table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}\
-         th{background:#f3f3f3}.charts svg{display:block;margin:1em 0;border:1px solid #eee}\
-         text{font-size:11px;font-family:sans-serif}</style></head><body>\n",
-    );
-    let mut first = true;
+    let mut o = String::new();
     for b in blocks(r) {
         match b {
             Block::Heading(h) => {
-                let tag = if first { "h1" } else { "h2" };
-                first = false;
-                let _ = writeln!(o, "<{tag}>{}</{tag}>", esc(&h));
+                let _ = writeln!(o, "<h2>{}</h2>", esc(&h));
             }
             Block::Para(p) => {
                 let _ = writeln!(o, "<p>{}</p>", esc(&p).replace('\n', "<br>"));
@@ -334,8 +325,8 @@ pub fn html(r: &FleetReport) -> String {
     o.push_str(&svg_cdf(r));
     o.push_str(&svg_scatter(r));
     o.push_str(&svg_ram_hist(r));
-    o.push_str("</div></body></html>\n");
-    o
+    o.push_str("</div>");
+    crate::render::html::page("tmpfsctl fleet report", &o)
 }
 
 const W: f64 = 720.0;

@@ -14,15 +14,16 @@ use std::io::IsTerminal;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
+use crate::context::{Context, ExitCode};
+use crate::sys::atomic::AtomicWrite;
+use crate::sys::signals::Interrupt;
 use crate::sys::{self, MountInfo, Sysroot, statfs, systemd};
 use crate::units::{Size, parse_count, parse_size};
-use crate::{Context, EXIT_OK, EXIT_PROBLEM};
 
 pub use plan::{Facts, Plan, PlanError, Request, plan};
 
@@ -367,18 +368,18 @@ pub fn gather_facts(ctx: &Context, t: &TargetArgs) -> Result<Facts> {
     })
 }
 
-pub fn plan_cmd(ctx: &Context, args: &PlanArgs) -> Result<u8> {
+pub fn plan_cmd(ctx: &Context, args: &PlanArgs) -> Result<ExitCode> {
     let facts = gather_facts(ctx, &args.target)?;
     let p = plan::plan(&facts, &args.opts.request())?;
     if args.target.json {
-        crate::output::print_json(&p)?;
+        crate::render::print_json(&p)?;
     } else {
         print!("{}", render::plan_text(&p));
     }
     Ok(if p.blockers.is_empty() {
-        EXIT_OK
+        ExitCode::Ok
     } else {
-        EXIT_PROBLEM
+        ExitCode::Problem
     })
 }
 
@@ -407,16 +408,6 @@ fn confirm(question: &str, yes: bool) -> Result<()> {
     } else {
         bail!("not confirmed; nothing changed")
     }
-}
-
-/// Ctrl-C / SIGTERM set this instead of killing us, so copies stop cleanly.
-fn interrupt_flag() -> Result<Arc<AtomicBool>> {
-    let f = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&f))
-            .context("cannot install signal handler")?;
-    }
-    Ok(f)
 }
 
 fn sparse_note(stats: &copy::CopyStats) -> String {
@@ -489,7 +480,8 @@ fn persist_step(
             let mut backup = None;
             if edit != persist::Edit::Unchanged {
                 backup = persist::make_backup(&path)?;
-                persist::write_atomic(&path, &new, |tmp| persist::verify_fstab(tmp, dir))?;
+                AtomicWrite::config("--fstab")
+                    .write_checked(&path, &new, |tmp| persist::verify_fstab(tmp, dir))?;
                 persist::daemon_reload_if_real(&path, "/etc/");
             }
             Ok(PersistResult {
@@ -518,7 +510,7 @@ fn persist_step(
     }
 }
 
-pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<u8> {
+pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<ExitCode> {
     require_root("apply")?;
     if !ctx.sysroot.is_live() {
         bail!("--sysroot is for `plan` only; apply changes the running system");
@@ -589,7 +581,8 @@ pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<u8> {
             args.yes,
         )?;
     }
-    let cancel = interrupt_flag()?;
+    let interrupt = Interrupt::install(false).context("cannot install signal handlers")?;
+    let cancel = interrupt.flag();
 
     let mut copied = None;
     let mut verified = None;
@@ -604,7 +597,7 @@ pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<u8> {
             resized_to = Some(s);
         }
         plan::MountState::NotMounted => {
-            let show = crate::output::stderr_is_tty() && !args.target.json;
+            let show = crate::render::stderr_is_tty() && !args.target.json;
             let (stats, n) = stage_and_move(&p, &dir, &cancel, show)?;
             changes.push(format!(
                 "mounted tmpfs ({}) on {} with its {} files, {} dirs, {} symlinks, {} hard links, {} special files ({})",
@@ -692,11 +685,11 @@ pub fn apply_cmd(ctx: &Context, args: &ApplyArgs) -> Result<u8> {
         changes,
     };
     if args.target.json {
-        crate::output::print_json(&report)?;
+        crate::render::print_json(&report)?;
     } else {
         print!("{}", render::apply_text(&report));
     }
-    Ok(EXIT_OK)
+    Ok(ExitCode::Ok)
 }
 
 /// Steps 1-4 of apply: detached tmpfs, copy, compare, move. Any error before
@@ -777,7 +770,7 @@ pub struct RevertReport {
     pub changes: Vec<String>,
 }
 
-pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
+pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<ExitCode> {
     require_root("revert")?;
     if !ctx.sysroot.is_live() {
         bail!("--sysroot is for `plan` only; revert changes the running system");
@@ -805,7 +798,7 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
             dropin.display()
         );
         if t.json {
-            crate::output::print_json(&RevertReport {
+            crate::render::print_json(&RevertReport {
                 schema_version: plan::SCHEMA_VERSION,
                 dir: dir.display().to_string(),
                 was_mounted: false,
@@ -820,7 +813,7 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
         } else {
             println!("{msg}");
         }
-        return Ok(EXIT_OK);
+        return Ok(ExitCode::Ok);
     }
     let nested: Vec<String> = mounts
         .iter()
@@ -878,12 +871,13 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
         }
     }
     confirm("Go ahead?", args.yes)?;
-    let cancel = interrupt_flag()?;
+    let interrupt = Interrupt::install(false).context("cannot install signal handlers")?;
+    let cancel = interrupt.flag();
     let mut changes = Vec::new();
     let mut copied_back = None;
     if let Some(top) = &top {
         if args.keep_data {
-            let show = crate::output::stderr_is_tty() && !t.json;
+            let show = crate::render::stderr_is_tty() && !t.json;
             let stats = copy_back(&mounts, top, &dir, &cancel, show)?;
             changes.push(format!(
                 "copied {} files, {} dirs, {} symlinks ({}) back to the directory on disk",
@@ -931,7 +925,7 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
         let (new, edit) = persist::fstab_without_line(&fstab_text, bk.as_deref(), &dir, "tmpfs");
         if edit != persist::Edit::Unchanged {
             let restored = edit == persist::Edit::Restored;
-            persist::write_atomic(&fstab_path, &new, |tmp| {
+            AtomicWrite::config("--fstab").write_checked(&fstab_path, &new, |tmp| {
                 if restored {
                     persist::verify_fstab(tmp, &dir)
                 } else {
@@ -982,13 +976,13 @@ pub fn revert_cmd(ctx: &Context, args: &RevertArgs) -> Result<u8> {
         changes,
     };
     if t.json {
-        crate::output::print_json(&report)?;
+        crate::render::print_json(&report)?;
     } else {
         for c in &report.changes {
             println!("{c}");
         }
     }
-    Ok(EXIT_OK)
+    Ok(ExitCode::Ok)
 }
 
 /// Make the directory under the tmpfs hold exactly what the tmpfs holds.

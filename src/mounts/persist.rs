@@ -3,12 +3,12 @@
 //! the same directory, fsync, rename, fsync of the directory) and checked by
 //! the system's own tools before the rename.
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+
+use crate::sys::atomic::AtomicWrite;
 
 use super::plan::DROPIN_MARKER;
 use crate::sys::fstab::{Fstab, FstabLine, parse_line};
@@ -96,42 +96,6 @@ pub fn backup_path(p: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Write `bytes` to `path` atomically. `check` sees the finished temp file
-/// before it replaces `path`; its error leaves `path` untouched. Mode and owner
-/// of an existing `path` are kept.
-pub fn write_atomic(
-    path: &Path,
-    bytes: &[u8],
-    check: impl FnOnce(&Path) -> Result<()>,
-) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmpfsctl-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    match std::fs::metadata(path) {
-        Ok(m) => {
-            use std::os::unix::fs::MetadataExt;
-            tmp.as_file()
-                .set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777))?;
-            std::os::unix::fs::fchown(tmp.as_file(), Some(m.uid()), Some(m.gid()))?;
-        }
-        Err(_) => tmp
-            .as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?,
-    }
-    tmp.as_file().sync_all()?;
-    check(tmp.path())?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    std::fs::File::open(dir)?.sync_all()?;
-    Ok(())
-}
-
 /// Copy `path` to its backup name unless a backup already exists (that one
 /// holds the state from before tmpfsctl first touched the file).
 pub fn make_backup(path: &Path) -> Result<Option<PathBuf>> {
@@ -141,7 +105,7 @@ pub fn make_backup(path: &Path) -> Result<Option<PathBuf>> {
     }
     match std::fs::read(path) {
         Ok(bytes) => {
-            write_atomic(&b, &bytes, |_| Ok(()))?;
+            AtomicWrite::config("the backup of --fstab").write(&b, &bytes)?;
             Ok(Some(b))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -234,7 +198,7 @@ pub fn write_dropin(
     }
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
-    write_atomic(path, content.as_bytes(), check)?;
+    AtomicWrite::config("the unit file").write_checked(path, content.as_bytes(), check)?;
     Ok((
         if old.is_some() {
             Edit::Replaced
@@ -326,29 +290,5 @@ mod tests {
         assert_eq!(new, b"tmpfs /tmp tmpfs nosuid,nodev 0 0\n");
         let (back, _) = fstab_without_line(&new, None, Path::new("/tmp"), "tmpfs");
         assert_eq!(back, b"");
-    }
-
-    #[test]
-    fn atomic_write_keeps_the_file_when_the_check_fails() {
-        let t = tempfile::tempdir().unwrap();
-        let p = t.path().join("fstab");
-        std::fs::write(&p, b"old\n").unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let e = write_atomic(&p, b"new\n", |_| anyhow::bail!("no")).unwrap_err();
-        assert_eq!(e.to_string(), "no");
-        assert_eq!(std::fs::read(&p).unwrap(), b"old\n");
-        write_atomic(&p, b"new\n", |tmp| {
-            assert_eq!(std::fs::read(tmp).unwrap(), b"new\n");
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"new\n");
-        use std::os::unix::fs::MetadataExt;
-        assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
-        assert_eq!(
-            std::fs::read_dir(t.path()).unwrap().count(),
-            1,
-            "no temp files left"
-        );
     }
 }

@@ -28,7 +28,7 @@ pub fn plan_text(p: &Plan) -> String {
         );
     }
     let _ = writeln!(s);
-    let mut t = crate::output::table(&["option", "why"]);
+    let mut t = crate::render::table(&["option", "why"]);
     for o in &p.options {
         t.add_row(vec![o.option.clone(), o.reason.clone()]);
     }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
+use crate::context::{Context, ExitCode};
 use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, statfs, systemd};
-use crate::{Context, EXIT_OK};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -467,14 +467,14 @@ pub fn warnings(
     out
 }
 
-pub fn run(ctx: &Context, args: &StatusArgs) -> Result<u8> {
+pub fn run(ctx: &Context, args: &StatusArgs) -> Result<ExitCode> {
     let report = gather(ctx, args)?;
     if args.json {
-        crate::output::print_json(&report)?;
+        crate::render::print_json(&report)?;
     } else {
         print!("{}", render::text(&report));
     }
-    Ok(EXIT_OK)
+    Ok(ExitCode::Ok)
 }
 
 #[cfg(test)]

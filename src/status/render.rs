@@ -15,7 +15,7 @@ pub fn text(r: &StatusReport) -> String {
     if r.mounts.is_empty() {
         let _ = writeln!(s, "  (none)");
     } else {
-        let mut t = crate::output::table(&[
+        let mut t = crate::render::table(&[
             "mount point",
             "type",
             "size",
@@ -58,7 +58,7 @@ pub fn text(r: &StatusReport) -> String {
     }
 
     let _ = writeln!(s, "\nTemp directories");
-    let mut t = crate::output::table(&[
+    let mut t = crate::render::table(&[
         "path",
         "mount",
         "type",

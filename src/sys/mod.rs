@@ -2,10 +2,12 @@
 //! thin readers that fetch that text relative to a [`Sysroot`] so tests and
 //! `--sysroot DIR` can point them at fixtures or a mounted image.
 
+pub mod atomic;
 pub mod du;
 pub mod fstab;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod signals;
 pub mod statfs;
 pub mod systemd;
 

@@ -25,7 +25,7 @@ pub use scratch::{
     DEFAULT_SIZE_TEXT, Keep, Mode, Scratch, Spec, Teardown, Usage, default_size, probe,
 };
 
-use crate::Context;
+use crate::context::{Context, ExitCode};
 use crate::units::{Size, fmt_bytes, fmt_ns, parse_size};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -158,7 +158,7 @@ pub struct RunSummary {
     pub notes: Vec<String>,
 }
 
-pub fn run_cmd(ctx: &Context, args: &RunArgs) -> Result<u8> {
+pub fn run_cmd(ctx: &Context, args: &RunArgs) -> Result<ExitCode> {
     let (program, rest) = args
         .cmd
         .split_first()
@@ -166,7 +166,7 @@ pub fn run_cmd(ctx: &Context, args: &RunArgs) -> Result<u8> {
     execute(ctx, &args.scratch, program, rest, args.cd, false)
 }
 
-pub fn shell_cmd(ctx: &Context, args: &ShellArgs) -> Result<u8> {
+pub fn shell_cmd(ctx: &Context, args: &ShellArgs) -> Result<ExitCode> {
     let shell = std::env::var_os("SHELL")
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| OsString::from("/bin/sh"));
@@ -321,7 +321,7 @@ pub fn status_of(st: ExitStatus) -> (u8, Option<i32>, Option<i32>) {
     match (st.code(), st.signal()) {
         (Some(c), _) => ((c & 0xff) as u8, Some(c), None),
         (None, Some(s)) => ((128 + s).clamp(0, 255) as u8, None, Some(s)),
-        (None, None) => (crate::EXIT_ERROR, None, None),
+        (None, None) => (ExitCode::Error.code(), None, None),
     }
 }
 
@@ -372,7 +372,7 @@ fn execute(
     args: &[OsString],
     cd: bool,
     is_shell: bool,
-) -> Result<u8> {
+) -> Result<ExitCode> {
     // 1. Everything that can be wrong with the arguments, before any change.
     let mut notes = Vec::new();
     let (size_bytes, size_source) = resolve_size(ctx, opts.size, &mut notes)?;
@@ -569,7 +569,7 @@ fn execute(
     // it so it cannot replace CMD's exit status with tmpfsctl's own death.
     let _ = signals.drain();
     drop(signals);
-    Ok(status)
+    Ok(ExitCode::Child(status))
 }
 
 /// The one-line human summary (stderr).

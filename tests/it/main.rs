@@ -1,5 +1,7 @@
 //! One integration-test binary (faster to link than one per file). Tests that
 //! need root or a real mount skip with a printed reason elsewhere; CI runs as root.
+// Tests fail by panicking: unwrap/expect are how they say so.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,4 +1,6 @@
-//! Small shared pieces of output: terminal detection, JSON, tables.
+//! Shared pieces of output: terminal detection, JSON, tables, the HTML page shell.
+
+pub mod html;
 
 use std::io::{IsTerminal, Write};
 

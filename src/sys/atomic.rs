@@ -1,0 +1,213 @@
+//! The one way tmpfsctl replaces a file: readers (node_exporter, mount(8), a
+//! browser, a script) see either the old file or the whole new one, and a
+//! crash or kill leaves no half-written file under the real name.
+//!
+//! Temp file in the same directory (rename(2) is atomic only within one
+//! filesystem), mode and owner settled, fsync, an optional check of the
+//! finished temp file (e.g. `findmnt --verify`), rename, fsync of the
+//! directory so the rename itself survives a power loss. SIGINT/SIGTERM/SIGHUP
+//! are held back while the temp file exists so an interrupt cannot orphan it.
+
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::signals::SignalsHeld;
+
+/// The prefix of every temp file tmpfsctl creates next to a file it replaces;
+/// sweeps of leftovers from a killed run look for it.
+pub const TEMP_PREFIX: &str = ".tmpfsctl-";
+
+/// The mode a new file gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NewMode {
+    /// Keep the mode and owner of the file being replaced; 0644 for a new one
+    /// (config files such as fstab).
+    KeepOr0644,
+    /// Always this mode (reports: 0644 so other users and services can read).
+    Exactly(u32),
+}
+
+/// How to replace one file.
+#[derive(Debug, Clone, Copy)]
+pub struct AtomicWrite<'a> {
+    /// How the user named the file, for errors: `--output FILE`, `--export-json`,
+    /// `the fstab`. Errors say "`what` PATH: …" so the user knows which option
+    /// to change.
+    pub what: &'a str,
+    pub mode: NewMode,
+}
+
+impl<'a> AtomicWrite<'a> {
+    /// A report or data file named by option `what`, world-readable.
+    pub fn report(what: &'a str) -> Self {
+        AtomicWrite {
+            what,
+            mode: NewMode::Exactly(0o644),
+        }
+    }
+
+    /// A configuration file whose mode and owner must be kept.
+    pub fn config(what: &'a str) -> Self {
+        AtomicWrite {
+            what,
+            mode: NewMode::KeepOr0644,
+        }
+    }
+
+    /// Replace `dest` with `data`.
+    pub fn write(&self, dest: &Path, data: &[u8]) -> Result<()> {
+        self.write_checked(dest, data, |_| Ok(()))
+    }
+
+    /// Replace `dest` with `data` after `check` accepted the finished temp file;
+    /// an error from `check` leaves `dest` untouched and no temp file behind.
+    pub fn write_checked(
+        &self,
+        dest: &Path,
+        data: &[u8],
+        check: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<()> {
+        let what = self.what;
+        let dir = parent_dir(dest);
+        if dest.is_dir() {
+            bail!(
+                "{what} {}: is a directory; give a file name inside it, e.g. {}",
+                dest.display(),
+                dest.join("tmpfsctl.out").display()
+            );
+        }
+        let _held = SignalsHeld::new();
+        let mut tmp = tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .suffix(".tmp")
+            .tempfile_in(&dir)
+            .with_context(|| {
+                format!(
+                    "{what} {}: cannot create a file in {}; give a path in a directory that exists and you can write",
+                    dest.display(),
+                    dir.display()
+                )
+            })?;
+        tmp.write_all(data)
+            .with_context(|| format!("{what} {}: writing", dest.display()))?;
+        let f = tmp.as_file();
+        match (self.mode, std::fs::metadata(dest)) {
+            (NewMode::KeepOr0644, Ok(m)) => {
+                f.set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777))?;
+                std::os::unix::fs::fchown(f, Some(m.uid()), Some(m.gid()))?;
+            }
+            (NewMode::KeepOr0644, Err(_)) => {
+                f.set_permissions(std::fs::Permissions::from_mode(0o644))?
+            }
+            (NewMode::Exactly(mode), _) => {
+                f.set_permissions(std::fs::Permissions::from_mode(mode))?
+            }
+        }
+        f.sync_all()
+            .with_context(|| format!("{what} {}: fsync", dest.display()))?;
+        check(tmp.path())?;
+        tmp.persist(dest).map_err(|e| e.error).with_context(|| {
+            format!(
+                "{what} {}: cannot rename the new file into place",
+                dest.display()
+            )
+        })?;
+        std::fs::File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .with_context(|| format!("{what} {}: fsync of {}", dest.display(), dir.display()))?;
+        Ok(())
+    }
+}
+
+/// Fail fast (before any measuring or changing) when `dest` could not be
+/// written later: its directory must exist and be writable, and it must not
+/// be a directory itself.
+pub fn check_writable(what: &str, dest: &Path) -> Result<()> {
+    if dest.is_dir() {
+        bail!(
+            "{what} {}: is a directory; give a file name inside it",
+            dest.display()
+        );
+    }
+    let dir = parent_dir(dest);
+    if !dir.is_dir() {
+        bail!(
+            "{what} {}: directory {} does not exist; create it or give another path",
+            dest.display(),
+            dir.display()
+        );
+    }
+    if rustix::fs::access(&dir, rustix::fs::Access::WRITE_OK).is_err() {
+        bail!(
+            "{what} {}: cannot write in {}; give a path in a directory you can write",
+            dest.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn parent_dir(dest: &Path) -> PathBuf {
+    match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_replaces_whole_file_world_readable_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.json");
+        std::fs::write(&p, "old").unwrap();
+        AtomicWrite::report("--export-json")
+            .write(&p, b"new")
+            .unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o644);
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn config_keeps_mode_and_a_failed_check_changes_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("fstab");
+        std::fs::write(&p, "old\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let w = AtomicWrite::config("--fstab");
+        let e = w.write_checked(&p, b"new\n", |_| bail!("no")).unwrap_err();
+        assert_eq!(e.to_string(), "no");
+        assert_eq!(std::fs::read(&p).unwrap(), b"old\n");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        w.write_checked(&p, b"new\n", |tmp| {
+            assert_eq!(std::fs::read(tmp).unwrap(), b"new\n");
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new\n");
+        assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn errors_name_the_option_the_user_gave() {
+        let e = AtomicWrite::report("--html")
+            .write(Path::new("/nonexistent/dir/x.html"), b"x")
+            .unwrap_err();
+        let m = format!("{e:#}");
+        assert!(m.starts_with("--html /nonexistent/dir/x.html:"), "{m}");
+        let e = check_writable("--html", Path::new("/nonexistent/dir/x.html")).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        let d = tempfile::tempdir().unwrap();
+        let e = AtomicWrite::report("--output")
+            .write(d.path(), b"x")
+            .unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        check_writable("--html", &d.path().join("ok.html")).unwrap();
+    }
+}
