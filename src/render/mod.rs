@@ -1,6 +1,7 @@
 //! Shared pieces of output: terminal detection, JSON, tables, the HTML page shell.
 
 pub mod html;
+pub mod term;
 
 use std::io::{IsTerminal, Write};
 
