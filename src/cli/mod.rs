@@ -1,6 +1,8 @@
 //! Command-line definitions (clap derive). Each command's arguments live next to
 //! the code that implements it; this file only lists the commands.
 
+pub mod status;
+
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
@@ -28,7 +30,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What is RAM-backed here, how full, and what it costs in RAM
-    Status(crate::status::StatusArgs),
+    Status(status::StatusArgs),
     /// tmpfs vs disk, side by side, per operation, with the memory ceiling
     Bench(crate::bench::BenchArgs),
     /// One snapshot of this host's /tmp usage and memory (for `fleet analyze`)

@@ -315,14 +315,7 @@ pub fn gather_facts(ctx: &Context, t: &TargetArgs) -> Result<Facts> {
     let current = top.map(|m| current_mount(root, m, mem.mem_total_bytes));
 
     // All tmpfs limits from `status`, minus the one at DIR (which we replace).
-    let status = crate::status::gather(
-        ctx,
-        &crate::status::StatusArgs {
-            paths: Vec::new(),
-            all: false,
-            json: false,
-        },
-    )?;
+    let status = crate::status::gather(ctx, &crate::status::StatusQuery::default())?;
     let mut other = status.memory.tmpfs_limits_bytes;
     if let Some(m) = top.filter(|m| m.fstype == "tmpfs")
         && let Some(r) = status

@@ -13,21 +13,14 @@ use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, statfs, system
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  tmpfsctl status\n  tmpfsctl status --json | jq '.mounts[] | select(.fstype==\"tmpfs\")'\n  tmpfsctl status ~/build /srv/cache\n\n\
-Numbers come from statfs(2) and agree with `df -B1` and `df -i`; data under each PATH is counted like `du -s -x -B1`."
-)]
-pub struct StatusArgs {
-    /// Extra directories to report on, besides /tmp, /var/tmp and $TMPDIR
-    #[arg(value_name = "PATH")]
+/// What `status` is asked about: the plain request the CLI (or another
+/// capability) hands to [`gather`].
+#[derive(Debug, Clone, Default)]
+pub struct StatusQuery {
+    /// Extra directories to report on, besides /tmp, /var/tmp and $TMPDIR.
     pub paths: Vec<PathBuf>,
-    /// Also list hugetlbfs and devtmpfs mounts
-    #[arg(long)]
+    /// Also list hugetlbfs and devtmpfs mounts.
     pub all: bool,
-    /// Print a JSON document (schema_version 1) instead of tables
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -268,7 +261,7 @@ fn path_report(
 }
 
 /// Everything `status` reports, gathered without printing anything.
-pub fn gather(ctx: &Context, args: &StatusArgs) -> Result<StatusReport> {
+pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
     let root = &ctx.sysroot;
     let (mounts, mut parse_warnings) = root.mountinfo()?;
     let (mem, w) = root.meminfo()?;
@@ -467,9 +460,10 @@ pub fn warnings(
     out
 }
 
-pub fn run(ctx: &Context, args: &StatusArgs) -> Result<ExitCode> {
-    let report = gather(ctx, args)?;
-    if args.json {
+/// `tmpfsctl status`: gather, then print as a table or (with `json`) JSON.
+pub fn run(ctx: &Context, q: &StatusQuery, json: bool) -> Result<ExitCode> {
+    let report = gather(ctx, q)?;
+    if json {
         crate::render::print_json(&report)?;
     } else {
         print!("{}", render::text(&report));

@@ -179,10 +179,9 @@ bogus line\n",
     };
     let rep = gather(
         &ctx,
-        &StatusArgs {
+        &StatusQuery {
             paths: vec![],
             all: false,
-            json: true,
         },
     )
     .unwrap();
@@ -216,10 +215,9 @@ fn missing_explicit_path_is_an_error_naming_it() {
     let ctx = Context::default();
     let e = gather(
         &ctx,
-        &StatusArgs {
+        &StatusQuery {
             paths: vec!["/no/such/dir-xyz".into()],
             all: false,
-            json: true,
         },
     )
     .unwrap_err();

@@ -1,0 +1,31 @@
+//! `tmpfsctl status` arguments.
+
+use std::path::PathBuf;
+
+use crate::status::StatusQuery;
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  tmpfsctl status\n  tmpfsctl status --json | jq '.mounts[] | select(.fstype==\"tmpfs\")'\n  tmpfsctl status ~/build /srv/cache\n\n\
+Numbers come from statfs(2) and agree with `df -B1` and `df -i`; data under each PATH is counted like `du -s -x -B1`."
+)]
+pub struct StatusArgs {
+    /// Extra directories to report on, besides /tmp, /var/tmp and $TMPDIR
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Also list hugetlbfs and devtmpfs mounts
+    #[arg(long)]
+    pub all: bool,
+    /// Print a JSON document (schema_version 1) instead of tables
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl StatusArgs {
+    pub fn query(&self) -> StatusQuery {
+        StatusQuery {
+            paths: self.paths.clone(),
+            all: self.all,
+        }
+    }
+}
