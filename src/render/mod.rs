@@ -1,5 +1,6 @@
 //! Shared pieces of output: terminal detection, JSON, tables, the HTML page shell.
 
+pub mod color;
 pub mod html;
 pub mod term;
 
