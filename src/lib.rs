@@ -43,8 +43,8 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
         Command::Plan(a) => mounts::plan_cmd(&ctx, &a),
         Command::Apply(a) => mounts::apply_cmd(&ctx, &a),
         Command::Revert(a) => mounts::revert_cmd(&ctx, &a),
-        Command::Run(a) => workspace::run_cmd(&ctx, &a),
-        Command::Shell(a) => workspace::shell_cmd(&ctx, &a),
+        Command::Run(a) => workspace::run(&ctx, &a.request()?),
+        Command::Shell(a) => workspace::run(&ctx, &a.request()),
         Command::Advise(a) => advise::run(&ctx, &a),
     }
 }
