@@ -16,7 +16,10 @@ Examples:
   tmpfsctl run --json fd:3 -- ./job.sh 3>summary.json
 
 The scratch: as root, a tmpfs in a private mount namespace (nobody else sees it, the kernel
-enforces --size, and it disappears even if tmpfsctl is SIGKILLed, once CMD exits).
+enforces --size, and it disappears with tmpfsctl, even a SIGKILLed one).
+CMD and everything it starts run in a cgroup of their own: what is still running when CMD
+exits (a daemon) is killed and named, and all of it dies if tmpfsctl is killed. Mounts CMD
+made inside the scratch are detached, never emptied; symlinks are removed, never followed.
 Unprivileged, the same inside a user namespace when the kernel allows it (setuid programs such
 as sudo do not work in there); otherwise a 0700 directory under $XDG_RUNTIME_DIR or /dev/shm
 whose size cap is only watched (soft).

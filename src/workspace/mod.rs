@@ -3,15 +3,19 @@
 //!
 //! Flow: validate every argument, block the signals we pass on, create the
 //! scratch ([`Scratch::create`]), start CMD with TMPDIR/TMP/TEMP pointing at
-//! it, then wait while sampling its usage, tear it down and report. The
+//! it, then wait while sampling its usage, kill whatever CMD left running,
+//! tear the scratch down and report. CMD and everything it starts die with
+//! tmpfsctl, however tmpfsctl ends (see `tree`). The
 //! reusable pieces (`Scratch`, `probe`, `default_size`) are public for
 //! `advise`. The library takes a [`RunRequest`]; the command line that
 //! builds one lives in `cli::workspace`.
 
+mod cleanup;
 mod sampling;
 mod scratch;
 mod summary;
 mod supervise;
+mod tree;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -219,11 +223,15 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<ExitCode> {
     // From here a ^C or SIGTERM is read, not fatal, so cleanup always runs.
     let signals = supervise::Signals::block().context("setting up signal handling")?;
     let start = Instant::now();
+    // Before the scratch: its guard must stay outside the private mount
+    // namespace, and the cgroup files are opened before any user namespace.
+    let tree = tree::Tree::new();
     let scratch = Scratch::create(&Spec {
         size_bytes,
         allow_private: opts.private,
     })?;
     notes.extend(scratch.notes.iter().cloned());
+    notes.extend(tree.notes.iter().cloned());
     if !opts.quiet {
         for n in &notes {
             eprintln!("tmpfsctl: note: {n}");
@@ -241,7 +249,7 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<ExitCode> {
             (128 + r.signo) as u8,
             format!("{} before CMD started", signal_name(r.signo)),
         )),
-        None => match spawn(req, &scratch, oldpwd.as_deref()) {
+        None => match spawn(req, &scratch, &tree, oldpwd.as_deref()) {
             Err(e) => Err(e),
             Ok(child) => Ok(supervise_child(
                 child, &signals, &scratch, &mut peak, opts.quiet,
@@ -249,9 +257,11 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<ExitCode> {
         },
     };
 
-    // Final reading (CMD has exited; what is still there counts), then cleanup.
+    // Final reading (CMD has exited; what is still there counts), then
+    // what CMD left running goes, before the scratch it may be using.
     let last = scratch.usage().unwrap_or_default();
     peak.add(&scratch, &last, opts.quiet);
+    let ended = tree.end();
     let mode = scratch.mode;
     let path = scratch.path.clone();
     let ram_backed = scratch.ram_backed;
@@ -266,7 +276,9 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<ExitCode> {
             (*code, None, None)
         }
     };
-    notes.extend(teardown.notes.iter().cloned());
+    let mut end_notes = ended.notes;
+    end_notes.extend(teardown.notes.iter().cloned());
+    notes.extend(end_notes.iter().cloned());
     let summary = RunSummary {
         schema_version: SCHEMA_VERSION,
         command: req.command_line(),
@@ -297,7 +309,13 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<ExitCode> {
         kept_at: teardown.kept_at.as_ref().map(|p| p.display().to_string()),
         notes,
     };
-    report(&summary, &teardown, json.as_ref(), opts.quiet);
+    report(
+        &summary,
+        &end_notes,
+        teardown.error.as_deref(),
+        json.as_ref(),
+        opts.quiet,
+    );
     // A signal that came after CMD ended has nobody left to go to; swallow
     // it so it cannot replace CMD's exit status with tmpfsctl's own death.
     let _ = signals.drain();
@@ -309,6 +327,7 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<ExitCode> {
 fn spawn(
     req: &RunRequest,
     scratch: &Scratch,
+    tree: &tree::Tree,
     oldpwd: Option<&std::path::Path>,
 ) -> std::result::Result<std::process::Child, (u8, String)> {
     let mut cmd = std::process::Command::new(&req.program);
@@ -323,6 +342,7 @@ fn spawn(
         cmd.env("OLDPWD", o);
     }
     supervise::unblock_in_child(&mut cmd);
+    tree.enrol(&mut cmd);
     cmd.spawn().map_err(|e| {
         let code = if e.kind() == std::io::ErrorKind::NotFound {
             127
@@ -388,12 +408,18 @@ fn supervise_child(
 }
 
 /// Say what happened: errors and notes, the summary line, `--keep`, `--json`.
-fn report(summary: &RunSummary, teardown: &Teardown, json: Option<&JsonDest>, quiet: bool) {
-    if let Some(e) = &teardown.error {
+fn report(
+    summary: &RunSummary,
+    end_notes: &[String],
+    error: Option<&str>,
+    json: Option<&JsonDest>,
+    quiet: bool,
+) {
+    if let Some(e) = error {
         eprintln!("tmpfsctl: error: {e}");
     }
     if !quiet {
-        for n in &teardown.notes {
+        for n in end_notes {
             eprintln!("tmpfsctl: note: {n}");
         }
         eprintln!("{}", summary_line(summary));
