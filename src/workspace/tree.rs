@@ -3,7 +3,8 @@
 //! Three layers, because each alone has a hole:
 //! * `PR_SET_PDEATHSIG(SIGKILL)` in CMD: the kernel kills CMD the moment
 //!   tmpfsctl dies, however it dies (kill -9 included). It covers CMD only:
-//!   the setting is cleared in CMD's own children.
+//!   the setting is cleared in CMD's own children, and when CMD is a setuid
+//!   program.
 //! * A cgroup v2 of its own, joined by CMD between fork and exec, so every
 //!   process CMD starts (double-forked, setsid daemons too) is in it and an
 //!   unprivileged one cannot leave it. When CMD ends, whatever is still in the
@@ -254,14 +255,7 @@ fn sweep_cgroups(base: &Path) {
         if Pid::from_raw(pid).is_some_and(|p| rustix::process::test_kill_process(p).is_ok()) {
             continue;
         }
-        let path = e.path();
-        if let Ok(fd) = open_path(&path.join("cgroup.kill"), OFlags::WRONLY) {
-            let _ = rustix::io::write(&fd, b"1");
-        }
-        if let Ok(ev) = open_path(&path.join("cgroup.events"), OFlags::RDONLY) {
-            wait_empty(&ev);
-        }
-        let _ = std::fs::remove_dir(&path);
+        let _ = kill_and_remove(&e.path());
     }
 }
 
@@ -300,25 +294,54 @@ fn read_comm(pid: i32) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-fn end_cgroup(cg: &Cgroup, out: &mut Ended) {
-    let listed = std::fs::read_to_string(cg.path.join("cgroup.procs")).unwrap_or_default();
-    out.killed = listed
-        .lines()
-        .filter_map(|l| l.trim().parse::<i32>().ok())
+/// `dir` and every cgroup below it (CMD, as root, may have made some),
+/// parents before children.
+fn cgroup_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    let mut i = 0;
+    while i < out.len() {
+        if let Ok(rd) = std::fs::read_dir(&out[i]) {
+            out.extend(
+                rd.flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+        i += 1;
+    }
+    out
+}
+
+fn pids_in(dirs: &[PathBuf]) -> Vec<i32> {
+    dirs.iter()
+        .flat_map(|d| {
+            let text = std::fs::read_to_string(d.join("cgroup.procs")).unwrap_or_default();
+            text.lines()
+                .filter_map(|l| l.trim().parse::<i32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Kill everything in the cgroup at `path` (and below), wait until it is
+/// empty and remove it; returns who was in it, and what went wrong.
+fn kill_and_remove(path: &Path) -> (Vec<Leftover>, Option<String>) {
+    let dirs = cgroup_dirs(path);
+    let killed: Vec<Leftover> = pids_in(&dirs)
+        .into_iter()
         .map(|pid| Leftover {
             pid,
             comm: read_comm(pid),
         })
         .collect();
-    let killed = match open_path(&cg.path.join("cgroup.kill"), OFlags::WRONLY) {
+    let by_kill_file = match open_path(&path.join("cgroup.kill"), OFlags::WRONLY) {
         Ok(fd) => rustix::io::write(&fd, b"1").is_ok(),
         Err(_) => false,
     };
-    if !killed {
+    if !by_kill_file {
         // Kernels before 5.14 have no cgroup.kill: one by one, until empty.
         for _ in 0..100 {
-            let now = std::fs::read_to_string(cg.path.join("cgroup.procs")).unwrap_or_default();
-            let pids: Vec<i32> = now.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            let pids = pids_in(&cgroup_dirs(path));
             if pids.is_empty() {
                 break;
             }
@@ -327,24 +350,31 @@ fn end_cgroup(cg: &Cgroup, out: &mut Ended) {
             }
         }
     }
-    let empty = match open_path(&cg.path.join("cgroup.events"), OFlags::RDONLY) {
+    let empty = match open_path(&path.join("cgroup.events"), OFlags::RDONLY) {
         Ok(ev) => wait_empty(&ev),
         Err(_) => true,
     };
+    let shown = crate::render::term::safe_path(path);
     if !empty {
-        out.notes.push(format!(
-            "processes CMD started were still exiting after {} s; cgroup {} left in place",
-            KILL_WAIT.as_secs(),
-            crate::render::term::safe_path(&cg.path)
-        ));
-        return;
+        let why = format!(
+            "processes CMD started were still exiting after {} s; cgroup {shown} left in place",
+            KILL_WAIT.as_secs()
+        );
+        return (killed, Some(why));
     }
-    if let Err(e) = std::fs::remove_dir(&cg.path) {
-        out.notes.push(format!(
-            "cannot remove cgroup {}: {e}",
-            crate::render::term::safe_path(&cg.path)
-        ));
+    for d in cgroup_dirs(path).iter().rev() {
+        if let Err(e) = std::fs::remove_dir(d) {
+            let d = crate::render::term::safe_path(d);
+            return (killed, Some(format!("cannot remove cgroup {d}: {e}")));
+        }
     }
+    (killed, None)
+}
+
+fn end_cgroup(cg: &Cgroup, out: &mut Ended) {
+    let (killed, err) = kill_and_remove(&cg.path);
+    out.killed = killed;
+    out.notes.extend(err);
 }
 
 /// The parent pid of `pid`, from /proc/PID/stat (after the command name,

@@ -435,6 +435,42 @@ fn a_daemon_started_by_cmd_is_killed_at_the_end_and_named() {
             stderr(&o)
         );
     }
+    // Unprivileged there is no cgroup to create: orphans come back to
+    // tmpfsctl (a child subreaper) and are killed all the same.
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("SKIP the unprivileged half: setpriv (util-linux) is not installed");
+        return;
+    }
+    let b = nobody_bin(t.path());
+    let _ = std::fs::remove_file(&pidfile);
+    let o = as_nobody(
+        &b,
+        &[
+            "run",
+            "--no-namespace",
+            "--size",
+            "8M",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert!(o.status.success(), "nobody: {}", stderr(&o));
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(eventually(|| is_gone(pid)), "nobody: daemon {pid} survived");
+    let err = stderr(&o);
+    assert!(err.contains("no cgroup for CMD"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "CMD left 1 process running when it ended, killed: {pid} ("
+        )),
+        "{err}"
+    );
 }
 
 #[test]
