@@ -51,8 +51,8 @@ pub struct ScratchOpts {
     #[arg(long, short = 's', value_name = "SIZE", value_parser = parse_size)]
     pub size: Option<Size>,
     /// Keep the scratch: a private tmpfs is copied to DIR (default: a new directory under /var/tmp); a plain directory is left in place
-    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "")]
-    pub keep: Option<PathBuf>,
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true)]
+    pub keep: Option<Option<PathBuf>>,
     /// No summary line and no notes on stderr
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -68,13 +68,10 @@ impl ScratchOpts {
     fn options(&self) -> ScratchOptions {
         ScratchOptions {
             size: self.size,
-            // `--keep` alone arrives as the empty default_missing_value.
-            keep: self.keep.as_ref().map(|p| {
-                if p.as_os_str().is_empty() {
-                    Keep::Default
-                } else {
-                    Keep::Dir(p.clone())
-                }
+            // `--keep` alone is Some(None): clap's flag with an optional value.
+            keep: self.keep.as_ref().map(|p| match p {
+                None => Keep::Default,
+                Some(p) => Keep::Dir(p.clone()),
             }),
             quiet: self.quiet,
             json: self.json.clone(),
@@ -165,11 +162,14 @@ mod tests {
         assert!(!r.scratch.private);
         assert_eq!(r.program, "a");
         assert_eq!(r.args, vec![OsString::from("-b")]);
-        // `--keep` without a value reaches us as the empty path.
-        let opts = ScratchOpts {
-            keep: Some(PathBuf::new()),
-            ..a.scratch.clone()
+        // `--keep` without a value: the default place (it used to be refused
+        // as an empty path).
+        let crate::cli::Command::Shell(a) = parse(&["shell", "--keep", "--", "-c", "true"]) else {
+            panic!("not shell");
         };
-        assert!(matches!(opts.options().keep, Some(Keep::Default)));
+        assert!(matches!(a.request().scratch.keep, Some(Keep::Default)));
+        assert!(
+            crate::cli::Cli::try_parse_from(["tmpfsctl", "run", "--keep=", "--", "true"]).is_err()
+        );
     }
 }

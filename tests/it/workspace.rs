@@ -752,6 +752,30 @@ fn keep_copies_a_private_scratch_to_disk() {
 }
 
 #[test]
+fn keep_without_a_value_copies_to_a_new_directory() {
+    let o = tmpfsctl(&[
+        "run",
+        "--size",
+        "8M",
+        "--keep",
+        "--",
+        "sh",
+        "-c",
+        "echo hi > $TMPDIR/a",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let kept = err
+        .lines()
+        .find_map(|l| l.strip_prefix("tmpfsctl: scratch kept in "))
+        .unwrap_or_else(|| panic!("no kept path: {err}"));
+    let kept = PathBuf::from(kept);
+    let text = std::fs::read_to_string(kept.join("a"));
+    std::fs::remove_dir_all(&kept).unwrap();
+    assert_eq!(text.unwrap(), "hi\n");
+}
+
+#[test]
 fn bad_input_is_refused_before_cmd_runs() {
     let t = tempfile::tempdir().unwrap();
     let marker = t.path().join("ran");
