@@ -329,7 +329,7 @@ fn spawn(
     scratch: &Scratch,
     tree: &tree::Tree,
     oldpwd: Option<&std::path::Path>,
-) -> std::result::Result<std::process::Child, (u8, String)> {
+) -> std::result::Result<i32, (u8, String)> {
     let mut cmd = std::process::Command::new(&req.program);
     cmd.args(&req.args);
     for k in ["TMPDIR", "TMP", "TEMP", "TMPFSCTL_WORKSPACE"] {
@@ -342,8 +342,7 @@ fn spawn(
         cmd.env("OLDPWD", o);
     }
     supervise::unblock_in_child(&mut cmd);
-    tree.enrol(&mut cmd);
-    cmd.spawn().map_err(|e| {
+    tree.spawn(&mut cmd).map_err(|e| {
         let code = if e.kind() == std::io::ErrorKind::NotFound {
             127
         } else {
@@ -361,13 +360,12 @@ fn spawn(
 
 /// Wait for CMD while passing signals on and sampling the scratch.
 fn supervise_child(
-    mut child: std::process::Child,
+    pid: i32,
     signals: &supervise::Signals,
     scratch: &Scratch,
     peak: &mut Peak,
     quiet: bool,
 ) -> Result<ExitStatus> {
-    let pid = child.id();
     let own_pgid = supervise::own_pgid();
     let mut pace = sampling::Pace::new(
         if scratch.mode == Mode::Directory {
@@ -387,13 +385,13 @@ fn supervise_child(
             }
             // The terminal's ^C already went to CMD if it shares our
             // process group; sending it again would make it count twice.
-            if r.from_kernel && supervise::pgid_of(pid) == Some(own_pgid) {
+            if r.from_kernel && supervise::pgid_of(pid as u32) == Some(own_pgid) {
                 continue;
             }
-            supervise::send(pid, r.signo);
+            supervise::send(pid as u32, r.signo);
         }
         // Once CMD has exited the final reading is the sample.
-        if let Some(st) = child.try_wait().context("waiting for CMD")? {
+        if let Some(st) = supervise::try_wait(pid).context("waiting for CMD")? {
             return Ok(st);
         }
         let t0 = Instant::now();

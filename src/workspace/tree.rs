@@ -58,8 +58,10 @@ pub struct Ended {
 
 struct Cgroup {
     path: PathBuf,
-    /// `cgroup.procs`, opened here so the child joins with one write(2)
-    /// between fork and exec (no allocation, no path lookup there).
+    /// The cgroup directory, for `clone3(CLONE_INTO_CGROUP)`.
+    dir: OwnedFd,
+    /// `cgroup.procs`, for kernels without `CLONE_INTO_CGROUP`: the child
+    /// joins with one write(2) between fork and exec.
     procs: OwnedFd,
 }
 
@@ -114,22 +116,15 @@ impl Tree {
         }
     }
 
-    /// Make CMD join the tree and die with tmpfsctl.
-    pub fn enrol(&self, cmd: &mut std::process::Command) {
+    /// Start `cmd` in the tree, dying with tmpfsctl; returns its pid. The
+    /// caller waits for it with waitpid.
+    pub fn spawn(&self, cmd: &mut std::process::Command) -> io::Result<i32> {
         use std::os::unix::process::CommandExt;
-        let procs: Option<RawFd> = self.cgroup.as_ref().map(|c| c.procs.as_raw_fd());
         let parent = self.parent;
         // SAFETY: the closure runs between fork and exec and makes only
-        // async-signal-safe system calls (write, prctl, getppid); the
-        // descriptor stays open in the parent for as long as `self` lives.
+        // async-signal-safe system calls (prctl, getppid, _exit).
         unsafe {
             cmd.pre_exec(move || {
-                if let Some(fd) = procs {
-                    // "0" is the writing process itself.
-                    if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                        return Err(io::Error::last_os_error());
-                    }
-                }
                 rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
                 // tmpfsctl may have died between fork and prctl: then nobody
                 // would send the signal, so act as if it had been sent.
@@ -139,6 +134,31 @@ impl Tree {
                 Ok(())
             });
         }
+        let Some(cg) = &self.cgroup else {
+            return Ok(cmd.spawn()?.id() as i32);
+        };
+        // Born in the cgroup: moving a process into one takes a lock whose
+        // writer waits for an RCU grace period, 10-20 ms per run.
+        if single_threaded() {
+            match clone_into(&cg.dir, cmd) {
+                Err(Clone3::Unsupported) => {}
+                Err(Clone3::Failed(e)) => return Err(e),
+                Ok(pid) => return Ok(pid),
+            }
+        }
+        let procs: RawFd = cg.procs.as_raw_fd();
+        // SAFETY: as above (write); the descriptor stays open in the parent
+        // for as long as `self` lives.
+        unsafe {
+            cmd.pre_exec(move || {
+                // "0" is the writing process itself.
+                if libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Ok(cmd.spawn()?.id() as i32)
     }
 
     /// CMD has ended: kill and report whatever it left running, remove the
@@ -228,11 +248,15 @@ fn make_cgroup(own: Pid) -> Result<Cgroup, String> {
         }
         Err(e) => return Err(format!("mkdir {}: {e}", path.display())),
     }
-    match open_path(&path.join("cgroup.procs"), OFlags::WRONLY) {
-        Ok(procs) => Ok(Cgroup { path, procs }),
+    let opened = open_path(&path, OFlags::RDONLY | OFlags::DIRECTORY).and_then(|dir| {
+        let procs = open_path(&path.join("cgroup.procs"), OFlags::WRONLY)?;
+        Ok((dir, procs))
+    });
+    match opened {
+        Ok((dir, procs)) => Ok(Cgroup { path, dir, procs }),
         Err(e) => {
             let _ = std::fs::remove_dir(&path);
-            Err(format!("{}/cgroup.procs: {e}", path.display()))
+            Err(format!("{}: {e}", path.display()))
         }
     }
 }
@@ -413,6 +437,110 @@ fn end_orphans(me: Pid, out: &mut Ended) {
             }
         }
     }
+}
+
+/// `struct clone_args` of clone3(2), up to `cgroup` (the kernel's
+/// CLONE_ARGS_SIZE_VER2, the same on every architecture).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+enum Clone3 {
+    /// Nothing was started: the kernel has no clone3 or no CLONE_INTO_CGROUP.
+    Unsupported,
+    Failed(io::Error),
+}
+
+/// Only one thread: then the child of a raw clone may allocate (no other
+/// thread can hold the allocator's lock), which `Command::exec` does.
+fn single_threaded() -> bool {
+    std::fs::read_dir("/proc/self/task").is_ok_and(|d| d.count() == 1)
+}
+
+/// Start `cmd` as a child born in the cgroup `dir`, the way std does it: the
+/// child runs `Command::exec` and, should that fail, sends the error number
+/// over a close-on-exec pipe (which reads empty once exec succeeded).
+fn clone_into(dir: &OwnedFd, cmd: &mut std::process::Command) -> Result<i32, Clone3> {
+    use std::os::unix::process::CommandExt;
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Clone3::Failed(io::Error::last_os_error()));
+    }
+    // SAFETY: both descriptors were just created and are owned only here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let args = CloneArgs {
+        flags: CLONE_INTO_CGROUP,
+        exit_signal: libc::SIGCHLD as u64,
+        cgroup: dir.as_raw_fd() as u64,
+        ..Default::default()
+    };
+    // SAFETY: clone3 without a new stack continues like fork in both
+    // processes; the arguments live across the call. The process has one
+    // thread (checked by the caller), so the child may allocate.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENOSYS | libc::EINVAL | libc::E2BIG | libc::EOPNOTSUPP) => {
+                Clone3::Unsupported
+            }
+            _ => Clone3::Failed(e),
+        });
+    }
+    if r == 0 {
+        drop(rd);
+        let e = cmd.exec();
+        let code = e.raw_os_error().unwrap_or(libc::EINVAL).to_ne_bytes();
+        // SAFETY: writes our own buffer, then leaves without running the
+        // parent's exit handlers or destructors.
+        unsafe {
+            libc::write(wr.as_raw_fd(), code.as_ptr().cast(), code.len());
+            libc::_exit(127)
+        }
+    }
+    drop(wr);
+    let pid = r as i32;
+    let mut code = [0u8; 4];
+    let mut got = 0;
+    while got < code.len() {
+        match rustix::io::read(&rd, &mut code[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(Clone3::Failed(e.into())),
+        }
+    }
+    if got == 0 {
+        return Ok(pid);
+    }
+    // exec failed: reap the child, report why.
+    let mut st = 0;
+    // SAFETY: waits for our own child, into a local.
+    unsafe { libc::waitpid(pid, &mut st, 0) };
+    Err(Clone3::Failed(io::Error::from_raw_os_error(
+        i32::from_ne_bytes(code),
+    )))
 }
 
 /// Fork the guard (see the module doc). Everything it needs is opened first,
