@@ -5,9 +5,10 @@
 //!   tmpfsctl dies, however it dies (kill -9 included). It covers CMD only:
 //!   the setting is cleared in CMD's own children, and when CMD is a setuid
 //!   program.
-//! * A cgroup v2 of its own, joined by CMD between fork and exec, so every
-//!   process CMD starts (double-forked, setsid daemons too) is in it and an
-//!   unprivileged one cannot leave it. When CMD ends, whatever is still in the
+//! * A cgroup v2 of its own, which CMD is born in (`clone3` with
+//!   `CLONE_INTO_CGROUP`; before Linux 5.7 it moves in between fork and
+//!   exec), so every process CMD starts (double-forked, setsid daemons too) is
+//!   in it and an unprivileged one cannot leave it. When CMD ends, whatever is still in the
 //!   cgroup is listed, reported and killed (`cgroup.kill`), before the scratch
 //!   is torn down.
 //! * A guard process, forked from tmpfsctl before CMD starts and outside the
