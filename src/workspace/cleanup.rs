@@ -109,8 +109,10 @@ impl Removed {
     }
 }
 
-/// Every mount at or below `root` (a canonical path), detached deepest first.
-pub fn detach_below(root: &Path) -> io::Result<Vec<PathBuf>> {
+/// Every mount at or below `root` (a canonical path), detached deepest
+/// first; with `keep_root`, a mount on `root` itself stays (the private
+/// scratch is one).
+pub fn detach_below(root: &Path, keep_root: bool) -> io::Result<Vec<PathBuf>> {
     let mut done = Vec::new();
     // Bounded: each round detaches one mount, and CMD has ended.
     for _ in 0..10_000 {
@@ -119,7 +121,7 @@ pub fn detach_below(root: &Path) -> io::Result<Vec<PathBuf>> {
         let Some(deepest) = mounts
             .iter()
             .map(|m| &m.mount_point)
-            .filter(|p| p.starts_with(root))
+            .filter(|p| p.starts_with(root) && !(keep_root && p.as_path() == root))
             .max_by_key(|p| p.components().count())
         else {
             return Ok(done);
@@ -223,7 +225,7 @@ pub struct Target<'a> {
 /// directory itself (only if its name still leads to the same directory).
 pub fn remove(t: &Target<'_>) -> (Removed, Option<String>) {
     let mut out = Removed::default();
-    match detach_below(t.real) {
+    match detach_below(t.real, false) {
         Ok(d) => out.detached = d,
         // Whatever stays mounted is caught by the mount check below.
         Err(e) => {

@@ -420,6 +420,20 @@ impl Scratch {
                         Err(e) => out.error = Some(format!("--keep: {e:#}")),
                     }
                 }
+                // Unmounting the scratch would take CMD's mounts inside it
+                // along anyway; detached first, they can be named.
+                match cleanup::detach_below(&self.path, true) {
+                    Ok(d) => out.notes.extend(
+                        cleanup::Removed {
+                            detached: d,
+                            ..Default::default()
+                        }
+                        .notes(),
+                    ),
+                    Err(e) => out
+                        .notes
+                        .push(format!("detaching mounts inside the scratch: {e}")),
+                }
                 // Our own handle would make the mount look busy.
                 self.dir = None;
                 match rustix::mount::unmount(&self.path, UnmountFlags::empty()) {
@@ -490,7 +504,7 @@ impl Held {
         }
         // Kept: what CMD mounted inside still goes, and the name loses the
         // pid so no later run takes it for a killed run's leftover.
-        match cleanup::detach_below(&self.real) {
+        match cleanup::detach_below(&self.real, false) {
             Ok(d) => out.notes.extend(
                 cleanup::Removed {
                     detached: d,

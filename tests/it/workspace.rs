@@ -80,7 +80,11 @@ fn default_signals(cmd: &mut Command) {
 /// Start tmpfsctl with CMD printing its pid (and whatever else) on the first
 /// stdout line once its setup is done; returns (tmpfsctl, CMD pid, first line, rest of stdout).
 fn start(args: &[&str]) -> (Child, i32, String, BufReader<ChildStdout>) {
-    let mut cmd = bin();
+    start_in(bin(), args)
+}
+
+/// [`start`] with a prepared command (environment, ...).
+fn start_in(mut cmd: Command, args: &[&str]) -> (Child, i32, String, BufReader<ChildStdout>) {
     default_signals(&mut cmd);
     let mut child = cmd
         .args(args)
@@ -368,16 +372,24 @@ fn sigkilled_tmpfsctl_takes_cmd_and_what_it_started() {
 #[test]
 fn a_killed_runs_directory_is_removed_by_the_next_run() {
     require_root!();
-    let (mut child, cmd_pid, line, _rest) = start(&[
-        "run",
-        "--no-namespace",
-        "--size",
-        "16M",
-        "--",
-        "sh",
-        "-c",
-        "mkdir $TMPDIR/sub; echo x > $TMPDIR/sub/f; echo $$ $TMPDIR; exec sleep 60",
-    ]);
+    // A place of its own: any --no-namespace run in the same place (other
+    // tests, at the same time) would remove the killed run's scratch too.
+    let place = tempfile::tempdir().unwrap();
+    let mut cmd = bin();
+    cmd.env("XDG_RUNTIME_DIR", place.path());
+    let (mut child, cmd_pid, line, _rest) = start_in(
+        cmd,
+        &[
+            "run",
+            "--no-namespace",
+            "--size",
+            "16M",
+            "--",
+            "sh",
+            "-c",
+            "mkdir $TMPDIR/sub; echo x > $TMPDIR/sub/f; echo $$ $TMPDIR; exec sleep 60",
+        ],
+    );
     let scratch = PathBuf::from(line.split_whitespace().nth(1).unwrap());
     child.kill().unwrap();
     child.wait().unwrap();
@@ -386,7 +398,12 @@ fn a_killed_runs_directory_is_removed_by_the_next_run() {
         "CMD {cmd_pid} outlived tmpfsctl"
     );
     assert!(scratch.join("sub/f").exists(), "{}", scratch.display());
-    let o = tmpfsctl(&["run", "--no-namespace", "--size", "1M", "--", "true"]);
+    assert!(scratch.starts_with(place.path()), "{}", scratch.display());
+    let o = bin()
+        .env("XDG_RUNTIME_DIR", place.path())
+        .args(["run", "--no-namespace", "--size", "1M", "--", "true"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!scratch.exists(), "{} left behind", scratch.display());
     assert!(
@@ -515,13 +532,15 @@ fn cleanup_detaches_a_mount_made_inside_and_keeps_its_files() {
             );
             if !extra.is_empty() {
                 assert!(!Path::new(scratch).exists(), "{scratch} left behind");
-                let err = stderr(&o);
-                assert!(
-                    err.contains("CMD left 2 mounts inside the scratch: detached without touching their files"),
-                    "{err}"
-                );
-                assert!(err.contains(&format!("{scratch}/b2")), "{err}");
             }
+            let err = stderr(&o);
+            assert!(
+                err.contains(
+                    "CMD left 2 mounts inside the scratch: detached without touching their files"
+                ),
+                "{extra:?}: {err}"
+            );
+            assert!(err.contains(&format!("{scratch}/b2")), "{err}");
         }
     }
 }
