@@ -3,6 +3,7 @@
 
 pub mod docs;
 pub mod status;
+pub mod workspace;
 
 use std::path::PathBuf;
 
@@ -50,9 +51,9 @@ pub enum Command {
     /// Undo `apply`: optionally copy data back, unmount, restore config
     Revert(crate::mounts::RevertArgs),
     /// Run a command with a private, size-capped RAM scratch dir as TMPDIR
-    Run(crate::workspace::RunArgs),
+    Run(workspace::RunArgs),
     /// Start $SHELL in a private, size-capped RAM scratch dir
-    Shell(crate::workspace::ShellArgs),
+    Shell(workspace::ShellArgs),
     /// Tell me what to do with tmpfs on this machine
     Advise(crate::advise::AdviseArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
