@@ -9,6 +9,7 @@
 mod ceiling;
 mod engine;
 pub mod html;
+mod ratio;
 pub mod render;
 pub mod report;
 pub mod stats;

@@ -10,6 +10,7 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::engine::{self, CacheMode, Plan};
+use super::ratio::{fmt_ratio, ratio_pair};
 use super::report::*;
 use super::stats::{self, HIGH_RSD};
 use super::target::{self, Scratch, Target};
@@ -449,18 +450,6 @@ pub const MEMORY_MOVED_PERCENT: f64 = 10.0;
 /// A ratio whose 95% interval reaches further than this from it is flagged.
 pub const RATIO_UNCERTAIN_PERCENT: f64 = 10.0;
 
-/// Which two targets the ratio column compares: the first RAM-backed one
-/// against the first disk one; else the first against the second.
-pub fn ratio_pair(targets: &[TargetInfo]) -> Option<(usize, usize)> {
-    let ram = targets.iter().position(|t| t.ram_backed);
-    let disk = targets.iter().position(|t| !t.ram_backed);
-    match (ram, disk) {
-        (Some(r), Some(d)) => Some((r, d)),
-        _ if targets.len() >= 2 => Some((0, 1)),
-        _ => None,
-    }
-}
-
 /// Per workload, the first RAM-backed target against the first disk target:
 /// the median of the per-run ratios when the runs were paired (same count,
 /// run in alternation), else the ratio of the medians.
@@ -550,7 +539,7 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
             format!(
                 "{} {} (95% CI {}..{})",
                 x.workload,
-                crate::bench::render::fmt_ratio(x.ratio),
+                fmt_ratio(x.ratio),
                 x.ratio_ci95_low.map_or("?".into(), |v| format!("{v:.2}")),
                 x.ratio_ci95_high.map_or("?".into(), |v| format!("{v:.2}"))
             )
