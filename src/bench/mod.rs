@@ -9,6 +9,7 @@
 mod ceiling;
 mod engine;
 pub mod html;
+mod leftover;
 mod ratio;
 pub mod render;
 pub mod report;
@@ -39,7 +40,7 @@ pub use crate::sys::signals::Interrupted;
 #[derive(Debug, Clone)]
 pub enum BenchRequest {
     /// Measure the workloads on the targets and write the report.
-    Measure(Measure),
+    Measure(Box<Measure>),
     /// Show two saved `--json` reports side by side.
     Compare { a: PathBuf, b: PathBuf },
 }

@@ -305,12 +305,12 @@ impl BenchArgs {
                 b: b.clone(),
             });
         }
-        Ok(BenchRequest::Measure(Measure {
+        Ok(BenchRequest::Measure(Box::new(Measure {
             targets: self.targets.clone(),
             workloads: workloads_from_args(self)?,
             options: options_from_args(self)?,
             outputs: self.out.outputs(),
-        }))
+        })))
     }
 }
 
