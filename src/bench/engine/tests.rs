@@ -1,0 +1,1 @@
+//! Unit tests of the backends on a temporary directory.
