@@ -150,6 +150,9 @@ impl Uring {
             self.ring.submit_and_wait(1).context("io_uring submit")?;
             cqes.clear();
             cqes.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+            // The whole batch is reaped before a failure is acted on, so
+            // that `free` counts every request no longer in flight.
+            let mut failure = None;
             for &(slot, res) in &cqes {
                 let slot = slot as usize;
                 done += 1;
@@ -157,20 +160,29 @@ impl Uring {
                 if let Some(at) = started[slot].take() {
                     t.record_since(at);
                 }
-                if res < 0 || res as usize != run.bs {
-                    self.drain(qd - free.len());
-                    return Err(failed(run, res));
+                if failure.is_none() && (res < 0 || res as usize != run.bs) {
+                    failure = Some(res);
                 }
+            }
+            if let Some(res) = failure {
+                self.drain(qd - free.len());
+                return Err(failed(run, res));
             }
         }
         Ok(())
     }
 
-    /// Wait for the `inflight` requests still running before giving up:
-    /// the kernel may still use their buffers.
-    fn drain(&mut self, inflight: usize) {
-        if inflight > 0 {
-            let _ = self.ring.submit_and_wait(inflight);
+    /// Wait for the `inflight` requests still running before giving up (the
+    /// kernel may still use their buffers) and consume their completions, so
+    /// that the next run does not take them for its own.
+    fn drain(&mut self, mut inflight: usize) {
+        while inflight > 0 {
+            match self.ring.submit_and_wait(inflight) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(_) => return,
+            }
+            inflight = inflight.saturating_sub(self.ring.completion().count());
         }
     }
 
