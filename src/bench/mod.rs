@@ -34,7 +34,7 @@ pub use workload::{CacheWant, Op, Preset, Scale, Sync, Workload, preset, temp_fi
 
 use crate::context::{Context, ExitCode};
 
-pub use crate::sys::signals::Interrupted;
+use crate::sys::signals::Interrupted;
 
 /// What `tmpfsctl bench` is asked to do.
 #[derive(Debug, Clone)]
