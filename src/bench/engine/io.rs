@@ -1,6 +1,7 @@
 //! What every I/O backend and the worker share: aligned buffers, the pool
 //! of random data writes draw from, the stop check, error wording, open
-//! flags, page-cache control, and the latency clock.
+//! flags, page-cache control (and how a target's reads are made cold),
+//! and the latency clock.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -116,6 +117,19 @@ pub fn direct_supported(dir: &Path) -> bool {
     let ok = r.is_ok();
     let _ = std::fs::remove_file(&p);
     ok
+}
+
+/// How to reach and label the cache state of reads on one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheMode {
+    /// Writes, or RAM-backed targets.
+    NotApplicable(&'static str),
+    /// posix_fadvise(DONTNEED) before each run, checked with mincore.
+    Evict,
+    /// O_DIRECT reads bypass the page cache.
+    Direct,
+    /// Served from the page cache (wanted, or eviction did not work).
+    Warm,
 }
 
 /// Fraction of a file's pages in the page cache, via mmap + mincore.

@@ -25,33 +25,17 @@ use hdrhistogram::Histogram;
 
 use super::stock::Stock;
 use super::workload::{CacheWant, Op, Workload};
+pub use backend::Engine;
+use backend::{Setup, file_bytes};
+pub use io::CacheMode;
 use io::{check_stop, direct_supported, evict, io_err, resident_fraction};
-use worker::{Worker, file_bytes};
+use worker::Worker;
 /// Op-counted runs are sized so that about this many fit into --min-time.
 pub const OP_RUNS_PER_MIN_TIME: u32 = 10;
 /// Untimed warm-up of op-counted workloads: this share of --min-time ...
 const WARMUP_SHARE_OF_MIN_TIME: u64 = 5;
 /// ... but never more runs than this.
 const MAX_WARMUP_RUNS: u32 = 20;
-
-/// How to reach and label the cache state of reads on one target.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CacheMode {
-    /// Writes, or RAM-backed targets.
-    NotApplicable(&'static str),
-    /// posix_fadvise(DONTNEED) before each run, checked with mincore.
-    Evict,
-    /// O_DIRECT reads bypass the page cache.
-    Direct,
-    /// Served from the page cache (wanted, or eviction did not work).
-    Warm,
-}
-
-pub struct Setup<'a> {
-    pub w: &'a Workload,
-    pub stop: &'a AtomicBool,
-    pub direct: bool,
-}
 
 /// Ops (the unit of a result) and bytes moved by one run of `ops`.
 pub fn run_volume(w: &Workload, ops: u64) -> (u64, u64) {
@@ -96,27 +80,6 @@ pub struct Plan {
     pub clock_ns: u64,
     /// Per-run time bound for op-counted workloads (`--runtime`).
     pub runtime: Option<Duration>,
-}
-
-/// How requests are issued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
-    /// pread/pwrite, one request at a time per thread.
-    Psync,
-    /// io_uring keeping `iodepth` requests in flight per thread.
-    IoUring,
-    /// No io_uring: `iodepth` threads per requested thread, each at depth 1.
-    PsyncThreads,
-}
-
-impl Engine {
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Psync => "psync",
-            Engine::IoUring => "io_uring",
-            Engine::PsyncThreads => "psync-threads",
-        }
-    }
 }
 
 /// The workload to run and how: queue depth via io_uring, or the stated fallback.

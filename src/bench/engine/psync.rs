@@ -9,10 +9,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use anyhow::Result;
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::Setup;
-use super::backend::Backend;
+use super::backend::{Backend, RunState, Setup, file_bytes, seq_write_bytes};
 use super::io::{Timer, check_stop, io_err, open_flags};
-use super::worker::{RunState, file_bytes};
 use crate::bench::workload::{Op, Sync};
 
 pub struct Psync;
@@ -27,17 +25,6 @@ impl Backend for Psync {
             Op::SmallFiles => small_files(st, s, t),
             Op::Metadata => metadata(st, s, t),
         }
-    }
-}
-
-/// Bytes written per file by one sequential-write run of `ops`.
-pub fn seq_write_bytes(s: &Setup, ops: u64) -> u64 {
-    let w = s.w;
-    if w.op == Op::SeqWrite && w.ops > 0 {
-        // Op-counted (O_DSYNC): `ops` blocks spread over the files.
-        (ops / w.files).max(1) * w.bs_bytes
-    } else {
-        file_bytes(w)
     }
 }
 

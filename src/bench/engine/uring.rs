@@ -12,11 +12,8 @@ use io_uring::{IoUring, opcode, types};
 use rand::Rng;
 use rand::rngs::SmallRng;
 
-use super::Setup;
-use super::backend::Backend;
+use super::backend::{Backend, Request, RunState, Setup, seq_write_bytes};
 use super::io::{AlignedBuf, Timer, check_stop, io_err, open_flags};
-use super::psync::seq_write_bytes;
-use super::worker::{Request, RunState};
 use crate::bench::workload::{Op, Sync, Workload};
 
 pub struct Uring {

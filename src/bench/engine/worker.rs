@@ -5,7 +5,6 @@
 use std::collections::VecDeque;
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
-use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -16,36 +15,14 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::backend::Backend;
-use super::io::{AlignedBuf, Pool, Timer, check_stop, evict, io_err, open_flags, read_through};
+use super::backend::{Backend, Engine, RunState, Setup, file_bytes};
+use super::io::{
+    AlignedBuf, CacheMode, Pool, Timer, check_stop, evict, io_err, open_flags, read_through,
+};
 use super::psync::Psync;
 use super::uring::Uring;
-use super::{CacheMode, Engine, Setup};
 use crate::bench::stock::Stock;
 use crate::bench::workload::{KEEP_RUN_DIRS, Op, Workload};
-
-/// What a run works on: the worker's directory, files and buffers, and the
-/// requests drawn for the run. The worker fills it before a run (untimed);
-/// the backend does the timed part over it.
-pub struct RunState {
-    pub dir: PathBuf,
-    pub dirfd: OwnedFd,
-    pub files: Vec<PathBuf>,
-    /// Files opened before a random-I/O run.
-    pub open: Vec<File>,
-    pub pool: Pool,
-    pub io: AlignedBuf,
-    pub rng: SmallRng,
-    /// The random requests of a run.
-    pub offsets: Vec<Request>,
-    pub names: Vec<CString>,
-    /// Small-file and metadata runs work in a fresh directory per run (see `before_run`).
-    pub run_dir: Option<(CString, OwnedFd)>,
-    pub run_no: u64,
-}
-
-/// One block request: (index into the worker's files, byte offset).
-pub type Request = (u32, u64);
 
 /// Everything a measuring thread owns.
 pub struct Worker {
@@ -53,12 +30,6 @@ pub struct Worker {
     /// Emptied run directories kept until later (see `after_run`).
     old_run_dirs: VecDeque<CString>,
     backend: Box<dyn Backend>,
-}
-
-/// Bytes of each file of a streaming or random workload.
-pub fn file_bytes(w: &Workload) -> u64 {
-    // Whole blocks only, so every read and write is a full `bs`.
-    (w.size_bytes / w.files / w.bs_bytes).max(1) * w.bs_bytes
 }
 
 impl Worker {
