@@ -20,6 +20,7 @@ pub use context::{Context, ExitCode};
 
 /// Run one parsed command line; returns the exit code for success paths.
 pub fn run(cli: cli::Cli) -> Result<ExitCode> {
+    render::color::init(cli.color);
     let ctx = Context {
         sysroot: match &cli.sysroot {
             Some(p) => {
@@ -46,5 +47,8 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
         Command::Run(a) => workspace::run_cmd(&ctx, &a),
         Command::Shell(a) => workspace::shell_cmd(&ctx, &a),
         Command::Advise(a) => advise::run(&ctx, &a),
+        Command::Completions(a) => cli::docs::completions(&a),
+        Command::Man(a) => cli::docs::man(&a),
+        Command::Help(a) => cli::docs::help(&a),
     }
 }

@@ -12,19 +12,25 @@ fn main() -> ExitCode {
     let cli = match tmpfsctl::cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() {
-                tmpfsctl::ExitCode::Error.code()
-            } else {
-                0
-            };
-            let _ = e.print();
-            return ExitCode::from(code);
+            if !e.use_stderr() {
+                // --help and --version: their text on stdout, exit 0.
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            // One error style for clap's errors and ours: "tmpfsctl: error: …",
+            // then clap's usage line and what to try.
+            let text = e.render().to_string();
+            let text = text.strip_prefix("error: ").unwrap_or(&text);
+            eprint!("tmpfsctl: error: {text}");
+            return tmpfsctl::ExitCode::Error.into();
         }
     };
     match tmpfsctl::run(cli) {
         Ok(code) => code.into(),
         Err(e) => {
-            eprintln!("tmpfsctl: error: {e:#}");
+            let prefix =
+                tmpfsctl::render::color::paint_err(tmpfsctl::render::color::Tone::Bad, "error:");
+            eprintln!("tmpfsctl: {prefix} {e:#}");
             tmpfsctl::ExitCode::Error.into()
         }
     }

@@ -1,6 +1,7 @@
 //! The verdict of `advise`, as a pure function of what was measured, so every
 //! rule is tested table-driven without a machine.
 
+use crate::units::fmt_bytes;
 use serde::Serialize;
 
 /// What advise knows when it decides.
@@ -74,14 +75,39 @@ pub const MIN_HEADROOM: f64 = 1.25;
 const SMALL_RAM_BYTES: u64 = 1 << 30;
 
 pub fn decide(dir: &str, f: &Facts) -> Verdict {
-    use crate::units::fmt_bytes;
-    let used = f.used_bytes;
     let which = if f.used_is_peak { "peak" } else { "current" };
-    let ram_swap_free = f.mem_available_bytes.saturating_add(f.swap_free_bytes);
-    let size = f.recommended_bytes;
+    let (reasons, risks) = common_reasons_and_risks(dir, f, which);
+    let (kind, headline, reason, size_bytes) = if f.fstype == "ramfs" {
+        (
+            Kind::Resize,
+            format!(
+                "already in RAM on ramfs; switch {dir} to tmpfs (size={})",
+                f.recommended_option
+            ),
+            "ramfs has no size limit: a runaway writer can take all RAM".to_string(),
+            Some(f.recommended_bytes),
+        )
+    } else if crate::sys::is_ram_backed(&f.fstype) {
+        decide_ram_backed(dir, f, which)
+    } else {
+        decide_on_disk(dir, f)
+    };
+    let mut reasons = reasons;
+    reasons.push(reason);
+    Verdict {
+        kind,
+        headline,
+        reasons,
+        risks,
+        size_bytes,
+    }
+}
+
+/// What is said whatever the verdict: usage, swap, inodes, measured speed-ups.
+fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, Vec<String>) {
     let mut reasons = vec![format!(
         "{dir} holds {} ({which} usage) in {} inodes",
-        fmt_bytes(used),
+        fmt_bytes(f.used_bytes),
         f.inodes
     )];
     let mut risks = Vec::new();
@@ -97,144 +123,118 @@ pub fn decide(dir: &str, f: &Facts) -> Verdict {
             f.inodes, f.recommended_inodes
         ));
     }
-    let best = f.speedups.iter().map(|(_, r)| *r).fold(f64::NAN, f64::max);
     for (op, r) in &f.speedups {
         reasons.push(format!("{op}: tmpfs is {r:.1}x the speed of {}", f.fstype));
     }
-    let verdict = |kind, headline: String, reasons, risks, size_bytes| Verdict {
-        kind,
-        headline,
-        reasons,
-        risks,
-        size_bytes,
-    };
+    (reasons, risks)
+}
 
-    if f.fstype == "ramfs" {
-        reasons.push("ramfs has no size limit: a runaway writer can take all RAM".into());
-        return verdict(
+/// The kind, headline, deciding reason and size to apply.
+type Decision = (Kind, String, String, Option<u64>);
+
+/// DIR is already on tmpfs (or another RAM filesystem): is its limit right?
+fn decide_ram_backed(dir: &str, f: &Facts, which: &str) -> Decision {
+    let used = f.used_bytes;
+    let ceiling = f.mem_total_bytes.saturating_add(f.swap_total_bytes);
+    // Why the current limit is wrong, if it is.
+    let problem = match f.current_limit_bytes {
+        None => Some("it has no size limit".to_string()),
+        Some(limit) if (limit as f64) < used as f64 * MIN_HEADROOM => Some(format!(
+            "its limit {} leaves less than {:.0}% headroom over {which} usage",
+            fmt_bytes(limit),
+            (MIN_HEADROOM - 1.0) * 100.0
+        )),
+        Some(limit) if limit > ceiling => Some(format!(
+            "its limit {} is more than RAM + swap ({})",
+            fmt_bytes(limit),
+            fmt_bytes(ceiling)
+        )),
+        Some(_) => None,
+    };
+    match problem {
+        Some(p) => (
             Kind::Resize,
+            format!("already on tmpfs; resize {dir} to {}", f.recommended_option),
+            p,
+            Some(f.recommended_bytes),
+        ),
+        None => (
+            Kind::NothingToChange,
+            format!("{dir} is already on a well-sized tmpfs: nothing to change"),
             format!(
-                "already in RAM on ramfs; switch {dir} to tmpfs (size={})",
-                f.recommended_option
+                "its limit {} fits the {which} usage with headroom",
+                fmt_bytes(f.current_limit_bytes.unwrap_or(0))
             ),
-            reasons,
-            risks,
-            Some(size),
-        );
+            None,
+        ),
     }
-    if crate::sys::is_ram_backed(&f.fstype) {
-        let ceiling = f.mem_total_bytes.saturating_add(f.swap_total_bytes);
-        // Why the current limit is wrong, if it is.
-        let problem = match f.current_limit_bytes {
-            None => Some("it has no size limit".to_string()),
-            Some(limit) if (limit as f64) < used as f64 * MIN_HEADROOM => Some(format!(
-                "its limit {} leaves less than {:.0}% headroom over {which} usage",
-                fmt_bytes(limit),
-                (MIN_HEADROOM - 1.0) * 100.0
-            )),
-            Some(limit) if limit > ceiling => Some(format!(
-                "its limit {} is more than RAM + swap ({})",
-                fmt_bytes(limit),
-                fmt_bytes(ceiling)
-            )),
-            Some(_) => None,
-        };
-        match problem {
-            Some(p) => {
-                reasons.push(p);
-                verdict(
-                    Kind::Resize,
-                    format!("already on tmpfs; resize {dir} to {}", f.recommended_option),
-                    reasons,
-                    risks,
-                    Some(size),
-                )
-            }
-            None => {
-                reasons.push(format!(
-                    "its limit {} fits the {which} usage with headroom",
-                    fmt_bytes(f.current_limit_bytes.unwrap_or(0))
-                ));
-                verdict(
-                    Kind::NothingToChange,
-                    format!("{dir} is already on a well-sized tmpfs: nothing to change"),
-                    reasons,
-                    risks,
-                    None,
-                )
-            }
-        }
-    } else if f.mem_total_bytes < SMALL_RAM_BYTES {
-        reasons.push(format!(
-            "this machine has only {} of RAM",
-            fmt_bytes(f.mem_total_bytes)
-        ));
-        verdict(
+}
+
+/// DIR is on disk: would it fit in RAM, and is tmpfs worth it?
+fn decide_on_disk(dir: &str, f: &Facts) -> Decision {
+    let used = f.used_bytes;
+    let ram_swap_free = f.mem_available_bytes.saturating_add(f.swap_free_bytes);
+    let size = f.recommended_bytes;
+    let best = f.speedups.iter().map(|(_, r)| *r).fold(f64::NAN, f64::max);
+    if f.mem_total_bytes < SMALL_RAM_BYTES {
+        (
             Kind::KeepOnDisk,
             format!(
                 "keep {dir} on disk because RAM is small ({})",
                 fmt_bytes(f.mem_total_bytes)
             ),
-            reasons,
-            risks,
+            format!(
+                "this machine has only {} of RAM",
+                fmt_bytes(f.mem_total_bytes)
+            ),
             None,
         )
     } else if (used as f64 * MIN_HEADROOM) > ram_swap_free as f64 || used > f.mem_total_bytes / 2 {
-        reasons.push(format!(
-            "{} with headroom does not fit comfortably in RAM ({} available + {} free swap, half of RAM is {})",
-            fmt_bytes(used),
-            fmt_bytes(f.mem_available_bytes),
-            fmt_bytes(f.swap_free_bytes),
-            fmt_bytes(f.mem_total_bytes / 2)
-        ));
-        verdict(
+        (
             Kind::KeepOnDisk,
             format!("keep {dir} on disk because its data would not fit in RAM"),
-            reasons,
-            risks,
+            format!(
+                "{} with headroom does not fit comfortably in RAM ({} available + {} free swap, half of RAM is {})",
+                fmt_bytes(used),
+                fmt_bytes(f.mem_available_bytes),
+                fmt_bytes(f.swap_free_bytes),
+                fmt_bytes(f.mem_total_bytes / 2)
+            ),
             None,
         )
     } else if f.swap_total_bytes == 0
         && used as f64 * MIN_HEADROOM > (f.mem_available_bytes / 2) as f64
     {
-        reasons.push(format!(
-            "without swap, {} with headroom would take more than half of the {} available",
-            fmt_bytes(used),
-            fmt_bytes(f.mem_available_bytes)
-        ));
-        verdict(
+        (
             Kind::KeepOnDisk,
             format!("keep {dir} on disk because without swap its data would starve RAM"),
-            reasons,
-            risks,
+            format!(
+                "without swap, {} with headroom would take more than half of the {} available",
+                fmt_bytes(used),
+                fmt_bytes(f.mem_available_bytes)
+            ),
             None,
         )
     } else if !f.speedups.is_empty() && best < WORTH_IT_SPEEDUP {
-        reasons.push(format!(
-            "no measured operation is more than {WORTH_IT_SPEEDUP}x faster on tmpfs"
-        ));
-        verdict(
+        (
             Kind::NotWorthIt,
             format!("not worth it: the disk under {dir} is as fast for these operations"),
-            reasons,
-            risks,
+            format!("no measured operation is more than {WORTH_IT_SPEEDUP}x faster on tmpfs"),
             None,
         )
     } else {
-        reasons.push(format!(
-            "a tmpfs of {} holds it with headroom and is {} of RAM",
-            fmt_bytes(size),
-            if f.mem_total_bytes > 0 {
-                format!("{:.0}%", size as f64 * 100.0 / f.mem_total_bytes as f64)
-            } else {
-                "?".into()
-            }
-        ));
-        verdict(
+        (
             Kind::Move,
             format!("move {dir} to tmpfs (size={})", f.recommended_option),
-            reasons,
-            risks,
+            format!(
+                "a tmpfs of {} holds it with headroom and is {} of RAM",
+                fmt_bytes(size),
+                if f.mem_total_bytes > 0 {
+                    format!("{:.0}%", size as f64 * 100.0 / f.mem_total_bytes as f64)
+                } else {
+                    "?".into()
+                }
+            ),
             Some(size),
         )
     }

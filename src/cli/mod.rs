@@ -2,6 +2,7 @@
 //! the code that implements it; this file only lists the commands.
 
 pub mod bench;
+pub mod docs;
 pub mod status;
 
 use std::path::PathBuf;
@@ -11,7 +12,8 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "tmpfsctl",
-    version,
+    version = env!("TMPFSCTL_LONG_VERSION"),
+    disable_help_subcommand = true,
     about = "Measure, size and manage tmpfs (RAM-backed filesystems) honestly",
     long_about = "tmpfsctl answers the usual tmpfs questions with measurements that do not lie \
 (no dd-from-/dev/zero timing the page cache, no one-off du snapshots), then acts on the answer.\n\n\
@@ -20,6 +22,10 @@ Start with `tmpfsctl status` to see what is RAM-backed here.",
 Sizes accept 512M, 2G (binary units, like tmpfs) and 50% (of RAM)."
 )]
 pub struct Cli {
+    /// When to use colour: auto (on a terminal, unless NO_COLOR is set), always, never
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub color: crate::render::color::ColorChoice,
+
     /// Read /proc and /etc under DIR instead of / (fixtures, a mounted image)
     #[arg(long, global = true, value_name = "DIR", env = "TMPFSCTL_SYSROOT")]
     pub sysroot: Option<PathBuf>,
@@ -50,6 +56,12 @@ pub enum Command {
     Shell(crate::workspace::ShellArgs),
     /// Tell me what to do with tmpfs on this machine
     Advise(crate::advise::AdviseArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions(docs::CompletionsArgs),
+    /// Print the man page (roff), or a command's page: `tmpfsctl man apply`
+    Man(docs::ManArgs),
+    /// Print the help of tmpfsctl or of a command: `tmpfsctl help apply`
+    Help(docs::HelpArgs),
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ mod common;
 
 mod advise;
 mod bench;
+mod cli;
 mod fleet;
 mod mounts;
 mod status;

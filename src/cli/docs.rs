@@ -1,0 +1,164 @@
+//! `tmpfsctl completions`, `tmpfsctl man` and `tmpfsctl help`: generated from
+//! the clap definition itself, so they can never disagree with the parser.
+
+use std::io::Write;
+
+use anyhow::{Result, bail};
+use clap::CommandFactory;
+
+use super::Cli;
+use crate::context::ExitCode;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+tmpfsctl completions bash > /etc/bash_completion.d/tmpfsctl\n  \
+tmpfsctl completions zsh > /usr/local/share/zsh/site-functions/_tmpfsctl\n  \
+tmpfsctl completions fish > ~/.config/fish/completions/tmpfsctl.fish\n\n\
+scripts/setup installs the bash, zsh and fish scripts and the man pages when run as root.")]
+pub struct CompletionsArgs {
+    /// The shell to write a completion script for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+tmpfsctl man | man -l -            # read the main page now\n  \
+tmpfsctl man apply | man -l -      # the page for one command (tmpfsctl-apply(1))\n  \
+tmpfsctl man --all --dir /usr/local/share/man/man1   # install every page")]
+pub struct ManArgs {
+    /// A command whose page to print (e.g. apply, or `fleet analyze`); default the main page
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Write tmpfsctl.1 and a tmpfsctl-COMMAND.1 page for every command
+    #[arg(long, requires = "dir")]
+    pub all: bool,
+    /// Where --all writes the pages
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct HelpArgs {
+    /// The command to explain (e.g. apply, or `fleet analyze`); default the overview
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+pub fn completions(a: &CompletionsArgs) -> Result<ExitCode> {
+    let mut cmd = Cli::command();
+    let mut out = std::io::stdout().lock();
+    clap_complete::generate(a.shell, &mut cmd, "tmpfsctl", &mut out);
+    out.flush()?;
+    Ok(ExitCode::Ok)
+}
+
+/// The clap command for `path` (e.g. ["fleet", "analyze"]), named the way man
+/// pages name subcommands: `tmpfsctl-fleet-analyze`.
+fn find(path: &[String]) -> Result<clap::Command> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut name = String::from("tmpfsctl");
+    for p in path {
+        let Some(sub) = cmd.find_subcommand(p) else {
+            let known: Vec<String> = cmd
+                .get_subcommands()
+                .map(|s| s.get_name().to_string())
+                .collect();
+            bail!(
+                "{}: no such command under `{}`; try one of: {}",
+                crate::render::term::safe(p),
+                name.replace('-', " "),
+                known.join(", ")
+            );
+        };
+        name = format!("{name}-{}", sub.get_name());
+        cmd = sub
+            .clone()
+            .name(name.clone())
+            .version(env!("TMPFSCTL_LONG_VERSION"));
+    }
+    Ok(cmd)
+}
+
+fn render_man(cmd: clap::Command) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut buf)?;
+    Ok(buf)
+}
+
+pub fn man(a: &ManArgs) -> Result<ExitCode> {
+    if a.all {
+        let dir = a.dir.as_deref().unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() {
+            bail!(
+                "--dir {}: not a directory; create it first (e.g. mkdir -p {})",
+                crate::render::term::safe_path(dir),
+                crate::render::term::safe_path(dir)
+            );
+        }
+        let mut paths = vec![Vec::new()];
+        let root = Cli::command();
+        collect_paths(&root, &mut Vec::new(), &mut paths);
+        for p in &paths {
+            let cmd = find(p)?;
+            let file = dir.join(format!("{}.1", cmd.get_name()));
+            crate::sys::atomic::AtomicWrite::report("--dir").write(&file, &render_man(cmd)?)?;
+            println!("{}", crate::render::term::safe_path(&file));
+        }
+        return Ok(ExitCode::Ok);
+    }
+    let page = render_man(find(&a.command)?)?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&page)?;
+    out.flush()?;
+    Ok(ExitCode::Ok)
+}
+
+/// Every subcommand path below `cmd`, depth first, skipping `help`.
+fn collect_paths(cmd: &clap::Command, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    for sub in cmd.get_subcommands() {
+        if sub.get_name() == "help" {
+            continue;
+        }
+        prefix.push(sub.get_name().to_string());
+        out.push(prefix.clone());
+        collect_paths(sub, prefix, out);
+        prefix.pop();
+    }
+}
+
+pub fn help(a: &HelpArgs) -> Result<ExitCode> {
+    let mut cmd = find(&a.command)?;
+    let shown = std::iter::once("tmpfsctl".to_string())
+        .chain(a.command.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    cmd = cmd.bin_name(shown);
+    cmd.print_long_help()?;
+    Ok(ExitCode::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn man_pages_exist_for_every_command() {
+        let mut paths = Vec::new();
+        collect_paths(&Cli::command(), &mut Vec::new(), &mut paths);
+        assert!(paths.iter().any(|p| p == &["apply".to_string()]));
+        for p in paths {
+            let page = String::from_utf8(render_man(find(&p).unwrap()).unwrap()).unwrap();
+            let name = format!("tmpfsctl\\-{}", p.join("\\-"));
+            assert!(
+                page.contains(&name),
+                "{p:?}: {}",
+                &page[..200.min(page.len())]
+            );
+            assert!(page.contains(".SH"), "{p:?}");
+        }
+        let e = find(&["nosuch".into()]).unwrap_err().to_string();
+        assert!(e.contains("nosuch") && e.contains("apply"), "{e}");
+    }
+}
