@@ -38,7 +38,7 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
     use cli::Command;
     match cli.command {
         Command::Status(a) => status::run(&ctx, &a.query(), a.json),
-        Command::Bench(a) => bench::run(&ctx, &a),
+        Command::Bench(a) => bench::run(&ctx, &a.request()?),
         Command::Collect(a) => fleet::collect_cmd(&ctx, &a),
         Command::Fleet(a) => fleet::fleet_cmd(&ctx, &a),
         Command::Plan(a) => mounts::plan_cmd(&ctx, &a),

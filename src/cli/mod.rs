@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive). Each command's arguments live next to
 //! the code that implements it; this file only lists the commands.
 
+pub mod bench;
 pub mod docs;
 pub mod status;
 pub mod workspace;
@@ -39,7 +40,7 @@ pub enum Command {
     /// What is RAM-backed here, how full, and what it costs in RAM
     Status(status::StatusArgs),
     /// tmpfs vs disk, side by side, per operation, with the memory ceiling
-    Bench(crate::bench::BenchArgs),
+    Bench(bench::BenchArgs),
     /// One snapshot of this host's /tmp usage and memory (for `fleet analyze`)
     Collect(crate::fleet::CollectArgs),
     /// Fleet-wide analysis: would /tmp fit in tmpfs across many hosts?
