@@ -223,3 +223,29 @@ fn missing_explicit_path_is_an_error_naming_it() {
     .unwrap_err();
     assert!(format!("{e:#}").contains("/no/such/dir-xyz"), "{e:#}");
 }
+
+#[test]
+fn stacked_mounts_show_the_last_one_where_it_was_mounted() {
+    let (ms, w) = sys::mountinfo::parse(
+        b"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n\
+2 1 0:20 / /a rw - tmpfs first rw\n\
+3 1 0:21 / /b rw - tmpfs b rw\n\
+4 2 0:22 / /a/ rw - tmpfs second rw\n\
+5 1 0:23 / /c rw - tmpfs c rw\n\
+6 1 0:24 / /b rw - ramfs b2 rw\n",
+    );
+    assert!(w.is_empty());
+    let v: Vec<(&str, &str)> = visible(&ms)
+        .iter()
+        .map(|m| (m.mount_point.to_str().unwrap(), m.source.as_str()))
+        .collect();
+    assert_eq!(
+        v,
+        [
+            ("/", "/dev/sda1"),
+            ("/a/", "second"),
+            ("/c", "c"),
+            ("/b", "b2")
+        ]
+    );
+}
