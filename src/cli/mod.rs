@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive). Each command's arguments live next to
 //! the code that implements it; this file only lists the commands.
 
+pub mod fleet;
 pub mod status;
 
 use std::path::PathBuf;
@@ -34,9 +35,9 @@ pub enum Command {
     /// tmpfs vs disk, side by side, per operation, with the memory ceiling
     Bench(crate::bench::BenchArgs),
     /// One snapshot of this host's /tmp usage and memory (for `fleet analyze`)
-    Collect(crate::fleet::CollectArgs),
+    Collect(fleet::CollectArgs),
     /// Fleet-wide analysis: would /tmp fit in tmpfs across many hosts?
-    Fleet(crate::fleet::FleetArgs),
+    Fleet(fleet::FleetArgs),
     /// Show how DIR would be put on tmpfs (changes nothing)
     Plan(crate::mounts::PlanArgs),
     /// Put DIR on tmpfs without hiding its files, live and across reboots

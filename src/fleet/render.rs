@@ -3,6 +3,7 @@
 //! Markdown or HTML; HTML adds inline SVG charts.
 
 use crate::render::html_escape as esc;
+use crate::render::term::safe;
 use std::fmt::Write as _;
 
 use super::analyze::FleetReport;
@@ -234,16 +235,19 @@ pub fn text(r: &FleetReport) -> String {
     for b in blocks(r) {
         match b {
             Block::Heading(h) => {
-                let _ = writeln!(o, "\n{h}");
+                let _ = writeln!(o, "\n{}", safe(&h));
             }
             Block::Para(p) => {
-                let _ = writeln!(o, "{p}");
+                // Paragraphs break lines on purpose; each line is escaped.
+                for l in p.split('\n') {
+                    let _ = writeln!(o, "{}", safe(l));
+                }
             }
             Block::Table { header, rows } => {
                 let h: Vec<&str> = header.iter().map(String::as_str).collect();
                 let mut tb = crate::render::table(&h);
                 for r in rows {
-                    tb.add_row(r);
+                    tb.add_row(r.iter().map(|c| safe(c).into_owned()));
                 }
                 let _ = writeln!(o, "{tb}");
             }
@@ -252,8 +256,17 @@ pub fn text(r: &FleetReport) -> String {
     o.trim_start().to_string()
 }
 
+/// Markdown text: HTML-escaped (a renderer would obey a `<script>` in a
+/// host name) and terminal-safe (Markdown is read in terminals too).
+fn md_text(s: &str) -> String {
+    safe(s)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    md_text(&s.replace('|', "\\|").replace('\n', " "))
 }
 
 pub fn markdown(r: &FleetReport) -> String {
@@ -262,12 +275,12 @@ pub fn markdown(r: &FleetReport) -> String {
     for b in blocks(r) {
         match b {
             Block::Heading(h) => {
-                let _ = writeln!(o, "\n{} {h}\n", if first { "#" } else { "##" });
+                let _ = writeln!(o, "\n{} {}\n", if first { "#" } else { "##" }, md_text(&h));
                 first = false;
             }
             Block::Para(p) => {
                 for l in p.lines() {
-                    let _ = writeln!(o, "{}  ", l.trim_end());
+                    let _ = writeln!(o, "{}  ", md_text(l.trim_end()));
                 }
                 o.push('\n');
             }
