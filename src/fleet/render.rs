@@ -57,6 +57,21 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
         r.source.inputs.join(", "),
         value
     )));
+    input_blocks(r, &mut b);
+    stats_blocks(r, &mut b);
+    fit_blocks(r, &mut b);
+    outlier_blocks(r, &mut b);
+    if !r.warnings.is_empty() {
+        b.push(Block::Heading("Warnings".into()));
+        for w in &r.warnings {
+            b.push(Block::Para(format!("warning: {w}")));
+        }
+    }
+    b
+}
+
+/// What was skipped or dropped on input, when anything was.
+fn input_blocks(r: &FleetReport, b: &mut Vec<Block>) {
     if r.input.skipped > 0 || r.input.duplicates_dropped > 0 {
         let mut rows: Vec<Vec<String>> = r
             .input
@@ -84,6 +99,10 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
         b.push(Block::Heading("Input".into()));
         b.push(t(&["what", "lines", "first case"], rows));
     }
+}
+
+/// The statistics table and the usage buckets.
+fn stats_blocks(r: &FleetReport, b: &mut Vec<Block>) {
     b.push(Block::Heading("Statistics".into()));
     let row = |name: &str, s: &Option<Summary>, bytes: bool| -> Vec<String> {
         let f = |v: u64| if bytes { fmt_bytes(v) } else { v.to_string() };
@@ -132,6 +151,10 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
             })
             .collect(),
     ));
+}
+
+/// The fit models and the recommendation.
+fn fit_blocks(r: &FleetReport, b: &mut Vec<Block>) {
     b.push(Block::Heading("Fit models".into()));
     let f = &r.fit;
     b.push(t(
@@ -172,6 +195,11 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
         rec.size_bytes_over_half_ram_hosts,
         if rec.size_bytes_advisable { "" } else { " - not advisable, use the share of RAM" }
     )));
+}
+
+/// The hosts that do not fit the recommended share of RAM.
+fn outlier_blocks(r: &FleetReport, b: &mut Vec<Block>) {
+    let rec = &r.recommendation;
     if r.outliers_total > 0 {
         b.push(Block::Heading(format!(
             "Outliers to handle by hand ({} hosts do not fit {}% of RAM{})",
@@ -209,13 +237,6 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
                 .collect(),
         ));
     }
-    if !r.warnings.is_empty() {
-        b.push(Block::Heading("Warnings".into()));
-        for w in &r.warnings {
-            b.push(Block::Para(format!("warning: {w}")));
-        }
-    }
-    b
 }
 
 pub fn fmt_secs(s: u64) -> String {

@@ -123,40 +123,14 @@ fn percent(used: u64, total: u64) -> Option<f64> {
     (total > 0).then(|| (used as f64 * 1000.0 / total as f64).round() / 10.0)
 }
 
-/// Parse a tmpfs `size=`/`nr_inodes=` option value (`8388608k`, `2G`, `50%`).
-fn option_bytes(v: &str, mem_total: u64) -> Option<u64> {
-    crate::units::parse_size(v)
-        .ok()
-        .map(|s| s.resolve(mem_total))
-}
-
 fn mount_report(root: &Sysroot, m: &MountInfo, mem: &MemInfo) -> MountReport {
-    let live = root.is_live();
-    let stats = if live {
-        statfs::statfs(&m.mount_point).ok()
-    } else {
-        None
-    };
-    let (size, used, avail, itotal, iused) = match stats {
-        Some(s) => (
-            (s.size_bytes > 0).then_some(s.size_bytes),
-            Some(s.used_bytes),
-            Some(s.avail_bytes),
-            (s.inodes_total > 0).then_some(s.inodes_total),
-            Some(s.inodes_used),
-        ),
-        None => (
-            m.option("size")
-                .and_then(|v| option_bytes(v, mem.mem_total_bytes))
-                .filter(|&b| b > 0),
-            None,
-            None,
-            m.option("nr_inodes")
-                .and_then(|v| crate::units::parse_count(v).ok())
-                .filter(|&n| n > 0),
-            None,
-        ),
-    };
+    let statfs::Limits {
+        size_bytes: size,
+        used_bytes: used,
+        avail_bytes: avail,
+        inodes_total: itotal,
+        inodes_used: iused,
+    } = statfs::limits(m, root.is_live(), mem.mem_total_bytes);
     MountReport {
         mountpoint: m.mount_point.to_string_lossy().into_owned(),
         fstype: m.fstype.clone(),
