@@ -1,4 +1,4 @@
-//! `tmpfsctl collect` and `tmpfsctl fleet analyze` (issue 4): would /tmp fit in
+//! `tmpfsctl collect` and `tmpfsctl fleet analyze`: would /tmp fit in
 //! tmpfs, on one host and across a fleet, from files or from Prometheus.
 //!
 //! Public API for other commands (`advise`):
