@@ -1523,3 +1523,27 @@ fn a_survey_tsv_with_a_bad_first_line_reports_line_1() {
         assert!(e.contains("survey.tsv:1: not a number"), "{e}");
     }
 }
+
+#[test]
+fn a_hostile_server_answer_is_quoted_short_and_escaped() {
+    let body = format!("\x1b]0;pwned\x07\x1b[2J{}", "x".repeat(600));
+    let resp: &'static str = Box::leak(
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_boxed_str(),
+    );
+    let p = fake_http(resp);
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &format!("http://127.0.0.1:{p}"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("\\x1b]0;pwned\\x07"), "{e}");
+    assert!(!e.trim_end().chars().any(|c| c.is_control()), "{e:?}");
+    assert!(e.len() < 500, "{} bytes: {e:?}", e.len());
+}

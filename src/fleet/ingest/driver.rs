@@ -8,7 +8,7 @@ use std::io::Read;
 use anyhow::{Context as _, Result};
 
 use super::parsed::{Bad, bad, bad_line_message};
-use super::store::{Fleet, Row};
+use super::store::{Fleet, Row, pack};
 use super::{FileReport, Format, IngestOptions, IngestReport, csv, detect, jsonl, tsv};
 use crate::render::term::{excerpt, safe};
 
@@ -91,7 +91,7 @@ fn parse_chunk(
         };
         match parsed {
             Ok(p) => {
-                let (row, ts) = p.into_row(&mut out.names);
+                let (row, ts) = pack(p, &mut out.names);
                 out.rows.push(row);
                 out.ts_lines.push((ts, out.lines));
             }

@@ -1,12 +1,21 @@
 //! A host as parsed from one input line, before it is packed into a
-//! [`Row`]; the checks every format shares; why a line is rejected.
+//! store row; the checks every format shares; why a line is rejected.
 
 use std::borrow::Cow;
 
-use super::store::{MAX_NAME_LEN, NAME_LEN_BITS, NO_TS, NONE, Row};
 use crate::render::term::{excerpt, safe};
 
-/// A host as parsed from one line, before it is packed into a [`Row`].
+/// The store's mark for an absent figure: a value no line may carry.
+pub(super) const NONE: u64 = u64::MAX;
+
+/// A name is packed into a store row as `offset << NAME_LEN_BITS | length`:
+/// names up to 16 MiB each, 1 TiB of names in all (both far beyond a real
+/// fleet; over them ingest stops with an error rather than wrap). A line
+/// with a longer name is bad.
+pub(super) const NAME_LEN_BITS: u32 = 24;
+pub(super) const MAX_NAME_LEN: usize = (1 << NAME_LEN_BITS) - 1;
+
+/// A host as parsed from one line, before the store packs it into a row.
 #[derive(Debug)]
 pub(super) struct Parsed<'a> {
     pub host: Cow<'a, str>,
@@ -91,26 +100,6 @@ impl Parsed<'_> {
             }
         }
         Ok(self)
-    }
-
-    /// Pack into a row, the name appended to `names`; also gives the timestamp.
-    /// The caller checks that `names` stays within [`MAX_NAMES_BYTES`].
-    pub(super) fn into_row(self, names: &mut Vec<u8>) -> (Row, i64) {
-        let off = names.len() as u64;
-        let h = self.host.as_bytes();
-        debug_assert!(h.len() <= MAX_NAME_LEN, "validate() bounds names");
-        let h = &h[..h.len().min(MAX_NAME_LEN)];
-        names.extend_from_slice(h);
-        let row = Row {
-            tmp_used: self.tmp,
-            inodes: self.inodes.unwrap_or(NONE),
-            mem_total: self.mem_total,
-            mem_avail: self.mem_avail.unwrap_or(NONE),
-            swap_total: self.swap_total.unwrap_or(NONE),
-            swap_free: self.swap_free.unwrap_or(NONE),
-            name: (off << NAME_LEN_BITS) | h.len() as u64,
-        };
-        (row, self.ts.unwrap_or(NO_TS))
     }
 }
 

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::parsed::Parsed;
+use super::parsed::{MAX_NAME_LEN, NAME_LEN_BITS, NONE, Parsed};
 
 /// One host's figures, owned. What [`Fleet::push`] takes and [`Fleet::record`] gives back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,18 +22,13 @@ pub struct HostRecord {
     pub swap_free_bytes: Option<u64>,
 }
 
-pub(super) const NONE: u64 = u64::MAX;
-pub(super) const NO_TS: i64 = i64::MIN;
+const NO_TS: i64 = i64::MIN;
 
 fn opt(v: u64) -> Option<u64> {
     (v != NONE).then_some(v)
 }
 
-/// A name is packed into a [`Row`] as `offset << NAME_LEN_BITS | length`: names up
-/// to 16 MiB each, 1 TiB of names in all (both far beyond a real fleet; over
-/// them ingest stops with an error rather than wrap).
-pub(super) const NAME_LEN_BITS: u32 = 24;
-pub(super) const MAX_NAME_LEN: usize = (1 << NAME_LEN_BITS) - 1;
+/// All names together: the offset's bits (see [`NAME_LEN_BITS`]).
 const MAX_NAMES_BYTES: u64 = 1 << (64 - NAME_LEN_BITS);
 
 /// Compact storage of one host's figures (56 bytes); absent values are `u64::MAX`.
@@ -69,6 +64,26 @@ fn check_names_len(total: u64) -> Result<()> {
         "more than {MAX_NAMES_BYTES} bytes of host names: analyze the fleet in parts"
     );
     Ok(())
+}
+
+/// Pack `p` into a row, the name appended to `names`; also gives the timestamp.
+/// The caller checks that `names` stays within [`MAX_NAMES_BYTES`].
+pub(super) fn pack(p: Parsed<'_>, names: &mut Vec<u8>) -> (Row, i64) {
+    let off = names.len() as u64;
+    let h = p.host.as_bytes();
+    debug_assert!(h.len() <= MAX_NAME_LEN, "Parsed::validate bounds names");
+    let h = &h[..h.len().min(MAX_NAME_LEN)];
+    names.extend_from_slice(h);
+    let row = Row {
+        tmp_used: p.tmp,
+        inodes: p.inodes.unwrap_or(NONE),
+        mem_total: p.mem_total,
+        mem_avail: p.mem_avail.unwrap_or(NONE),
+        swap_total: p.swap_total.unwrap_or(NONE),
+        swap_free: p.swap_free.unwrap_or(NONE),
+        name: (off << NAME_LEN_BITS) | h.len() as u64,
+    };
+    (row, p.ts.unwrap_or(NO_TS))
 }
 
 /// All hosts read so far.
@@ -137,7 +152,7 @@ impl Fleet {
     pub(super) fn add(&mut self, p: Parsed<'_>, file: usize, line: u64) -> Result<()> {
         check_names_len(self.names.len() as u64 + p.host.len() as u64)?;
         self.note_location(file, line);
-        let (row, ts) = p.into_row(&mut self.names);
+        let (row, ts) = pack(p, &mut self.names);
         self.rows.push(row);
         self.ts.push(ts);
         Ok(())
