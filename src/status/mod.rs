@@ -185,11 +185,13 @@ fn resolve_in(root: &Sysroot, p: &Path) -> Result<PathBuf> {
             p.display()
         )
     })?;
-    Ok(if root.is_live() {
-        canon
-    } else {
-        Path::new("/").join(canon.strip_prefix(root.root()).unwrap_or(&canon))
-    })
+    if root.is_live() {
+        return Ok(canon);
+    }
+    // `canon` is absolute: so must the root be to strip it (a relative
+    // --sysroot would leave the path whole and look for it under itself).
+    let base = std::fs::canonicalize(root.root()).unwrap_or_else(|_| root.root().to_path_buf());
+    Ok(Path::new("/").join(canon.strip_prefix(&base).unwrap_or(&canon)))
 }
 
 fn path_report(

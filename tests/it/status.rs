@@ -348,3 +348,28 @@ fn forty_thousand_mounts_are_all_reported_once() {
         (n as u64 - 40) * 64 * 1024
     );
 }
+
+#[test]
+fn a_relative_sysroot_works_like_an_absolute_one() {
+    let t = fixture(
+        b"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n2 1 0:20 / /tmp rw - tmpfs tmpfs rw,size=1024k\n",
+    );
+    std::fs::create_dir_all(t.path().join("tmp")).unwrap();
+    let name = t.path().file_name().unwrap().to_str().unwrap();
+    let out = crate::common::bin()
+        .current_dir(t.path().parent().unwrap())
+        .args(["--sysroot", name, "status", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    let tmp = &v["paths"][0];
+    assert_eq!(
+        (tmp["path"].as_str(), tmp["mountpoint"].as_str()),
+        (Some("/tmp"), Some("/tmp"))
+    );
+}
