@@ -103,17 +103,18 @@ pub struct StatusReport {
     pub warnings: Vec<Warning>,
 }
 
-/// Options worth showing for a RAM filesystem.
-fn key_options(m: &MountInfo) -> Vec<String> {
-    let mut v: Vec<String> = m
-        .all_options()
-        .into_iter()
+/// Options worth showing for a RAM filesystem, picked from all of a mount's
+/// options (computed once per mount: status lists tens of thousands).
+fn key_options(all: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = all
+        .iter()
         .filter(|o| {
             matches!(o.as_str(), "ro" | "nosuid" | "nodev" | "noexec" | "noswap")
                 || ["huge=", "mode=", "nr_inodes=", "size="]
                     .iter()
                     .any(|p| o.starts_with(p))
         })
+        .cloned()
         .collect();
     v.dedup();
     v
@@ -131,6 +132,7 @@ fn mount_report(root: &Sysroot, m: &MountInfo, mem: &MemInfo) -> MountReport {
         inodes_total: itotal,
         inodes_used: iused,
     } = statfs::limits(m, root.is_live(), mem.mem_total_bytes);
+    let options = m.all_options();
     MountReport {
         mountpoint: m.mount_point.to_string_lossy().into_owned(),
         fstype: m.fstype.clone(),
@@ -148,8 +150,8 @@ fn mount_report(root: &Sysroot, m: &MountInfo, mem: &MemInfo) -> MountReport {
             (Some(u), Some(t)) => percent(u, t),
             _ => None,
         },
-        options: m.all_options(),
-        key_options: key_options(m),
+        key_options: key_options(&options),
+        options,
         device: format!("{}:{}", m.major, m.minor),
         bind: m.is_bind(),
     }

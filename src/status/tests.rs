@@ -135,7 +135,7 @@ fn key_options_pick_what_matters() {
         b"30 25 0:26 / /tmp rw,nosuid,nodev,relatime - tmpfs tmpfs rw,size=1048576k,nr_inodes=1000,mode=1777,huge=within_size,noswap,inode64\n",
     );
     assert_eq!(
-        key_options(&m[0]),
+        key_options(&m[0].all_options()),
         vec![
             "nosuid",
             "nodev",
