@@ -131,7 +131,7 @@ fn sysroot() -> tempfile::TempDir {
 }
 
 #[test]
-fn collect_kirkland_row_has_seed_columns_in_kib() {
+fn collect_kirkland_row_has_the_survey_columns_in_kib() {
     let s = sysroot();
     let root = s.path().to_str().unwrap();
     let o = tmpfsctl(&[

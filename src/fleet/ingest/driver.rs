@@ -101,6 +101,32 @@ fn parse_chunk(
     out
 }
 
+/// Parse `chunks` (consecutive blocks of one input), one thread each;
+/// results in input order.
+fn parse_blocks(
+    chunks: &[Vec<u8>],
+    format: Format,
+    path: &str,
+    first_chunk: bool,
+) -> Vec<ChunkOut> {
+    if chunks.len() == 1 {
+        return vec![parse_chunk(&chunks[0], format, path, first_chunk)];
+    }
+    std::thread::scope(|s| {
+        let hs: Vec<_> = chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let fc = first_chunk && i == 0;
+                s.spawn(move || parse_chunk(c, format, path, fc))
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 /// Read one input (a file or stdin) into `fleet`.
 pub fn ingest(
     name: &str,
@@ -189,24 +215,7 @@ pub fn ingest(
         if chunks.is_empty() {
             break;
         }
-        let path = opts.path.as_str();
-        let outs: Vec<ChunkOut> = if chunks.len() == 1 {
-            vec![parse_chunk(&chunks[0], format, path, first_chunk)]
-        } else {
-            std::thread::scope(|s| {
-                let hs: Vec<_> = chunks
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        let fc = first_chunk && i == 0;
-                        s.spawn(move || parse_chunk(c, format, path, fc))
-                    })
-                    .collect();
-                hs.into_iter()
-                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                    .collect()
-            })
-        };
+        let outs = parse_blocks(&chunks, format, &opts.path, first_chunk);
         first_chunk = false;
         for o in outs {
             if let Some((l, b)) = o.bad.first()
