@@ -124,19 +124,35 @@ fn percent(used: u64, total: u64) -> Option<f64> {
     (total > 0).then(|| (used as f64 * 1000.0 / total as f64).round() / 10.0)
 }
 
-fn mount_report(root: &Sysroot, m: &MountInfo, mem: &MemInfo) -> MountReport {
+/// The report of mount `m`, which it consumes: its strings move into the
+/// report instead of being copied (tens of thousands of mounts on hosts with
+/// many containers).
+fn mount_report(root: &Sysroot, m: MountInfo, mem: &MemInfo) -> MountReport {
     let statfs::Limits {
         size_bytes: size,
         used_bytes: used,
         avail_bytes: avail,
         inodes_total: itotal,
         inodes_used: iused,
-    } = statfs::limits(m, root.is_live(), mem.mem_total_bytes);
-    let options = m.all_options();
+    } = statfs::limits(&m, root.is_live(), mem.mem_total_bytes);
+    let bind = m.is_bind();
+    let device = format!("{}:{}", m.major, m.minor);
+    // As MountInfo::all_options: mount options first, then the superblock's
+    // that are not among them.
+    let mut options = m.mount_options;
+    for o in m.super_options {
+        if !options.contains(&o) {
+            options.push(o);
+        }
+    }
     MountReport {
-        mountpoint: m.mount_point.to_string_lossy().into_owned(),
-        fstype: m.fstype.clone(),
-        source: m.source.clone(),
+        mountpoint: m
+            .mount_point
+            .into_os_string()
+            .into_string()
+            .unwrap_or_else(|p| p.to_string_lossy().into_owned()),
+        fstype: m.fstype,
+        source: m.source,
         size_bytes: size,
         used_bytes: used,
         avail_bytes: avail,
@@ -152,8 +168,8 @@ fn mount_report(root: &Sysroot, m: &MountInfo, mem: &MemInfo) -> MountReport {
         },
         key_options: key_options(&options),
         options,
-        device: format!("{}:{}", m.major, m.minor),
-        bind: m.is_bind(),
+        device,
+        bind,
     }
 }
 
@@ -161,7 +177,7 @@ fn mount_report(root: &Sysroot, m: &MountInfo, mem: &MemInfo) -> MountReport {
 /// listed where it appears in mountinfo. One pass to find each point's last
 /// mount, one to keep it: hosts with many containers have tens of thousands
 /// of mounts, where comparing every mount with every other took minutes.
-fn visible(mounts: &[MountInfo]) -> Vec<&MountInfo> {
+fn visible_mask(mounts: &[MountInfo]) -> Vec<bool> {
     let mut last: HashMap<&Path, usize> = HashMap::with_capacity(mounts.len());
     for (i, m) in mounts.iter().enumerate() {
         last.insert(m.mount_point.as_path(), i);
@@ -169,8 +185,16 @@ fn visible(mounts: &[MountInfo]) -> Vec<&MountInfo> {
     mounts
         .iter()
         .enumerate()
-        .filter(|(i, m)| last.get(m.mount_point.as_path()) == Some(i))
-        .map(|(_, m)| m)
+        .map(|(i, m)| last.get(m.mount_point.as_path()) == Some(&i))
+        .collect()
+}
+
+#[cfg(test)]
+fn visible(mounts: &[MountInfo]) -> Vec<&MountInfo> {
+    mounts
+        .iter()
+        .zip(visible_mask(mounts))
+        .filter_map(|(m, v)| v.then_some(m))
         .collect()
 }
 
@@ -252,16 +276,6 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
     let fstab = root.fstab()?;
     parse_warnings.extend(fstab.warnings.iter().cloned());
 
-    let shown: Vec<MountReport> = visible(&mounts)
-        .into_iter()
-        .filter(|m| match m.fstype.as_str() {
-            "tmpfs" | "ramfs" => true,
-            "hugetlbfs" | "devtmpfs" => args.all,
-            _ => false,
-        })
-        .map(|m| mount_report(root, m, &mem))
-        .collect();
-
     // Defaults first; a default that does not exist is not an error.
     let mut wanted: Vec<(String, PathBuf, bool)> = vec![
         ("/tmp".into(), "/tmp".into(), false),
@@ -285,6 +299,22 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
         }
         paths.push(r);
     }
+
+    // Last, as it consumes the mount table.
+    let keep = visible_mask(&mounts);
+    let shown: Vec<MountReport> = mounts
+        .into_iter()
+        .zip(keep)
+        .filter(|(m, visible)| {
+            *visible
+                && match m.fstype.as_str() {
+                    "tmpfs" | "ramfs" => true,
+                    "hugetlbfs" | "devtmpfs" => args.all,
+                    _ => false,
+                }
+        })
+        .map(|(m, _)| mount_report(root, m, &mem))
+        .collect();
 
     let memory = memory_report(&shown, &mem);
     let warnings = warnings(&shown, &paths, &memory, &parse_warnings);
