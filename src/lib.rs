@@ -39,8 +39,10 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Status(a) => status::run(&ctx, &a.query(), a.json),
         Command::Bench(a) => bench::run(&ctx, &a.request()?),
-        Command::Collect(a) => fleet::collect_cmd(&ctx, &a),
-        Command::Fleet(a) => fleet::fleet_cmd(&ctx, &a),
+        Command::Collect(a) => fleet::collect_cmd(&ctx, &a.request()),
+        Command::Fleet(a) => match a.command {
+            cli::fleet::FleetCommand::Analyze(a) => fleet::analyze_cmd(&a.request()),
+        },
         Command::Plan(a) => mounts::plan_cmd(&ctx, &a),
         Command::Apply(a) => mounts::apply_cmd(&ctx, &a),
         Command::Revert(a) => mounts::revert_cmd(&ctx, &a),

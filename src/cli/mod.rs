@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod docs;
+pub mod fleet;
 pub mod status;
 pub mod workspace;
 
@@ -42,9 +43,9 @@ pub enum Command {
     /// tmpfs vs disk, side by side, per operation, with the memory ceiling
     Bench(bench::BenchArgs),
     /// One snapshot of this host's /tmp usage and memory (for `fleet analyze`)
-    Collect(crate::fleet::CollectArgs),
+    Collect(fleet::CollectArgs),
     /// Fleet-wide analysis: would /tmp fit in tmpfs across many hosts?
-    Fleet(crate::fleet::FleetArgs),
+    Fleet(fleet::FleetArgs),
     /// Show how DIR would be put on tmpfs (changes nothing)
     Plan(crate::mounts::PlanArgs),
     /// Put DIR on tmpfs without hiding its files, live and across reboots
