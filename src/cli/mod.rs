@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive). Each command's arguments live next to
 //! the code that implements it; this file only lists the commands.
 
+pub mod mounts;
 pub mod status;
 
 use std::path::PathBuf;
@@ -38,11 +39,11 @@ pub enum Command {
     /// Fleet-wide analysis: would /tmp fit in tmpfs across many hosts?
     Fleet(crate::fleet::FleetArgs),
     /// Show how DIR would be put on tmpfs (changes nothing)
-    Plan(crate::mounts::PlanArgs),
+    Plan(mounts::PlanArgs),
     /// Put DIR on tmpfs without hiding its files, live and across reboots
-    Apply(crate::mounts::ApplyArgs),
+    Apply(mounts::ApplyArgs),
     /// Undo `apply`: optionally copy data back, unmount, restore config
-    Revert(crate::mounts::RevertArgs),
+    Revert(mounts::RevertArgs),
     /// Run a command with a private, size-capped RAM scratch dir as TMPDIR
     Run(crate::workspace::RunArgs),
     /// Start $SHELL in a private, size-capped RAM scratch dir
