@@ -79,6 +79,39 @@ pub fn open_dir_at(at: BorrowedFd<'_>, name: &CStr) -> rustix::io::Result<OwnedF
     )
 }
 
+/// Open `name` under `dir` for reading only if it is still the regular file
+/// `st` describes. O_NOFOLLOW|O_NONBLOCK: a symlink or a FIFO swapped in since
+/// the stat can neither redirect nor block the open; the fstat then catches
+/// any other swap (another inode, or not a regular file any more).
+pub fn open_regular(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    st: &Stat,
+    noatime: bool,
+) -> rustix::io::Result<OwnedFd> {
+    let ro = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    // O_NOATIME keeps the source's access times as they were; it is refused
+    // for files we do not own when we lack CAP_FOWNER.
+    let fd = match noatime {
+        true => match rustix::fs::openat(dir, name, ro | OFlags::NOATIME, Mode::empty()) {
+            Err(Errno::PERM) => rustix::fs::openat(dir, name, ro, Mode::empty()),
+            r => r,
+        },
+        false => rustix::fs::openat(dir, name, ro, Mode::empty()),
+    }?;
+    let now = rustix::fs::fstat(&fd)?;
+    if FileType::from_raw_mode(now.st_mode) != FileType::RegularFile
+        || (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino)
+    {
+        // Replaced between the stat and the open: not what was listed.
+        return Err(Errno::STALE);
+    }
+    // Reads at explicit offsets never block on a regular file; clear the flag
+    // anyway so nothing downstream sees EAGAIN.
+    rustix::fs::fcntl_setfl(&fd, OFlags::RDONLY)?;
+    Ok(fd)
+}
+
 /// Entry names of a directory, `.` and `..` excluded, sorted (deterministic order).
 pub(super) fn names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<CString>> {
     let mut d = Dir::read_from(dir)?;
@@ -239,14 +272,13 @@ impl Copier<'_> {
     ) -> Result<()> {
         let fail =
             |what: &str, e: std::io::Error| anyhow::anyhow!("{}: cannot {what}: {e}", show(path));
-        let ro = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        // O_NOATIME keeps the source's access times as they were; it is refused
-        // for files we do not own when we lack CAP_FOWNER.
-        let s = match rustix::fs::openat(src, name, ro | OFlags::NOATIME, Mode::empty()) {
-            Err(Errno::PERM) => rustix::fs::openat(src, name, ro, Mode::empty()),
-            r => r,
-        }
-        .map_err(|e| fail("open", e.into()))?;
+        let s = open_regular(src, name, st, true).map_err(|e| match e {
+            Errno::STALE => anyhow::anyhow!(
+                "{}: was replaced while copying (now not the regular file listed); stop the programs changing it and retry",
+                show(path)
+            ),
+            e => fail("open", e.into()),
+        })?;
         let d = rustix::fs::openat(
             dst,
             name,

@@ -342,3 +342,31 @@ fn sparse_files_copy_sparse_into_a_tmpfs_with_every_mover() {
         copy_layouts_into(m.root.as_fd(), None, mover);
     }
 }
+
+#[test]
+fn a_fifo_swapped_in_after_the_stat_is_refused_without_blocking() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("f"), b"data").unwrap();
+    let dir = dirfd(t.path());
+    let name = c"f";
+    let st = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).unwrap();
+    // The swap: the regular file becomes a FIFO nobody writes to. A plain
+    // open(O_RDONLY) would wait for a writer forever.
+    std::fs::remove_file(t.path().join("f")).unwrap();
+    rustix::fs::mknodat(&dir, name, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0).unwrap();
+    assert_eq!(
+        open_regular(dir.as_fd(), name, &st, true).err(),
+        Some(Errno::STALE)
+    );
+    // And a whole-tree copy of a tree holding a FIFO recreates it, never opens it.
+    let dst = tempfile::tempdir().unwrap();
+    let stats = copy_tree(
+        dir.as_fd(),
+        dirfd(dst.path()).as_fd(),
+        false,
+        &AtomicBool::new(false),
+        &|_| {},
+    )
+    .unwrap();
+    assert_eq!(stats.special_files, 1);
+}

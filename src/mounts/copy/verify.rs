@@ -7,12 +7,12 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
+use rustix::fs::{AtFlags, FileType, Stat};
 use rustix::io::Errno;
 
 use super::extents::Extents;
 use super::metadata::Obj;
-use super::{join, names, open_dir_at, show};
+use super::{join, names, open_dir_at, open_regular, show};
 
 /// What a tree entry looks like, for comparing two trees. Leaves out what a
 /// copy cannot or need not keep: inode numbers, ctime, atime (reading
@@ -178,13 +178,7 @@ fn snap_dir(
                 s
             }
             FileType::RegularFile if same.is_none() => {
-                let f = rustix::fs::openat(
-                    dir,
-                    &name,
-                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .with_context(ctx)?;
+                let f = open_regular(dir, &name, &st, false).with_context(ctx)?;
                 sig_of(&st, Some(f.as_fd()), Obj::Fd(f.as_fd()), None, None).with_context(ctx)?
             }
             FileType::Symlink => {
