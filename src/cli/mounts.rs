@@ -12,8 +12,9 @@ tmpfsctl plan ~/build --via fstab\n\nChanges nothing. Exit 1 when `apply` would 
 const AFTER_APPLY: &str = "Examples:\n  sudo tmpfsctl apply /tmp\n  sudo tmpfsctl apply /tmp --size 8G --persist systemd --yes\n  \
 sudo tmpfsctl apply /tmp --resize 12G\n\nThe old contents stay on disk underneath the tmpfs; `tmpfsctl revert /tmp --keep-data` \
 copies the current ones back.";
-const AFTER_REVERT: &str = "Examples:\n  sudo tmpfsctl revert /tmp --keep-data\n  sudo tmpfsctl revert /tmp --lazy --yes\n\n\
-Without --keep-data, what was written to the tmpfs is discarded and the old on-disk contents reappear.";
+const AFTER_REVERT: &str = "Examples:\n  sudo tmpfsctl revert /tmp --keep-data\n  sudo tmpfsctl revert /tmp --discard --lazy --yes\n\n\
+With --discard, what was written to the tmpfs is thrown away and the old on-disk contents reappear; \
+a tmpfs holding files needs --keep-data or --discard.";
 
 fn parse_mode(s: &str) -> Result<u32, String> {
     crate::mounts::parse_mode(s)
@@ -80,6 +81,8 @@ impl MountOptArgs {
             mode: self.mode,
             via: self.via,
             ramfs: self.fstype == plan::FsKind::Ramfs,
+            allow_package_files: false,
+            follow_up: String::new(),
         }
     }
 }
@@ -114,6 +117,12 @@ pub struct ApplyArgs {
     /// Change the size of the tmpfs already at DIR, live (never below its usage)
     #[arg(long, value_name = "SIZE", value_parser = parse_size, conflicts_with = "size")]
     pub resize: Option<Size>,
+    /// Go ahead although processes have files under DIR open for writing (what they write after the copy stays hidden on disk)
+    #[arg(long)]
+    pub force: bool,
+    /// Go ahead although DIR holds files the package manager installed (they are hidden until revert)
+    #[arg(long)]
+    pub allow_package_files: bool,
     /// Do not ask for confirmation
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -125,8 +134,11 @@ pub struct RevertArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// Copy the tmpfs contents back to the directory on disk first
-    #[arg(long)]
+    #[arg(long, conflicts_with = "discard")]
     pub keep_data: bool,
+    /// Throw away what the tmpfs holds (needed, or --keep-data, when it holds files)
+    #[arg(long)]
+    pub discard: bool,
     /// Detach the tmpfs even when processes still use it (it goes away when they let go)
     #[arg(long)]
     pub lazy: bool,
@@ -148,24 +160,30 @@ impl TargetArgs {
 
 impl PlanArgs {
     pub fn request(&self) -> PlanRequest {
-        PlanRequest {
-            target: self.target.target(),
-            opts: self.opts.request(),
-        }
+        let target = self.target.target();
+        let mut opts = self.opts.request();
+        opts.follow_up = target.follow_up();
+        PlanRequest { target, opts }
     }
 }
 
 impl ApplyArgs {
     pub fn request(&self) -> ApplyRequest {
+        let target = self.target.target();
+        let mut opts = self.opts.request();
+        opts.follow_up = target.follow_up();
+        opts.allow_package_files = self.allow_package_files;
         ApplyRequest {
-            target: self.target.target(),
-            opts: self.opts.request(),
+            target,
+            opts,
             persist: self.persist.map(|p| match p {
                 PersistArg::Fstab => PersistTo::Fstab,
                 PersistArg::Systemd => PersistTo::Systemd,
                 PersistArg::None => PersistTo::None,
             }),
             resize: self.resize,
+            force: self.force,
+            allow_package_files: self.allow_package_files,
             yes: self.yes,
         }
     }
@@ -176,6 +194,7 @@ impl RevertArgs {
         RevertRequest {
             target: self.target.target(),
             keep_data: self.keep_data,
+            discard: self.discard,
             lazy: self.lazy,
             yes: self.yes,
         }

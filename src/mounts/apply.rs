@@ -38,6 +38,9 @@ pub struct ApplyReport {
     pub verified_entries: Option<u64>,
     pub persist: PersistResult,
     pub changes: Vec<String>,
+    /// Options repeated in the printed undo command.
+    #[serde(skip)]
+    pub follow_up: String,
 }
 
 fn persist_step(
@@ -266,6 +269,7 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
         verified_entries: verified,
         persist: persisted,
         changes,
+        follow_up: args.target.follow_up(),
     };
     if args.target.json {
         crate::render::print_json(&report)?;

@@ -9,44 +9,68 @@ use anyhow::{Context as _, Result, bail};
 use super::plan::{self, Facts};
 use super::{Target, live, parse_mode};
 use crate::context::Context;
+use crate::sys::resolve::{self, OpenedDir, ResolveError, lexical_absolute};
 use crate::sys::{self, MountInfo, Sysroot, statfs, systemd};
 use crate::units::{Size, parse_count, parse_size};
 
-/// Resolve DIR (relative to cwd, symlinks followed) to its absolute path on the
-/// inspected system, with the error messages the issue asks for.
-pub fn resolve_dir(root: &Sysroot, p: &Path) -> Result<PathBuf> {
-    let abs = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir()?.join(p)
-    };
-    let host = root.path(&abs);
-    let md = match std::fs::metadata(&host) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
-            "{}: no such directory; check the path, or create it first (mkdir -p {})",
-            p.display(),
-            p.display()
-        ),
-        Err(e) => bail!("{}: cannot be inspected: {e}", p.display()),
-    };
-    if !md.is_dir() {
-        bail!(
-            "{}: is a file, not a directory; tmpfs is mounted on a directory (give the directory that should hold the files)",
-            p.display()
-        );
-    }
-    let canon =
-        std::fs::canonicalize(&host).with_context(|| format!("cannot resolve {}", p.display()))?;
-    let resolved = if root.is_live() {
-        canon
-    } else {
-        Path::new("/").join(canon.strip_prefix(root.root()).unwrap_or(&canon))
-    };
-    if resolved == Path::new("/") {
+/// Open DIR once (relative to cwd, no symbolic link anywhere in it) on the
+/// inspected system, with errors that say what to pass instead. Everything
+/// after this acts on the descriptor, so a rename or a symlink swapped in
+/// later cannot redirect it.
+pub fn open_target(root: &Sysroot, p: &Path) -> Result<OpenedDir> {
+    let shown = crate::render::term::safe_path(p);
+    let abs = lexical_absolute(p).with_context(|| format!("cannot resolve {shown}"))?;
+    if abs == Path::new("/") {
         bail!("refusing to put / on tmpfs; give a directory such as /tmp");
     }
-    Ok(resolved)
+    let d = match resolve::open_dir(root.root(), &abs) {
+        Ok(d) => d,
+        Err(ResolveError::NotFound) => bail!(
+            "{shown}: no such directory; check the path, or create it first (mkdir -p {shown})"
+        ),
+        Err(ResolveError::NotADirectory) => bail!(
+            "{shown}: is a file, not a directory; tmpfs is mounted on a directory (give the directory that should hold the files)"
+        ),
+        Err(ResolveError::Symlink { link, target }) => bail!(
+            "{shown}: {} is a symbolic link to {}; tmpfsctl does not follow links (the link could be changed under it): \
+             pass the target instead, e.g. `{}`",
+            crate::render::term::safe_path(&link),
+            crate::render::term::safe_path(&target),
+            crate::render::term::safe_path(
+                &target.join(abs.strip_prefix(&link).unwrap_or(Path::new("")))
+            )
+        ),
+        Err(ResolveError::Moved) => bail!(
+            "{shown}: was renamed or replaced while being opened; make sure nobody is moving it and retry"
+        ),
+        Err(ResolveError::Io(e)) => bail!("{shown}: cannot be opened: {e}"),
+    };
+    if let Some(why) = resolve::untrusted_writer(root.root(), &d.path, &resolve::caller_uids()) {
+        bail!(
+            "refusing {}: {why}, so it could be swapped for another directory while tmpfsctl works on it \
+             (as root, on the wrong files); give a directory that only root (or you) can change",
+            crate::render::term::safe_path(&d.path)
+        );
+    }
+    Ok(d)
+}
+
+/// DIR's absolute path on the inspected system (see [`open_target`]).
+pub fn resolve_dir(root: &Sysroot, p: &Path) -> Result<PathBuf> {
+    Ok(open_target(root, p)?.path)
+}
+
+/// Refuse what must never go on tmpfs, with no override: the system's own
+/// directories.
+fn refuse_system_dir(dir: &Path) -> Result<()> {
+    if resolve::is_system_dir(dir) {
+        bail!(
+            "refusing to put {} on tmpfs: the system keeps files there that must survive a reboot \
+             (and hiding them breaks it); give a directory such as /tmp, /var/tmp or one under /var/cache",
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 /// The topmost mount exactly at `dir`, if any.
@@ -99,7 +123,7 @@ fn current_mount(root: &Sysroot, m: &MountInfo, mem_total: u64) -> plan::Current
 }
 
 /// Relative --fstab/--unit-dir paths are shown and written as absolute ones.
-fn absolute(p: &Path) -> PathBuf {
+pub(crate) fn absolute(p: &Path) -> PathBuf {
     std::env::current_dir()
         .map(|c| c.join(p))
         .unwrap_or_else(|_| p.to_path_buf())
@@ -157,9 +181,18 @@ fn unit_for(root: &Sysroot, t: &Target, name: &str) -> systemd::UnitInfo {
 
 /// Read everything planning needs about `dir` from the machine (or --sysroot).
 pub fn gather_facts(ctx: &Context, t: &Target) -> Result<Facts> {
+    Ok(gather_facts_at(ctx, t)?.0)
+}
+
+/// [`gather_facts`], and DIR held open: apply acts on that descriptor.
+pub fn gather_facts_at(ctx: &Context, t: &Target) -> Result<(Facts, OpenedDir)> {
     let root = &ctx.sysroot;
-    let dir = resolve_dir(root, &t.dir)?;
-    let host = root.path(&dir);
+    let opened = open_target(root, &t.dir)?;
+    let dir = opened.path.clone();
+    refuse_system_dir(&dir)?;
+    // Through the descriptor: the directory opened, not whatever the name
+    // leads to by now.
+    let host = opened.proc_path();
     let (mounts, _) = root.mountinfo()?;
     let (mem, _) = root.meminfo()?;
     let md = std::fs::metadata(&host)?;
@@ -193,7 +226,8 @@ pub fn gather_facts(ctx: &Context, t: &Target) -> Result<Facts> {
         .filter(|m| m.mount_point != dir && m.mount_point.starts_with(&dir))
         .map(|m| m.mount_point.clone())
         .collect();
-    Ok(Facts {
+    let (package_files, package_files_total) = resolve::package_files(root.root(), &dir, 5);
+    let facts = Facts {
         dir_fstype: sys::mountinfo::mount_for(&mounts, &dir)
             .map(|m| m.fstype.clone())
             .unwrap_or_else(|| "unknown".into()),
@@ -211,6 +245,9 @@ pub fn gather_facts(ctx: &Context, t: &Target) -> Result<Facts> {
         unit_dir: unit_dir(root, t),
         busy: live::users_of(&root.path("/proc"), &dir),
         nested_mounts: nested,
+        package_files,
+        package_files_total,
         dir,
-    })
+    };
+    Ok((facts, opened))
 }

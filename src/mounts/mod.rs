@@ -40,6 +40,19 @@ pub struct Target {
 }
 
 impl Target {
+    /// The options that name where configuration lives, for the follow-up
+    /// commands printed to the user (so they act on the same files).
+    pub fn follow_up(&self) -> String {
+        let mut s = String::new();
+        if let Some(f) = &self.fstab {
+            s.push_str(&format!(" --fstab {}", facts::absolute(f).display()));
+        }
+        if let Some(u) = &self.unit_dir {
+            s.push_str(&format!(" --unit-dir {}", facts::absolute(u).display()));
+        }
+        s
+    }
+
     /// Just a directory, with the system's own fstab and unit directory.
     pub fn dir(dir: impl Into<PathBuf>) -> Target {
         Target {
@@ -72,6 +85,10 @@ pub struct ApplyRequest {
     pub persist: Option<PersistTo>,
     /// Change the size of the tmpfs already at DIR, live.
     pub resize: Option<Size>,
+    /// Go ahead although processes have files under DIR open for writing.
+    pub force: bool,
+    /// Go ahead although DIR holds files the package manager installed.
+    pub allow_package_files: bool,
     /// Do not ask for confirmation.
     pub yes: bool,
 }
@@ -81,6 +98,8 @@ pub struct RevertRequest {
     pub target: Target,
     /// Copy the tmpfs contents back to the directory on disk first.
     pub keep_data: bool,
+    /// Throw away what the tmpfs holds (required, or `keep_data`, when it holds files).
+    pub discard: bool,
     /// Detach even when processes still use it.
     pub lazy: bool,
     /// Do not ask for confirmation.

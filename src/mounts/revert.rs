@@ -105,6 +105,18 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
             list.join("; ")
         );
     }
+    if top.is_some() && !args.keep_data && !args.discard {
+        let held = held_entries(&dir)?;
+        if !held.is_empty() {
+            bail!(
+                "{} holds files on the tmpfs ({}); say what happens to them: --keep-data copies them back to the directory on disk, --discard throws them away (`tmpfsctl revert {} --keep-data{}`)",
+                dir.display(),
+                held.join(", "),
+                dir.display(),
+                t.follow_up()
+            );
+        }
+    }
     let mut what = Vec::new();
     if top.is_some() {
         what.push(if args.keep_data {
@@ -343,4 +355,23 @@ fn copy_back(
     copy::copy_root_meta(src.as_fd(), u)
         .context("cannot copy the directory's own owner/mode/xattrs/times")?;
     Ok(stats)
+}
+
+/// A few names at the top of the tmpfs at `dir` (and how many more), empty
+/// when it holds nothing.
+fn held_entries(dir: &Path) -> Result<Vec<String>> {
+    let rd = std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+    let mut names: Vec<String> = Vec::new();
+    let mut n = 0usize;
+    for e in rd {
+        let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
+        n += 1;
+        if names.len() < 3 {
+            names.push(crate::render::term::safe(&e.file_name().to_string_lossy()).into_owned());
+        }
+    }
+    if n > names.len() {
+        names.push(format!("and {} more", n - names.len()));
+    }
+    Ok(names)
 }

@@ -361,9 +361,26 @@ fn revert_without_keep_data_brings_back_the_disk_contents() {
         "--yes",
     ]));
     std::fs::write(dir.join("scratch"), b"x").unwrap();
+    // --yes only skips the prompt: files on the tmpfs need --keep-data or --discard.
+    let out = tmpfsctl(&[
+        "revert",
+        s(&dir),
+        "--yes",
+        "--fstab",
+        s(&t.path().join("none")),
+    ]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("scratch") && e.contains("--keep-data") && e.contains("--discard"),
+        "{e}"
+    );
+    assert_eq!(fstype_at(&dir).as_deref(), Some("tmpfs"));
+    assert_eq!(std::fs::read(dir.join("scratch")).unwrap(), b"x");
     ok(&tmpfsctl(&[
         "revert",
         s(&dir),
+        "--discard",
         "--yes",
         "--fstab",
         s(&t.path().join("none")),
@@ -611,6 +628,7 @@ fn fstab_round_trips_and_second_apply_adds_nothing() {
         s(&dir),
         "--fstab",
         s(&fstab),
+        "--discard",
         "--yes",
     ]));
     assert_eq!(std::fs::read(&fstab).unwrap(), DEBIAN_FSTAB);

@@ -67,6 +67,11 @@ pub struct Request {
     pub mode: Option<u32>,
     pub via: Option<Via>,
     pub ramfs: bool,
+    /// Go ahead although DIR holds files the package manager installed.
+    pub allow_package_files: bool,
+    /// Options to repeat in the commands the plan tells the user to run
+    /// (` --fstab F --unit-dir D`), so they act on the same files.
+    pub follow_up: String,
 }
 
 /// A tmpfs/ramfs mounted exactly at DIR right now.
@@ -122,6 +127,9 @@ pub struct Facts {
     pub busy: Vec<ProcUse>,
     /// Mount points below DIR (they would be hidden).
     pub nested_mounts: Vec<PathBuf>,
+    /// A few files under DIR that the package manager installed, and how many in all.
+    pub package_files: Vec<PathBuf>,
+    pub package_files_total: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -382,10 +390,24 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
             list.join(", ")
         ));
     }
+    if facts.package_files_total > 0 && !req.allow_package_files {
+        let list: Vec<String> = facts
+            .package_files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        d.blockers.push(format!(
+            "{shown} holds {} file(s) installed by packages (e.g. {}); on tmpfs they would be hidden and lost at reboot, \
+             breaking those packages. Pass --allow-package-files if that is really meant",
+            facts.package_files_total,
+            list.join(", ")
+        ));
+    }
     let persist = persistence(&mut d, facts, req, fsname, &mount_options);
     busy_warning(&mut d, facts);
     let steps = steps(
         facts,
+        req,
         mount_state,
         &limits,
         fsname,
@@ -578,6 +600,7 @@ fn busy_warning(d: &mut Draft, facts: &Facts) {
 /// The live steps `apply` takes, in order, as sentences.
 fn steps(
     facts: &Facts,
+    req: &Request,
     mount_state: MountState,
     limits: &Limits,
     fsname: &str,
@@ -589,8 +612,9 @@ fn steps(
     match mount_state {
         MountState::Same => steps.push(format!("{shown} already is a tmpfs with these options: mount nothing")),
         MountState::SizeDiffers => steps.push(format!(
-            "{shown} already is a tmpfs; change its size live with `tmpfsctl apply {shown} --resize {}`",
-            limits.size_option.clone().unwrap_or_default()
+            "{shown} already is a tmpfs; change its size live with `tmpfsctl apply {shown} --resize {}{}`",
+            limits.size_option.clone().unwrap_or_default(),
+            req.follow_up
         )),
         _ => {
             steps.push(format!(

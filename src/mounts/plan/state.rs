@@ -42,9 +42,10 @@ pub(super) fn mount_state(
                     let diff = option_differences(c, facts, req, mode, limits);
                     d.blockers.push(format!(
                         "{shown} is already a tmpfs with other options: {}; only the size can change live \
-                         (`tmpfsctl apply {shown} --resize SIZE`); for the rest run `tmpfsctl revert {shown} --keep-data` \
+                         (`tmpfsctl apply {shown} --resize SIZE{f}`); for the rest run `tmpfsctl revert {shown} --keep-data{f}` \
                          first, then apply",
-                        diff.join(", ")
+                        diff.join(", "),
+                        f = req.follow_up
                     ));
                     MountState::Conflict
                 }

@@ -29,6 +29,8 @@ fn facts(dir: &str, used: u64, inodes: u64) -> Facts {
         unit_dir: "/etc/systemd/system".into(),
         busy: vec![],
         nested_mounts: vec![],
+        package_files: vec![],
+        package_files_total: 0,
     }
 }
 
@@ -345,5 +347,43 @@ fn fstab_escapes_odd_paths() {
     assert_eq!(
         crate::sys::mountinfo::unescape(e.as_bytes()),
         p.as_os_str().as_bytes()
+    );
+}
+
+#[test]
+fn package_files_block_unless_allowed_and_follow_ups_carry_the_options() {
+    let mut f = facts("/srv/data", 1 << 20, 10);
+    f.package_files = vec!["/srv/data/app.conf".into()];
+    f.package_files_total = 7;
+    let p = plan(&f, &Request::default()).unwrap();
+    assert!(
+        p.blockers
+            .iter()
+            .any(|b| b.contains("7 file(s) installed by packages")
+                && b.contains("/srv/data/app.conf")
+                && b.contains("--allow-package-files")),
+        "{:?}",
+        p.blockers
+    );
+    let req = Request {
+        allow_package_files: true,
+        ..Default::default()
+    };
+    assert!(plan(&f, &req).unwrap().blockers.is_empty());
+
+    let mut f = facts("/srv/data", 1 << 20, 10);
+    f.current = Some(tmpfs_now(64 << 20, 1 << 20));
+    let req = Request {
+        size: Some(Size::Bytes(256 << 20)),
+        follow_up: " --fstab /x/fstab".into(),
+        ..Default::default()
+    };
+    let p = plan(&f, &req).unwrap();
+    assert!(
+        p.steps
+            .iter()
+            .any(|s| s.contains("--resize 256M --fstab /x/fstab`")),
+        "{:?}",
+        p.steps
     );
 }
