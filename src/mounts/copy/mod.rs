@@ -191,73 +191,80 @@ impl Copier<'_> {
             if self.cancel.load(Ordering::Relaxed) {
                 bail!("interrupted");
             }
-            let path = join(rel, name.to_bytes());
-            let fail =
-                |what: &str, e: Errno| anyhow::anyhow!("{}: cannot {what}: {e}", show(&path));
-            let st = rustix::fs::statat(src, &name, AtFlags::SYMLINK_NOFOLLOW)
-                .map_err(|e| fail("stat", e))?;
-            if st.st_dev != self.src_dev {
-                bail!(
-                    "{}: is a mount point inside the tree; unmount it first (it would be hidden)",
-                    show(&path)
-                );
-            }
-            let ft = FileType::from_raw_mode(st.st_mode);
-            if ft != FileType::Directory
-                && st.st_nlink > 1
-                && let Some(first) = self.links.get(&(st.st_dev, st.st_ino))
+            self.copy_entry(src, dst, &name, join(rel, name.to_bytes()))?;
+        }
+        Ok(())
+    }
+
+    /// Copy `name` (a directory with everything below it, or any other
+    /// entry) from `src` into `dst`, where it must not exist yet. `path` is
+    /// its path from the tree root, for messages and hard links.
+    fn copy_entry(
+        &mut self,
+        src: BorrowedFd<'_>,
+        dst: BorrowedFd<'_>,
+        name: &CStr,
+        path: Vec<u8>,
+    ) -> Result<()> {
+        let fail = |what: &str, e: Errno| anyhow::anyhow!("{}: cannot {what}: {e}", show(&path));
+        let st = rustix::fs::statat(src, name, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| fail("stat", e))?;
+        if st.st_dev != self.src_dev {
+            bail!(
+                "{}: is a mount point inside the tree; unmount it first (it would be hidden)",
+                show(&path)
+            );
+        }
+        let ft = FileType::from_raw_mode(st.st_mode);
+        if ft != FileType::Directory
+            && st.st_nlink > 1
+            && let Some(first) = self.links.get(&(st.st_dev, st.st_ino))
+        {
             {
-                {
-                    let first =
-                        CString::new(first.clone()).map_err(|_| fail("link", Errno::INVAL))?;
-                    rustix::fs::linkat(self.dst_root, &first, dst, &name, AtFlags::empty())
-                        .map_err(|e| {
-                            fail(&format!("hard-link to {}", show(first.as_bytes())), e)
-                        })?;
-                    self.stats.hard_links += 1;
-                    continue;
-                }
+                let first = CString::new(first.clone()).map_err(|_| fail("link", Errno::INVAL))?;
+                rustix::fs::linkat(self.dst_root, &first, dst, name, AtFlags::empty())
+                    .map_err(|e| fail(&format!("hard-link to {}", show(first.as_bytes())), e))?;
+                self.stats.hard_links += 1;
+                return Ok(());
             }
-            match ft {
-                FileType::Directory => {
-                    rustix::fs::mkdirat(dst, &name, Mode::RWXU)
-                        .map_err(|e| fail("create directory", e))?;
-                    let s = open_dir_at(src, &name).map_err(|e| fail("open directory", e))?;
-                    let d = open_dir_at(dst, &name)
-                        .map_err(|e| fail("open the copied directory", e))?;
-                    self.copy_dir(s.as_fd(), d.as_fd(), &path)?;
-                    copy_dir_meta(s.as_fd(), d.as_fd(), &st, &mut self.stats)
-                        .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
-                    self.stats.dirs += 1;
-                }
-                FileType::RegularFile => {
-                    self.copy_file(src, dst, &name, &st, &path)?;
-                    self.stats.files += 1;
-                }
-                FileType::Symlink => {
-                    let target = rustix::fs::readlinkat(src, &name, Vec::new())
-                        .map_err(|e| fail("read symlink", e))?;
-                    rustix::fs::symlinkat(&target, dst, &name)
-                        .map_err(|e| fail("create symlink", e))?;
-                    self.finish_special(src, dst, &name, &st, false)
-                        .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
-                    self.stats.symlinks += 1;
-                }
-                FileType::Fifo
-                | FileType::Socket
-                | FileType::CharacterDevice
-                | FileType::BlockDevice => {
-                    rustix::fs::mknodat(dst, &name, ft, perm(&st), st.st_rdev)
-                        .map_err(|e| fail("create special file", e))?;
-                    self.finish_special(src, dst, &name, &st, true)
-                        .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
-                    self.stats.special_files += 1;
-                }
-                FileType::Unknown => bail!("{}: unknown file type {:o}", show(&path), st.st_mode),
+        }
+        match ft {
+            FileType::Directory => {
+                rustix::fs::mkdirat(dst, name, Mode::RWXU)
+                    .map_err(|e| fail("create directory", e))?;
+                let s = open_dir_at(src, name).map_err(|e| fail("open directory", e))?;
+                let d = open_dir_at(dst, name).map_err(|e| fail("open the copied directory", e))?;
+                self.copy_dir(s.as_fd(), d.as_fd(), &path)?;
+                copy_dir_meta(s.as_fd(), d.as_fd(), &st, &mut self.stats)
+                    .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
+                self.stats.dirs += 1;
             }
-            if ft != FileType::Directory && st.st_nlink > 1 {
-                self.links.insert((st.st_dev, st.st_ino), path);
+            FileType::RegularFile => {
+                self.copy_file(src, dst, name, &st, &path)?;
+                self.stats.files += 1;
             }
+            FileType::Symlink => {
+                let target = rustix::fs::readlinkat(src, name, Vec::new())
+                    .map_err(|e| fail("read symlink", e))?;
+                rustix::fs::symlinkat(&target, dst, name).map_err(|e| fail("create symlink", e))?;
+                self.finish_special(src, dst, name, &st, false)
+                    .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
+                self.stats.symlinks += 1;
+            }
+            FileType::Fifo
+            | FileType::Socket
+            | FileType::CharacterDevice
+            | FileType::BlockDevice => {
+                rustix::fs::mknodat(dst, name, ft, perm(&st), st.st_rdev)
+                    .map_err(|e| fail("create special file", e))?;
+                self.finish_special(src, dst, name, &st, true)
+                    .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
+                self.stats.special_files += 1;
+            }
+            FileType::Unknown => bail!("{}: unknown file type {:o}", show(&path), st.st_mode),
+        }
+        if ft != FileType::Directory && st.st_nlink > 1 {
+            self.links.insert((st.st_dev, st.st_ino), path);
         }
         Ok(())
     }
@@ -440,6 +447,8 @@ pub fn remove_tree(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
     }
     .with_context(|| format!("cannot remove {}", show(name.to_bytes())))
 }
+
+pub mod delta;
 
 #[cfg(test)]
 mod tests;

@@ -370,3 +370,47 @@ fn a_fifo_swapped_in_after_the_stat_is_refused_without_blocking() {
     .unwrap();
     assert_eq!(stats.special_files, 1);
 }
+
+#[test]
+fn carry_brings_changes_across_and_keeps_newer_writes() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (pa, pb) = (a.path(), b.path());
+    std::fs::write(pa.join("same"), b"1").unwrap();
+    std::fs::write(pa.join("edited"), b"old").unwrap();
+    std::fs::write(pa.join("deleted"), b"x").unwrap();
+    std::fs::write(pa.join("both"), b"copy").unwrap();
+    std::fs::create_dir(pa.join("sub")).unwrap();
+    let (fa, fb) = (dirfd(pa), dirfd(pb));
+    let cancel = AtomicBool::new(false);
+    copy_tree(fa.as_fd(), fb.as_fd(), false, &cancel, &|_| {}).unwrap();
+    let mut base = snapshot(fa.as_fd(), &cancel).unwrap();
+    // After the copy: writes to the old tree...
+    std::fs::write(pa.join("edited"), b"new and longer").unwrap();
+    std::fs::remove_file(pa.join("deleted")).unwrap();
+    std::fs::write(pa.join("sub/created"), b"late").unwrap();
+    std::fs::create_dir_all(pa.join("newdir/deep")).unwrap();
+    std::fs::write(pa.join("newdir/deep/f"), b"deep").unwrap();
+    std::fs::write(pa.join("both"), b"old side").unwrap();
+    // ...and one to the new tree since the switch, which must win.
+    std::fs::write(pb.join("both"), b"new side").unwrap();
+    let d = delta::carry(fa.as_fd(), fb.as_fd(), &mut base, &cancel).unwrap();
+    assert_eq!(std::fs::read(pb.join("edited")).unwrap(), b"new and longer");
+    assert!(!pb.join("deleted").exists());
+    assert_eq!(std::fs::read(pb.join("sub/created")).unwrap(), b"late");
+    assert_eq!(std::fs::read(pb.join("newdir/deep/f")).unwrap(), b"deep");
+    assert_eq!(std::fs::read(pb.join("both")).unwrap(), b"new side");
+    assert_eq!(d.kept_newer, vec!["both".to_string()]);
+    assert_eq!(d.removed, vec!["deleted".to_string()]);
+    assert!(std::fs::read_dir(pb).unwrap().all(|e| {
+        !e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".tmpfsctl")
+    }));
+    // A second pass with nothing new changes nothing.
+    assert!(
+        delta::carry(fa.as_fd(), fb.as_fd(), &mut base, &cancel)
+            .unwrap()
+            .is_empty()
+    );
+}

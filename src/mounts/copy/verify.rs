@@ -43,7 +43,7 @@ pub fn snapshot(root: BorrowedFd<'_>, cancel: &AtomicBool) -> Result<BTreeMap<Ve
     Ok(out)
 }
 
-fn sig_of(
+pub(super) fn sig_of(
     st: &Stat,
     file: Option<BorrowedFd<'_>>,
     obj: Obj<'_>,
