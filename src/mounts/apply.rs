@@ -1,19 +1,21 @@
 //! `tmpfsctl apply`: mount a tmpfs holding a verified copy of DIR in one
 //! step, then make it permanent (fstab line or systemd drop-in).
 
-use std::os::fd::AsFd;
+use std::collections::BTreeMap;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
-use super::facts::{gather_facts, mount_at, read_fstab};
-use super::plan::{self, Plan};
+use super::facts::{gather_facts_at, mount_at, read_fstab};
+use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{ApplyRequest, PersistTo, copy, live, persist, render};
 use crate::context::{Context, ExitCode};
-use crate::sys::atomic::AtomicWrite;
+use crate::sys::atomic::{AtomicWrite, check_writable};
+use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
 use crate::sys::statfs;
 
@@ -101,56 +103,8 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
     if !ctx.sysroot.is_live() {
         bail!("--sysroot is for `plan` only; apply changes the running system");
     }
-    let mut req = args.opts.clone();
-    match args.persist {
-        Some(PersistTo::Fstab) => req.via = Some(plan::Via::Fstab),
-        Some(PersistTo::Systemd) => req.via = Some(plan::Via::Systemd),
-        _ => {}
-    }
-    let facts = gather_facts(ctx, &args.target)?;
+    let (facts, opened, p, via) = checked_plan(ctx, args)?;
     let dir = facts.dir.clone();
-    if let Some(r) = args.resize {
-        let cur = facts.current.as_ref().filter(|c| c.fstype == "tmpfs");
-        if cur.is_none() {
-            bail!(
-                "{} is not a tmpfs, so there is nothing to resize; run `tmpfsctl apply {}` without --resize first",
-                dir.display(),
-                dir.display()
-            );
-        }
-        let used = statfs::statfs(&dir)?.used_bytes;
-        let b = plan::resolve_size(r, facts.mem.mem_total_bytes);
-        if b < used {
-            bail!(
-                "--resize {r} ({}) is below the {} in use in {}; give at least that plus headroom",
-                crate::units::fmt_bytes(b),
-                crate::units::fmt_bytes(used),
-                dir.display()
-            );
-        }
-        req.size = Some(r);
-    }
-    let p = plan::plan(&facts, &req)?;
-    if !p.blockers.is_empty() {
-        bail!("cannot apply: {}", p.blockers.join("; "));
-    }
-    if p.mount_state == plan::MountState::SizeDiffers && args.resize.is_none() {
-        bail!(
-            "{} already is a tmpfs with a different size ({}); change it with `tmpfsctl apply {} --resize {}`",
-            dir.display(),
-            p.current
-                .as_ref()
-                .and_then(|c| c.size_bytes)
-                .map(crate::units::fmt_bytes)
-                .unwrap_or_default(),
-            dir.display(),
-            p.size_option.clone().unwrap_or_default()
-        );
-    }
-    let via = match args.persist {
-        Some(PersistTo::None) => None,
-        _ => Some(p.persist.via),
-    };
     if !args.target.json {
         eprint!("{}", render::plan_text(&p));
     }
@@ -172,8 +126,8 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
 
     let mut copied = None;
     let mut verified = None;
-    let mut mounted = false;
     let mut resized_to = None;
+    let mut switched = None;
     match p.mount_state {
         plan::MountState::Same => {}
         plan::MountState::SizeDiffers => {
@@ -184,7 +138,8 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
         }
         plan::MountState::NotMounted => {
             let show = crate::render::stderr_is_tty() && !args.target.json;
-            let (stats, n) = stage_and_move(&p, &dir, &cancel, show)?;
+            let mut sw = stage_and_move(&p, &opened, &cancel, show)?;
+            let stats = &sw.stats;
             changes.push(format!(
                 "mounted tmpfs ({}) on {} with its {} files, {} dirs, {} symlinks, {} hard links, {} special files ({})",
                 p.mount_options,
@@ -197,25 +152,18 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
                 crate::units::fmt_bytes(stats.content_bytes)
             ));
             if stats.sparse_files > 0 {
-                changes.push(sparse_note(&stats));
+                changes.push(sparse_note(stats));
             }
-            copied = Some(stats);
-            verified = Some(n);
-            mounted = true;
+            copied = Some(sw.stats.clone());
+            verified = Some(sw.verified);
+            catch_up(&mut sw, &dir, &cancel, &mut changes)?;
+            switched = Some(sw);
         }
         plan::MountState::Conflict => unreachable!("conflicts are blockers"),
     }
     let persisted = match persist_step(&p, &dir, via, facts.unit.fragment.as_deref()) {
         Ok(r) => r,
-        Err(e) if mounted => {
-            return Err(e.context(format!(
-                "{} IS now on tmpfs, but making that permanent failed; fix the cause and re-run apply \
-                 (it will only persist), or `tmpfsctl revert {} --keep-data`",
-                dir.display(),
-                dir.display()
-            )));
-        }
-        Err(e) => return Err(e),
+        Err(e) => return Err(roll_back(e, switched, &dir, &cancel)),
     };
     if persisted.edit != persist::Edit::Unchanged {
         changes.push(format!(
@@ -232,10 +180,160 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
                 .unwrap_or_default()
         ));
     }
+    check_mounted(ctx, &dir)?;
+    if changes.is_empty() {
+        changes.push(format!(
+            "nothing: {} already is on tmpfs as planned",
+            dir.display()
+        ));
+    }
+    let report = ApplyReport {
+        schema_version: plan::SCHEMA_VERSION,
+        dir: dir.display().to_string(),
+        plan: p,
+        mounted: switched.is_some(),
+        resized_to,
+        copied,
+        verified_entries: verified,
+        persist: persisted,
+        changes,
+        follow_up: args.target.follow_up(),
+    };
+    if args.target.json {
+        crate::render::print_json(&report)?;
+    } else {
+        print!("{}", render::apply_text(&report));
+    }
+    Ok(ExitCode::Ok)
+}
 
-    // Verify from the kernel's point of view, not from what we think we did.
+/// Everything apply checks before its first change: the facts, the plan and
+/// its blockers, --resize, writers, and that the persistence can be written.
+fn checked_plan(
+    ctx: &Context,
+    args: &ApplyRequest,
+) -> Result<(Facts, OpenedDir, Plan, Option<plan::Via>)> {
+    let mut req = args.opts.clone();
+    match args.persist {
+        Some(PersistTo::Fstab) => req.via = Some(plan::Via::Fstab),
+        Some(PersistTo::Systemd) => req.via = Some(plan::Via::Systemd),
+        _ => {}
+    }
+    let (facts, opened) = gather_facts_at(ctx, &args.target)?;
+    let dir = facts.dir.clone();
+    if let Some(r) = args.resize {
+        let cur = facts.current.as_ref().filter(|c| c.fstype == "tmpfs");
+        if cur.is_none() {
+            bail!(
+                "{} is not a tmpfs, so there is nothing to resize; run `tmpfsctl apply {}{}` without --resize first",
+                dir.display(),
+                dir.display(),
+                args.target.follow_up()
+            );
+        }
+        let used = statfs::statfs(&opened.proc_path())?.used_bytes;
+        let b = plan::resolve_size(r, facts.mem.mem_total_bytes);
+        if b < used {
+            bail!(
+                "--resize {r} ({}) is below the {} in use in {}; give at least that plus headroom",
+                crate::units::fmt_bytes(b),
+                crate::units::fmt_bytes(used),
+                dir.display()
+            );
+        }
+        req.size = Some(r);
+    }
+    let p = plan::plan(&facts, &req)?;
+    if !p.blockers.is_empty() {
+        bail!("cannot apply: {}", p.blockers.join("; "));
+    }
+    if p.mount_state == plan::MountState::SizeDiffers && args.resize.is_none() {
+        bail!(
+            "{} already is a tmpfs with a different size ({}); change it with `tmpfsctl apply {} --resize {}{}`",
+            dir.display(),
+            p.current
+                .as_ref()
+                .and_then(|c| c.size_bytes)
+                .map(crate::units::fmt_bytes)
+                .unwrap_or_default(),
+            dir.display(),
+            p.size_option.clone().unwrap_or_default(),
+            args.target.follow_up()
+        );
+    }
+    let via = match args.persist {
+        Some(PersistTo::None) => None,
+        _ => Some(p.persist.via),
+    };
+    if p.mount_state == plan::MountState::NotMounted {
+        refuse_writers(&dir, args.force)?;
+    }
+    check_persistable(&p, via)?;
+    Ok((facts, opened, p, via))
+}
+
+/// Refuse while a process has a file under `dir` open for writing: what it
+/// writes after the copy would land in the hidden directory. With `force`,
+/// say exactly what may be lost and go on.
+fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
+    let writers = live::writers_of(Path::new("/proc"), dir);
+    if writers.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = writers
+        .iter()
+        .map(|w| {
+            format!(
+                "{} ({}: {})",
+                w.pid,
+                crate::render::term::safe(&w.comm),
+                w.uses.join(", ")
+            )
+        })
+        .collect();
+    if !force {
+        bail!(
+            "processes have files under {} open for writing: {}; what they write after the copy would be hidden \
+             under the tmpfs. Stop them (or let them finish) and retry, or pass --force to go ahead anyway",
+            dir.display(),
+            list.join("; ")
+        );
+    }
+    eprintln!(
+        "tmpfsctl: warning: --force: writes made through these open files after the copy stay in the directory \
+         hidden under the tmpfs (not in the tmpfs): {}",
+        list.join("; ")
+    );
+    Ok(())
+}
+
+/// Fail before the first change when the fstab or the drop-in could not be
+/// written afterwards.
+fn check_persistable(p: &Plan, via: Option<plan::Via>) -> Result<()> {
+    match via {
+        Some(plan::Via::Fstab) if p.persist.action != plan::PersistAction::Unchanged => {
+            check_writable("--fstab", Path::new(&p.persist.path))
+        }
+        Some(plan::Via::Systemd) => {
+            let path = Path::new(&p.persist.path);
+            // The drop-in directory (`UNIT.d`) is created; its parent must exist.
+            let units = path.parent().and_then(Path::parent).unwrap_or(path);
+            if !units.is_dir() {
+                bail!(
+                    "--unit-dir {}: does not exist; create it or give another directory",
+                    units.display()
+                );
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Verify from the kernel's point of view, not from what we think we did.
+fn check_mounted(ctx: &Context, dir: &Path) -> Result<()> {
     let (mounts, _) = ctx.sysroot.mountinfo()?;
-    let top = mount_at(&mounts, &dir)
+    let top = mount_at(&mounts, dir)
         .filter(|m| m.fstype == "tmpfs")
         .with_context(|| {
             format!(
@@ -253,41 +351,114 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
             );
         }
     }
-    if changes.is_empty() {
+    Ok(())
+}
+
+/// A tmpfs moved onto DIR by this run, and the old tree it hides, still
+/// reachable through `src`.
+struct Switched {
+    stats: copy::CopyStats,
+    verified: u64,
+    src: OwnedFd,
+    staged: live::Detached,
+    /// What the old tree and the copy both held when they were compared.
+    base: BTreeMap<Vec<u8>, copy::EntrySig>,
+}
+
+/// Passes over the old tree after the switch before giving up on a writer
+/// that keeps writing there (through a descriptor opened before the switch).
+const CATCH_UP_PASSES: usize = 5;
+
+/// Bring across what was written to the old tree between the copy and the
+/// switch (see [`copy::delta`]).
+fn catch_up(
+    sw: &mut Switched,
+    dir: &Path,
+    cancel: &AtomicBool,
+    changes: &mut Vec<String>,
+) -> Result<()> {
+    let mut all = copy::delta::Delta::default();
+    for _ in 0..CATCH_UP_PASSES {
+        let d = copy::delta::carry(sw.src.as_fd(), sw.staged.root.as_fd(), &mut sw.base, cancel)
+            .with_context(|| {
+                format!(
+                    "{} IS now on tmpfs, but bringing across what was written to it during the copy failed; \
+                     those files are in the directory underneath (`tmpfsctl revert {} --keep-data` does not restore them)",
+                    dir.display(),
+                    dir.display()
+                )
+            })?;
+        let done = d.is_empty();
+        all.brought.extend(d.brought);
+        all.removed.extend(d.removed);
+        all.kept_newer.extend(d.kept_newer);
+        if done {
+            break;
+        }
+    }
+    let few = |v: &[String]| v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    if !all.brought.is_empty() || !all.removed.is_empty() {
         changes.push(format!(
-            "nothing: {} already is on tmpfs as planned",
+            "brought across {} entries written and removed {} deleted in {} during the copy ({})",
+            all.brought.len(),
+            all.removed.len(),
+            dir.display(),
+            few(&[all.brought.clone(), all.removed.clone()].concat())
+        ));
+    }
+    if !all.kept_newer.is_empty() {
+        changes.push(format!(
+            "kept the newer version written to the tmpfs of {} entries also changed underneath ({})",
+            all.kept_newer.len(),
+            few(&all.kept_newer)
+        ));
+    }
+    Ok(())
+}
+
+/// After a failure that followed the mount: take the mount away again when
+/// nothing was written to it since, so the system is as it was; otherwise
+/// keep it and say how to finish.
+fn roll_back(
+    e: anyhow::Error,
+    switched: Option<Switched>,
+    dir: &Path,
+    cancel: &AtomicBool,
+) -> anyhow::Error {
+    let Some(sw) = switched else {
+        return e;
+    };
+    let untouched = copy::snapshot(sw.staged.root.as_fd(), cancel)
+        .map(|now| {
+            copy::differences(&now, &sw.base)
+                .iter()
+                .all(|d| d.starts_with(".:"))
+        })
+        .unwrap_or(false);
+    if untouched && live::detach(&sw.staged).is_ok() {
+        return e.context(format!(
+            "apply failed after mounting, so it was undone: {} is as it was",
             dir.display()
         ));
     }
-    let report = ApplyReport {
-        schema_version: plan::SCHEMA_VERSION,
-        dir: dir.display().to_string(),
-        plan: p,
-        mounted,
-        resized_to,
-        copied,
-        verified_entries: verified,
-        persist: persisted,
-        changes,
-        follow_up: args.target.follow_up(),
-    };
-    if args.target.json {
-        crate::render::print_json(&report)?;
-    } else {
-        print!("{}", render::apply_text(&report));
-    }
-    Ok(ExitCode::Ok)
+    e.context(format!(
+        "{} IS now on tmpfs (and was written to since), but making that permanent failed; fix the cause and re-run apply \
+         (it will only persist), or `tmpfsctl revert {} --keep-data`",
+        dir.display(),
+        dir.display()
+    ))
 }
 
-/// Steps 1-4 of apply: detached tmpfs, copy, compare, move. Any error before
-/// the move drops the detached mount (closing its fd unmounts it), so nothing
-/// on the system has changed.
+/// Detached tmpfs, copy, compare, move onto the directory opened at the
+/// start. Any error before the move drops the detached mount (closing its
+/// fd unmounts it), so nothing on the system has changed.
 fn stage_and_move(
     p: &Plan,
-    dir: &Path,
+    opened: &OpenedDir,
     cancel: &AtomicBool,
     show_progress: bool,
-) -> Result<(copy::CopyStats, u64)> {
+) -> Result<Switched> {
+    let dir = &opened.path;
     let abort = |e: anyhow::Error| {
         e.context(format!(
             "apply aborted; nothing was changed ({} is as it was)",
@@ -296,8 +467,8 @@ fn stage_and_move(
     };
     let staged = live::mount_detached(&p.mount_options).map_err(abort)?;
     let src = rustix::fs::openat(
-        rustix::fs::CWD,
-        dir,
+        &opened.fd,
+        c".",
         rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     )
@@ -319,26 +490,60 @@ fn stage_and_move(
     rustix::fs::fchmod(&staged.root, rustix::fs::Mode::from_raw_mode(mode))
         .context("cannot set the mode of the new tmpfs")
         .map_err(abort)?;
-    let mut a = copy::snapshot(src.as_fd(), cancel).map_err(abort)?;
-    let b = copy::snapshot(staged.root.as_fd(), cancel).map_err(abort)?;
-    if let (Some(ra), Some(rb)) = (a.get_mut(&Vec::new()), b.get(&Vec::new())) {
-        // The root's ctime-like bits (mode chosen above) are not a copy error.
-        ra.mode = rb.mode;
-    }
-    let diff = copy::differences(&a, &b);
-    if !diff.is_empty() {
-        let n = diff.len();
-        let first: Vec<String> = diff.into_iter().take(5).collect();
-        return Err(abort(anyhow::anyhow!(
-            "{n} entries changed while copying or did not copy faithfully (first: {}); stop the programs writing to {} and retry",
-            first.join("; "),
-            dir.display()
-        )));
-    }
-    drop(src);
+    let base = verify_copy(src.as_fd(), staged.root.as_fd(), dir, cancel).map_err(abort)?;
     if cancel.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(abort(anyhow::anyhow!("interrupted")));
     }
-    live::attach(&staged, dir).map_err(abort)?;
-    Ok((stats, a.len() as u64))
+    live::attach_at(&staged, opened).map_err(abort)?;
+    let verified = base.len() as u64;
+    Ok(Switched {
+        stats,
+        verified,
+        src,
+        staged,
+        base,
+    })
+}
+
+/// Rounds of bringing writes made during the copy into the copy before the
+/// comparison gives up.
+const VERIFY_ROUNDS: usize = 3;
+
+/// Compare the tree with its copy entry by entry. What was written to the
+/// tree while it was copied is brought into the copy first (a writer need
+/// not be stopped); what still differs after that is a copy error. Returns
+/// what both hold.
+fn verify_copy(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    dir: &Path,
+    cancel: &AtomicBool,
+) -> Result<BTreeMap<Vec<u8>, copy::EntrySig>> {
+    let mut round = 0;
+    loop {
+        let mut a = copy::snapshot(src, cancel)?;
+        let b = copy::snapshot(dst, cancel)?;
+        if let (Some(ra), Some(rb)) = (a.get_mut(&Vec::new()), b.get(&Vec::new())) {
+            // The root's mode is chosen by the plan, not copied; its times
+            // move with every entry written during the copy.
+            ra.mode = rb.mode;
+            ra.mtime = rb.mtime;
+        }
+        let diff = copy::differences(&a, &b);
+        if diff.is_empty() {
+            return Ok(a);
+        }
+        round += 1;
+        if round > VERIFY_ROUNDS {
+            let n = diff.len();
+            let first: Vec<String> = diff.into_iter().take(5).collect();
+            bail!(
+                "{n} entries changed while copying or did not copy faithfully (first: {}); stop the programs writing to {} and retry",
+                first.join("; "),
+                dir.display()
+            );
+        }
+        let mut base = b;
+        copy::delta::carry(src, dst, &mut base, cancel)?;
+    }
 }

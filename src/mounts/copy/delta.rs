@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use rustix::fs::{AtFlags, FileType, Mode};
 use rustix::io::Errno;
 
-use super::metadata::Obj;
+use super::metadata::{Obj, copy_dir_meta};
 use super::verify::sig_of;
 use super::{
     Copier, CopyStats, EntrySig, Mover, open_dir_at, open_regular, remove_tree, show, snapshot,
@@ -132,6 +132,7 @@ pub fn carry(
     let now = snapshot(src, cancel)?;
     let mut out = Delta::default();
     let mut whole: Vec<Vec<u8>> = Vec::new();
+    let mut dirs_changed: Vec<Vec<u8>> = Vec::new();
     let scratch = CString::new(format!(
         "{}delta-{}",
         crate::sys::atomic::TEMP_PREFIX,
@@ -150,7 +151,9 @@ pub fn carry(
         let was_dir = old.is_some_and(|o| FileType::from_raw_mode(o.mode) == FileType::Directory);
         if is_dir && was_dir {
             // A directory whose own metadata changed: its entries are
-            // compared one by one anyway.
+            // compared one by one; its owner, mode and times are set last,
+            // after entries brought into it have moved its mtime.
+            dirs_changed.push(k.clone());
             continue;
         }
         let theirs = entry_sig(dst, k)?;
@@ -197,6 +200,13 @@ pub fn carry(
             remove_tree(dp.as_fd(), &CString::new(name)?)?;
             removed_dirs.push(k.clone());
             out.removed.push(show(k));
+        }
+    }
+    for k in dirs_changed.iter().rev() {
+        if let (Some(sd), Some(dd)) = (open_rel(src, k)?, open_rel(dst, k)?) {
+            let st = rustix::fs::fstat(&sd)?;
+            copy_dir_meta(sd.as_fd(), dd.as_fd(), &st, &mut CopyStats::default())
+                .map_err(|(what, e)| anyhow::anyhow!("{}: cannot copy {what}: {e}", show(k)))?;
         }
     }
     *base = now;
