@@ -367,7 +367,7 @@ struct Switched {
 
 /// Passes over the old tree after the switch before giving up on a writer
 /// that keeps writing there (through a descriptor opened before the switch).
-const CATCH_UP_PASSES: usize = 5;
+pub(super) const CATCH_UP_PASSES: usize = 5;
 
 /// Bring across what was written to the old tree between the copy and the
 /// switch (see [`copy::delta`]).
@@ -490,7 +490,7 @@ fn stage_and_move(
     rustix::fs::fchmod(&staged.root, rustix::fs::Mode::from_raw_mode(mode))
         .context("cannot set the mode of the new tmpfs")
         .map_err(abort)?;
-    let base = verify_copy(src.as_fd(), staged.root.as_fd(), dir, cancel).map_err(abort)?;
+    let base = verify_copy(src.as_fd(), staged.root.as_fd(), dir, true, cancel).map_err(abort)?;
     if cancel.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(abort(anyhow::anyhow!("interrupted")));
     }
@@ -513,10 +513,11 @@ const VERIFY_ROUNDS: usize = 3;
 /// tree while it was copied is brought into the copy first (a writer need
 /// not be stopped); what still differs after that is a copy error. Returns
 /// what both hold.
-fn verify_copy(
+pub(super) fn verify_copy(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
     dir: &Path,
+    compare_root: bool,
     cancel: &AtomicBool,
 ) -> Result<BTreeMap<Vec<u8>, copy::EntrySig>> {
     let mut round = 0;
@@ -525,9 +526,14 @@ fn verify_copy(
         let b = copy::snapshot(dst, cancel)?;
         if let (Some(ra), Some(rb)) = (a.get_mut(&Vec::new()), b.get(&Vec::new())) {
             // The root's mode is chosen by the plan, not copied; its times
-            // move with every entry written during the copy.
-            ra.mode = rb.mode;
-            ra.mtime = rb.mtime;
+            // move with every entry written during the copy. A scratch root
+            // (revert's) is not compared at all.
+            if compare_root {
+                ra.mode = rb.mode;
+                ra.mtime = rb.mtime;
+            } else {
+                *ra = rb.clone();
+            }
         }
         let diff = copy::differences(&a, &b);
         if diff.is_empty() {

@@ -1,7 +1,8 @@
 //! `tmpfsctl revert`: undo `apply` — optionally copy the tmpfs contents back
 //! to the directory underneath, unmount, restore fstab or remove the drop-in.
 
-use std::os::fd::AsFd;
+use std::collections::BTreeMap;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
@@ -9,11 +10,12 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::apply::PersistResult;
-use super::facts::{fstab_file, mount_at, read_fstab, resolve_dir, unit_dir};
+use super::facts::{fstab_file, mount_at, open_target, read_fstab, unit_dir};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{RevertRequest, copy, live, persist, plan};
 use crate::context::{Context, ExitCode};
 use crate::sys::atomic::AtomicWrite;
+use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
 use crate::sys::{self, MountInfo, statfs, systemd};
 
@@ -39,7 +41,8 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
     }
     let root = &ctx.sysroot;
     let t = &args.target;
-    let dir = resolve_dir(root, &t.dir)?;
+    let opened = open_target(root, &t.dir)?;
+    let dir = opened.path.clone();
     let (mounts, _) = root.mountinfo()?;
     let top = mount_at(&mounts, &dir)
         .filter(|m| m.fstype == "tmpfs")
@@ -152,7 +155,8 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
     if let Some(top) = &top {
         if args.keep_data {
             let show = crate::render::stderr_is_tty() && !t.json;
-            let stats = copy_back(&mounts, top, &dir, &cancel, show)?;
+            let mut back = copy_back(&mounts, top, &opened, &cancel, show)?;
+            let stats = back.stats.clone();
             changes.push(format!(
                 "copied {} files, {} dirs, {} symlinks ({}) back to the directory on disk",
                 stats.files,
@@ -164,28 +168,17 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
                 changes.push(sparse_note(&stats));
             }
             copied_back = Some(stats);
+            // Detached, not unmounted: whoever still writes to it keeps
+            // writing to the tmpfs, which stays readable through its root
+            // descriptor until the catch-up below has taken everything.
+            let root = format!("/proc/self/fd/{}", back.src.as_raw_fd());
+            rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
+                .with_context(|| format!("cannot detach the tmpfs at {}", dir.display()))?;
+            catch_up(&mut back, &dir, &cancel, &mut changes)?;
+        } else {
+            let (_parent, path) = opened.into_parent_path();
+            unmount_or_explain(&path, &dir, args)?;
         }
-        live::unmount(&dir, args.lazy).map_err(|e| {
-            let b = live::users_of(Path::new("/proc"), &dir);
-            let list: Vec<String> = b
-                .iter()
-                .map(|b| format!("{} ({})", b.pid, b.comm))
-                .collect();
-            e.context(format!(
-                "{} is busy{}; stop those processes or pass --lazy{}",
-                dir.display(),
-                if list.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", list.join(", "))
-                },
-                if args.keep_data {
-                    " (the data is already copied back)"
-                } else {
-                    ""
-                }
-            ))
-        })?;
         changes.push(format!(
             "unmounted the tmpfs at {}{}",
             dir.display(),
@@ -263,13 +256,24 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
 /// The copy goes to a scratch directory inside it first, so a failed copy
 /// changes nothing; then old entries move to a trash directory, new ones move
 /// in (renames on one filesystem), and the trash is deleted.
+/// The tmpfs copied back, still held open: its root (for what is written
+/// to it until it is detached), the directory underneath, and what both
+/// held when compared.
+struct Back {
+    stats: copy::CopyStats,
+    src: OwnedFd,
+    under: live::Underlying,
+    base: BTreeMap<Vec<u8>, copy::EntrySig>,
+}
+
 fn copy_back(
     mounts: &[MountInfo],
     top: &MountInfo,
-    dir: &Path,
+    opened: &OpenedDir,
     cancel: &AtomicBool,
     show_progress: bool,
-) -> Result<copy::CopyStats> {
+) -> Result<Back> {
+    let dir = opened.path.as_path();
     use rustix::fs::{AtFlags, Mode};
     let under = live::open_underlying(mounts, top, dir)?;
     let u = under.dir.as_fd();
@@ -277,8 +281,8 @@ fn copy_back(
     let stage = std::ffi::CString::new(format!(".tmpfsctl-revert-{pid}"))?;
     let trash = std::ffi::CString::new(format!(".tmpfsctl-old-{pid}"))?;
     let src = rustix::fs::openat(
-        rustix::fs::CWD,
-        dir,
+        &opened.fd,
+        c".",
         rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
         Mode::empty(),
     )
@@ -286,23 +290,17 @@ fn copy_back(
     rustix::fs::mkdirat(u, &stage, Mode::RWXU)
         .context("cannot create a scratch directory on disk")?;
     let staged = copy::open_dir_at(u, &stage)?;
-    let total = statfs::statfs(dir).map(|s| s.used_bytes).unwrap_or(0);
+    let total = statfs::statfs(&opened.proc_path())
+        .map(|s| s.used_bytes)
+        .unwrap_or(0);
     let pb = copy_bar(show_progress, total, "copying back");
     let copied = copy::copy_tree(src.as_fd(), staged.as_fd(), false, cancel, &|n| pb.inc(n));
     pb.finish_and_clear();
     let res = copied.and_then(|s| {
-        let a = copy::snapshot(src.as_fd(), cancel)?;
-        let mut b = copy::snapshot(staged.as_fd(), cancel)?;
-        b.remove(&Vec::new());
-        let mut a = a;
-        a.remove(&Vec::new());
-        let d = copy::differences(&a, &b);
-        if !d.is_empty() {
-            bail!("{} entries differ after copying (first: {})", d.len(), d[0]);
-        }
-        Ok(s)
+        let base = super::apply::verify_copy(src.as_fd(), staged.as_fd(), dir, false, cancel)?;
+        Ok((s, base))
     });
-    let stats = match res {
+    let (stats, base) = match res {
         Ok(s) => s,
         Err(e) => {
             let _ = copy::remove_tree(u, &stage);
@@ -351,10 +349,63 @@ fn copy_back(
     rustix::fs::unlinkat(u, &stage, AtFlags::REMOVEDIR)
         .context("cannot remove the scratch directory")?;
     copy::remove_tree(u, &trash).context("cannot remove the old entries")?;
-    // Last, so the renames above do not leave their mark on the directory's times.
-    copy::copy_root_meta(src.as_fd(), u)
-        .context("cannot copy the directory's own owner/mode/xattrs/times")?;
-    Ok(stats)
+    Ok(Back {
+        stats,
+        src,
+        under,
+        base,
+    })
+}
+
+/// After the tmpfs is detached (it lives on through `back.src`): bring
+/// across what was written to it since the copy was compared, then give the
+/// directory the tmpfs root's owner, mode and times — last, so the renames
+/// do not leave their mark on them.
+fn catch_up(
+    back: &mut Back,
+    dir: &Path,
+    cancel: &AtomicBool,
+    changes: &mut Vec<String>,
+) -> Result<()> {
+    let u = back.under.dir.as_fd();
+    let mut brought = Vec::new();
+    let mut kept = Vec::new();
+    for _ in 0..super::apply::CATCH_UP_PASSES {
+        let d = copy::delta::carry(back.src.as_fd(), u, &mut back.base, cancel).with_context(|| {
+            format!(
+                "the tmpfs at {} is detached, but copying back what was written to it at the end failed",
+                dir.display()
+            )
+        })?;
+        let done = d.is_empty();
+        brought.extend(d.brought);
+        brought.extend(d.removed);
+        kept.extend(d.kept_newer);
+        if done {
+            break;
+        }
+    }
+    if !brought.is_empty() {
+        changes.push(format!(
+            "brought back {} entries written to the tmpfs while reverting ({})",
+            brought.len(),
+            brought
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !kept.is_empty() {
+        changes.push(format!(
+            "kept the newer on-disk version of {} entries also written to the tmpfs ({})",
+            kept.len(),
+            kept.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    copy::copy_root_meta(back.src.as_fd(), u)
+        .context("cannot copy the directory's own owner/mode/xattrs/times")
 }
 
 /// A few names at the top of the tmpfs at `dir` (and how many more), empty
@@ -374,4 +425,31 @@ fn held_entries(dir: &Path) -> Result<Vec<String>> {
         names.push(format!("and {} more", n - names.len()));
     }
     Ok(names)
+}
+
+/// Unmount what `path` (a path through the parent's descriptor) leads to;
+/// if busy, name who uses `dir`.
+fn unmount_or_explain(path: &Path, dir: &Path, args: &RevertRequest) -> Result<()> {
+    let flags = if args.lazy {
+        rustix::mount::UnmountFlags::DETACH | rustix::mount::UnmountFlags::NOFOLLOW
+    } else {
+        rustix::mount::UnmountFlags::NOFOLLOW
+    };
+    rustix::mount::unmount(path, flags).map_err(|e| {
+        let e = anyhow::Error::new(e).context(format!("cannot unmount {}", dir.display()));
+        let b = live::users_of(Path::new("/proc"), dir);
+        let list: Vec<String> = b
+            .iter()
+            .map(|b| format!("{} ({})", b.pid, b.comm))
+            .collect();
+        e.context(format!(
+            "{} is busy{}; stop those processes or pass --lazy",
+            dir.display(),
+            if list.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", list.join(", "))
+            },
+        ))
+    })
 }

@@ -37,6 +37,15 @@ impl OpenedDir {
         PathBuf::from(format!("/proc/self/fd/{}/.", self.fd.as_raw_fd()))
     }
 
+    /// Let go of the directory itself (an open descriptor keeps a mount
+    /// point busy) and keep a path to it through the parent's descriptor,
+    /// valid while the returned descriptor lives.
+    pub fn into_parent_path(self) -> (OwnedFd, PathBuf) {
+        let mut p = format!("/proc/self/fd/{}/", self.parent.as_raw_fd()).into_bytes();
+        p.extend_from_slice(self.name.as_bytes());
+        (self.parent, PathBuf::from(OsStr::from_bytes(&p)))
+    }
+
     /// True when `parent`/`name` still is the inode that was opened.
     pub fn still_in_place(&self) -> bool {
         rustix::fs::statat(
