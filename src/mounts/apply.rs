@@ -466,6 +466,7 @@ fn stage_and_move(
         ))
     };
     let staged = live::mount_detached(&p.mount_options).map_err(abort)?;
+    let since = std::time::SystemTime::now();
     let src = rustix::fs::openat(
         &opened.fd,
         c".",
@@ -490,7 +491,8 @@ fn stage_and_move(
     rustix::fs::fchmod(&staged.root, rustix::fs::Mode::from_raw_mode(mode))
         .context("cannot set the mode of the new tmpfs")
         .map_err(abort)?;
-    let base = verify_copy(src.as_fd(), staged.root.as_fd(), dir, true, cancel).map_err(abort)?;
+    let base =
+        verify_copy(src.as_fd(), staged.root.as_fd(), dir, true, since, cancel).map_err(abort)?;
     if cancel.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(abort(anyhow::anyhow!("interrupted")));
     }
@@ -505,51 +507,66 @@ fn stage_and_move(
     })
 }
 
-/// Rounds of bringing writes made during the copy into the copy before the
-/// comparison gives up.
-const VERIFY_ROUNDS: usize = 3;
-
-/// Compare the tree with its copy entry by entry. What was written to the
-/// tree while it was copied is brought into the copy first (a writer need
-/// not be stopped); what still differs after that is a copy error. Returns
-/// what both hold.
+/// Compare the tree with its copy entry by entry. An entry that differs
+/// because it was written while the copy ran (its mtime is at or after
+/// `since`, the copy's start less a second for coarse clocks) is not a copy
+/// error: the catch-up after the switch brings it across. Anything else that
+/// differs is. Returns what the copy holds, the base for that catch-up.
 pub(super) fn verify_copy(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
     dir: &Path,
     compare_root: bool,
+    since: std::time::SystemTime,
     cancel: &AtomicBool,
 ) -> Result<BTreeMap<Vec<u8>, copy::EntrySig>> {
-    let mut round = 0;
-    loop {
-        let mut a = copy::snapshot(src, cancel)?;
-        let b = copy::snapshot(dst, cancel)?;
-        if let (Some(ra), Some(rb)) = (a.get_mut(&Vec::new()), b.get(&Vec::new())) {
-            // The root's mode is chosen by the plan, not copied; its times
-            // move with every entry written during the copy. A scratch root
-            // (revert's) is not compared at all.
-            if compare_root {
-                ra.mode = rb.mode;
-                ra.mtime = rb.mtime;
-            } else {
-                *ra = rb.clone();
-            }
+    let since = since
+        .checked_sub(std::time::Duration::from_secs(1))
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs() as i64);
+    let mut a = copy::snapshot(src, cancel)?;
+    let b = copy::snapshot(dst, cancel)?;
+    if let (Some(ra), Some(rb)) = (a.get_mut(&Vec::new()), b.get(&Vec::new())) {
+        // The root's mode is chosen by the plan, not copied; its times move
+        // with every entry written during the copy. A scratch root (revert's)
+        // is not compared at all.
+        if compare_root {
+            ra.mode = rb.mode;
+            ra.mtime = rb.mtime;
+        } else {
+            *ra = rb.clone();
         }
-        let diff = copy::differences(&a, &b);
-        if diff.is_empty() {
-            return Ok(a);
-        }
-        round += 1;
-        if round > VERIFY_ROUNDS {
-            let n = diff.len();
-            let first: Vec<String> = diff.into_iter().take(5).collect();
-            bail!(
-                "{n} entries changed while copying or did not copy faithfully (first: {}); stop the programs writing to {} and retry",
-                first.join("; "),
-                dir.display()
-            );
-        }
-        let mut base = b;
-        copy::delta::carry(src, dst, &mut base, cancel)?;
     }
+    let written_since = |sig: &copy::EntrySig| sig.mtime.0 >= since;
+    let bad: Vec<String> = copy::differences(&a, &b)
+        .into_iter()
+        .zip(differing_keys(&a, &b))
+        .filter(|(_, k)| a.get(k).is_some_and(|sa| !written_since(sa)))
+        .map(|(d, _)| d)
+        .collect();
+    if !bad.is_empty() {
+        let n = bad.len();
+        let first: Vec<String> = bad.into_iter().take(5).collect();
+        bail!(
+            "{n} entries did not copy faithfully (first: {}); nothing was written to them during the copy, \
+             so this is a copy error: check the filesystems and retry",
+            first.join("; ")
+        );
+    }
+    let _ = dir;
+    Ok(b)
+}
+
+/// The keys of [`copy::differences`], in the same order.
+fn differing_keys(
+    a: &BTreeMap<Vec<u8>, copy::EntrySig>,
+    b: &BTreeMap<Vec<u8>, copy::EntrySig>,
+) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = a
+        .iter()
+        .filter(|(k, sa)| b.get(*k) != Some(*sa))
+        .map(|(k, _)| k.clone())
+        .collect();
+    v.extend(b.keys().filter(|k| !a.contains_key(*k)).cloned());
+    v
 }

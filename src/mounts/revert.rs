@@ -294,10 +294,12 @@ fn copy_back(
         .map(|s| s.used_bytes)
         .unwrap_or(0);
     let pb = copy_bar(show_progress, total, "copying back");
+    let since = std::time::SystemTime::now();
     let copied = copy::copy_tree(src.as_fd(), staged.as_fd(), false, cancel, &|n| pb.inc(n));
     pb.finish_and_clear();
     let res = copied.and_then(|s| {
-        let base = super::apply::verify_copy(src.as_fd(), staged.as_fd(), dir, false, cancel)?;
+        let base =
+            super::apply::verify_copy(src.as_fd(), staged.as_fd(), dir, false, since, cancel)?;
         Ok((s, base))
     });
     let (stats, base) = match res {
