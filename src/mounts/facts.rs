@@ -45,7 +45,7 @@ pub fn open_target(root: &Sysroot, p: &Path) -> Result<OpenedDir> {
         ),
         Err(ResolveError::Io(e)) => bail!("{shown}: cannot be opened: {e}"),
     };
-    if let Some(why) = resolve::untrusted_writer(root.root(), &d.path, &resolve::caller_uids()) {
+    if let Some(why) = resolve::untrusted_writer(root.root(), &d, &resolve::caller_uids()) {
         bail!(
             "refusing {}: {why}, so it could be swapped for another directory while tmpfsctl works on it \
              (as root, on the wrong files); give a directory that only root (or you) can change",

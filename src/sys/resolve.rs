@@ -5,7 +5,6 @@
 use std::ffi::{CString, OsStr};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
@@ -192,32 +191,44 @@ pub fn caller_uids() -> Vec<u32> {
     v
 }
 
-/// The first of `abs` and its ancestors (under `root`) that a user other
-/// than root and `trusted` could write to in a way that lets them swap
-/// entries — owner write permission, or group/other write without the sticky
-/// bit — with the reason, for a refusal.
-pub fn untrusted_writer(root: &Path, abs: &Path, trusted: &[u32]) -> Option<String> {
-    let mut chain: Vec<PathBuf> = abs.ancestors().map(Path::to_path_buf).collect();
+/// The first of the opened directory and its ancestors (under `root`) that a
+/// user other than root and `trusted` could write to in a way that lets them
+/// swap entries — owner write permission, or group/other write without the
+/// sticky bit — with the reason, for a refusal. The directory and its parent
+/// are judged by their descriptors (what was opened), the rest by path.
+pub fn untrusted_writer(root: &Path, d: &OpenedDir, trusted: &[u32]) -> Option<String> {
+    let mut chain: Vec<PathBuf> = d.path.ancestors().map(Path::to_path_buf).collect();
     chain.reverse();
-    for p in chain {
-        let host = root.join(p.strip_prefix("/").unwrap_or(&p));
-        let Ok(m) = std::fs::symlink_metadata(&host) else {
+    let n = chain.len();
+    for (i, p) in chain.into_iter().enumerate() {
+        let st = if i + 1 == n {
+            rustix::fs::fstat(&d.fd).ok()
+        } else if i + 2 == n {
+            rustix::fs::fstat(&d.parent).ok()
+        } else {
+            let host = root.join(p.strip_prefix("/").unwrap_or(&p));
+            rustix::fs::statat(
+                rustix::fs::CWD,
+                &host,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .ok()
+        };
+        let Some(st) = st else {
             continue;
         };
-        let mode = m.mode();
+        let (mode, uid, gid) = (st.st_mode, st.st_uid, st.st_gid);
         let sticky = mode & 0o1000 != 0;
         let ok_user = |u: u32| u == 0 || trusted.contains(&u);
         let shown = p.display();
-        if !ok_user(m.uid()) && mode & 0o200 != 0 {
+        if !ok_user(uid) && mode & 0o200 != 0 {
             return Some(format!(
-                "{shown} belongs to uid {}, who can rename what is in it",
-                m.uid()
+                "{shown} belongs to uid {uid}, who can rename what is in it"
             ));
         }
-        if !sticky && m.gid() != 0 && mode & 0o020 != 0 {
+        if !sticky && gid != 0 && mode & 0o020 != 0 {
             return Some(format!(
-                "{shown} is writable by group {} (mode {:o}, no sticky bit)",
-                m.gid(),
+                "{shown} is writable by group {gid} (mode {:o}, no sticky bit)",
                 mode & 0o7777
             ));
         }
