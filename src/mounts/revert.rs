@@ -80,46 +80,11 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
         }
         return Ok(ExitCode::Ok);
     }
-    let nested: Vec<String> = mounts
-        .iter()
-        .filter(|m| m.mount_point != dir && m.mount_point.starts_with(&dir))
-        .map(|m| m.mount_point.display().to_string())
-        .collect();
-    if top.is_some() && !nested.is_empty() {
-        bail!(
-            "mounts inside {} must be unmounted first: {}",
-            dir.display(),
-            nested.join(", ")
-        );
-    }
     let busy = if top.is_some() {
-        live::users_of(Path::new("/proc"), &dir)
+        refuse_unready(&mounts, &opened, args)?
     } else {
         Vec::new()
     };
-    if !busy.is_empty() && !args.lazy {
-        let list: Vec<String> = busy
-            .iter()
-            .map(|b| format!("{} ({}: {})", b.pid, b.comm, b.uses.join(", ")))
-            .collect();
-        bail!(
-            "{} is busy: {}; stop those processes, or pass --lazy to detach it anyway (their files stay until they let go)",
-            dir.display(),
-            list.join("; ")
-        );
-    }
-    if top.is_some() && !args.keep_data && !args.discard {
-        let held = held_entries(&dir)?;
-        if !held.is_empty() {
-            bail!(
-                "{} holds files on the tmpfs ({}); say what happens to them: --keep-data copies them back to the directory on disk, --discard throws them away (`tmpfsctl revert {} --keep-data{}`)",
-                dir.display(),
-                held.join(", "),
-                dir.display(),
-                t.follow_up()
-            );
-        }
-    }
     let mut what = Vec::new();
     if top.is_some() {
         what.push(if args.keep_data {
@@ -185,51 +150,16 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
             if args.lazy { " (lazily)" } else { "" }
         ));
     }
-    let mut fstab_res = None;
-    if fstab_managed {
-        let backup = persist::backup_path(&fstab_path);
-        let bk = std::fs::read(&backup).ok();
-        let (new, edit) = persist::fstab_without_line(&fstab_text, bk.as_deref(), &dir, "tmpfs");
-        if edit != persist::Edit::Unchanged {
-            let restored = edit == persist::Edit::Restored;
-            AtomicWrite::config("--fstab").write_checked(&fstab_path, &new, |tmp| {
-                if restored {
-                    persist::verify_fstab(tmp, &dir)
-                } else {
-                    Ok(())
-                }
-            })?;
-            persist::daemon_reload_if_real(&fstab_path, "/etc/");
-            changes.push(format!(
-                "{} the line for {} in {}",
-                if restored { "restored" } else { "removed" },
-                dir.display(),
-                fstab_path.display()
-            ));
-        }
-        if bk.is_some() {
-            std::fs::remove_file(&backup)
-                .with_context(|| format!("cannot remove {}", backup.display()))?;
-        }
-        fstab_res = Some(PersistResult {
-            via: "fstab".into(),
-            path: Some(fstab_path.display().to_string()),
-            edit,
-            backup: None,
-        });
-    }
-    let mut dropin_res = None;
-    if dropin_ours {
-        let edit = persist::remove_dropin(&dropin)?;
-        persist::daemon_reload_if_real(&dropin, "/etc/");
-        changes.push(format!("removed the drop-in {}", dropin.display()));
-        dropin_res = Some(PersistResult {
-            via: "systemd".into(),
-            path: Some(dropin.display().to_string()),
-            edit,
-            backup: None,
-        });
-    }
+    let fstab_res = if fstab_managed {
+        Some(restore_fstab(&fstab_path, &fstab_text, &dir, &mut changes)?)
+    } else {
+        None
+    };
+    let dropin_res = if dropin_ours {
+        Some(remove_dropin(&dropin, &mut changes)?)
+    } else {
+        None
+    };
     let report = RevertReport {
         schema_version: plan::SCHEMA_VERSION,
         dir: dir.display().to_string(),
@@ -453,5 +383,106 @@ fn unmount_or_explain(path: &Path, dir: &Path, args: &RevertRequest) -> Result<(
                 format!(" ({})", list.join(", "))
             },
         ))
+    })
+}
+
+/// Take the tmpfs line for `dir` out of the fstab (or put back the line it
+/// replaced, from the backup apply made), atomically; drop the backup.
+fn restore_fstab(
+    fstab_path: &Path,
+    fstab_text: &[u8],
+    dir: &Path,
+    changes: &mut Vec<String>,
+) -> Result<PersistResult> {
+    let backup = persist::backup_path(fstab_path);
+    let bk = std::fs::read(&backup).ok();
+    let (new, edit) = persist::fstab_without_line(fstab_text, bk.as_deref(), dir, "tmpfs");
+    if edit != persist::Edit::Unchanged {
+        let restored = edit == persist::Edit::Restored;
+        AtomicWrite::config("--fstab").write_checked(fstab_path, &new, |tmp| {
+            if restored {
+                persist::verify_fstab(tmp, dir)
+            } else {
+                Ok(())
+            }
+        })?;
+        persist::daemon_reload_if_real(fstab_path, "/etc/");
+        changes.push(format!(
+            "{} the line for {} in {}",
+            if restored { "restored" } else { "removed" },
+            dir.display(),
+            fstab_path.display()
+        ));
+    }
+    if bk.is_some() {
+        std::fs::remove_file(&backup)
+            .with_context(|| format!("cannot remove {}", backup.display()))?;
+    }
+    Ok(PersistResult {
+        via: "fstab".into(),
+        path: Some(fstab_path.display().to_string()),
+        edit,
+        backup: None,
+    })
+}
+
+/// Refusals before a tmpfs is reverted: mounts inside it, processes using it
+/// (unless --lazy), files on it without --keep-data or --discard. Returns
+/// the processes using it.
+fn refuse_unready(
+    mounts: &[MountInfo],
+    opened: &OpenedDir,
+    args: &RevertRequest,
+) -> Result<Vec<plan::ProcUse>> {
+    let dir = opened.path.as_path();
+    let t = &args.target;
+    let nested: Vec<String> = mounts
+        .iter()
+        .filter(|m| m.mount_point != dir && m.mount_point.starts_with(dir))
+        .map(|m| m.mount_point.display().to_string())
+        .collect();
+    if !nested.is_empty() {
+        bail!(
+            "mounts inside {} must be unmounted first: {}",
+            dir.display(),
+            nested.join(", ")
+        );
+    }
+    let busy = live::users_of(Path::new("/proc"), dir);
+    if !busy.is_empty() && !args.lazy {
+        let list: Vec<String> = busy
+            .iter()
+            .map(|b| format!("{} ({}: {})", b.pid, b.comm, b.uses.join(", ")))
+            .collect();
+        bail!(
+            "{} is busy: {}; stop those processes, or pass --lazy to detach it anyway (their files stay until they let go)",
+            dir.display(),
+            list.join("; ")
+        );
+    }
+    if !args.keep_data && !args.discard {
+        let held = held_entries(dir)?;
+        if !held.is_empty() {
+            bail!(
+                "{} holds files on the tmpfs ({}); say what happens to them: --keep-data copies them back to the directory on disk, --discard throws them away (`tmpfsctl revert {} --keep-data{}`)",
+                dir.display(),
+                held.join(", "),
+                dir.display(),
+                t.follow_up()
+            );
+        }
+    }
+    Ok(busy)
+}
+
+fn remove_dropin(dropin: &Path, changes: &mut Vec<String>) -> Result<PersistResult> {
+    let edit = persist::remove_dropin(dropin)?;
+    persist::daemon_reload_if_real(dropin, "/etc/");
+    changes.push(format!("removed the drop-in {}", dropin.display()));
+    Ok(PersistResult {
+        via: "systemd".into(),
+        path: Some(dropin.display().to_string()),
+        edit,
+        backup: None,
     })
 }
