@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::facts::{gather_facts_at, mount_at, read_fstab};
 use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
-use super::{ApplyRequest, PersistTo, copy, live, persist, render};
+use super::{ApplyRequest, PersistTo, copy, journal, live, persist, render};
 use crate::context::{Context, ExitCode};
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::resolve::OpenedDir;
@@ -103,6 +103,7 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
     if !ctx.sysroot.is_live() {
         bail!("--sysroot is for `plan` only; apply changes the running system");
     }
+    journal::recover_and_tell(&args.target.dir);
     let (facts, opened, p, via) = checked_plan(ctx, args)?;
     let dir = facts.dir.clone();
     if !args.target.json {
@@ -123,6 +124,8 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
     }
     let interrupt = Interrupt::install(false).context("cannot install signal handlers")?;
     let cancel = interrupt.flag();
+    let fstab = (via == Some(plan::Via::Fstab)).then(|| PathBuf::from(&p.persist.path));
+    let _journal = journal::begin("apply", &dir, fstab.as_deref())?;
 
     let mut copied = None;
     let mut verified = None;

@@ -9,6 +9,7 @@
 pub mod apply;
 pub mod copy;
 pub mod facts;
+pub mod journal;
 pub mod live;
 pub mod persist;
 pub mod plan;

@@ -41,6 +41,7 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
     }
     let root = &ctx.sysroot;
     let t = &args.target;
+    super::journal::recover_and_tell(&t.dir);
     let opened = open_target(root, &t.dir)?;
     let dir = opened.path.clone();
     let (mounts, _) = root.mountinfo()?;
@@ -113,6 +114,7 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
         }
     }
     confirm("Go ahead?", args.yes)?;
+    let _journal = super::journal::begin("revert", &dir, fstab_managed.then_some(&*fstab_path))?;
     let interrupt = Interrupt::install(false).context("cannot install signal handlers")?;
     let cancel = interrupt.flag();
     let mut changes = Vec::new();

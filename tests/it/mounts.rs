@@ -387,6 +387,15 @@ fn revert_without_keep_data_brings_back_the_disk_contents() {
     ]));
     assert_eq!(fstype_at(&dir), None);
     assert_same_tree(&before, &tree(&dir));
+    // The progress notes of both runs are gone: nothing was interrupted.
+    let notes: Vec<String> = std::fs::read_dir("/run/tmpfsctl")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .filter(|n| n.contains(s(&dir)))
+        .collect();
+    assert!(notes.is_empty(), "{notes:?}");
 }
 
 #[test]
