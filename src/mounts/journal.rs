@@ -1,4 +1,4 @@
-//! A note for each apply or revert in progress, under /run/tmpfsctl/ (gone
+//! A note for each apply or revert in progress, under /run/tmpfsctl-journal/ (gone
 //! at reboot, like the live mount it is about). Written before the first
 //! change, removed when the command ends — also on errors, which roll back
 //! first — so a note whose process is dead means it was killed part way. The
@@ -16,7 +16,7 @@ use crate::sys::Sysroot;
 use crate::sys::atomic::{AtomicWrite, TEMP_PREFIX};
 
 /// Where the notes live on the running system.
-pub const JOURNAL_DIR: &str = "/run/tmpfsctl";
+pub const JOURNAL_DIR: &str = "/run/tmpfsctl-journal";
 
 /// One apply or revert that was started.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,7 +93,7 @@ fn read_in(base: &Path) -> Vec<(PathBuf, Pending)> {
 }
 
 /// Runs that were started and whose process is gone (killed part way), from
-/// the notes under `root`'s /run/tmpfsctl and its /proc.
+/// the notes under `root`'s [`JOURNAL_DIR`] and its /proc.
 pub fn pending(root: &Sysroot) -> Vec<Pending> {
     let mut v: Vec<Pending> = read_in(&root.path(JOURNAL_DIR))
         .into_iter()

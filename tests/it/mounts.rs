@@ -388,7 +388,7 @@ fn revert_without_keep_data_brings_back_the_disk_contents() {
     assert_eq!(fstype_at(&dir), None);
     assert_same_tree(&before, &tree(&dir));
     // The progress notes of both runs are gone: nothing was interrupted.
-    let notes: Vec<String> = std::fs::read_dir("/run/tmpfsctl")
+    let notes: Vec<String> = std::fs::read_dir("/run/tmpfsctl-journal")
         .into_iter()
         .flatten()
         .flatten()
