@@ -43,9 +43,9 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
         Command::Fleet(a) => match a.command {
             cli::fleet::FleetCommand::Analyze(a) => fleet::analyze_cmd(&a.request()),
         },
-        Command::Plan(a) => mounts::plan_cmd(&ctx, &a),
-        Command::Apply(a) => mounts::apply_cmd(&ctx, &a),
-        Command::Revert(a) => mounts::revert_cmd(&ctx, &a),
+        Command::Plan(a) => mounts::plan_cmd(&ctx, &a.request()),
+        Command::Apply(a) => mounts::apply(&ctx, &a.request()),
+        Command::Revert(a) => mounts::revert(&ctx, &a.request()),
         Command::Run(a) => workspace::run(&ctx, &a.request()?),
         Command::Shell(a) => workspace::run(&ctx, &a.request()),
         Command::Advise(a) => advise::run(&ctx, &a),

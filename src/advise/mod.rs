@@ -254,13 +254,7 @@ fn scale_and_options(args: &AdviseArgs) -> (Vec<bench::Workload>, bench::Options
 }
 
 pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
-    let target = mounts::TargetArgs {
-        dir: args.dir.clone(),
-        fstab: None,
-        unit_dir: None,
-        json: false,
-    };
-    let facts = mounts::gather_facts(ctx, &target)?;
+    let facts = mounts::gather_facts(ctx, &mounts::Target::dir(&args.dir))?;
     let dir = facts.dir.clone();
     let shown = dir.display().to_string();
     let mut notes = Vec::new();

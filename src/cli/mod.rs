@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod docs;
 pub mod fleet;
+pub mod mounts;
 pub mod status;
 pub mod workspace;
 
@@ -47,11 +48,11 @@ pub enum Command {
     /// Fleet-wide analysis: would /tmp fit in tmpfs across many hosts?
     Fleet(fleet::FleetArgs),
     /// Show how DIR would be put on tmpfs (changes nothing)
-    Plan(crate::mounts::PlanArgs),
+    Plan(mounts::PlanArgs),
     /// Put DIR on tmpfs without hiding its files, live and across reboots
-    Apply(crate::mounts::ApplyArgs),
+    Apply(mounts::ApplyArgs),
     /// Undo `apply`: optionally copy data back, unmount, restore config
-    Revert(crate::mounts::RevertArgs),
+    Revert(mounts::RevertArgs),
     /// Run a command with a private, size-capped RAM scratch dir as TMPDIR
     Run(workspace::RunArgs),
     /// Start $SHELL in a private, size-capped RAM scratch dir

@@ -2,7 +2,7 @@
 //! place, reaching the directory underneath a mount, processes using a tree.
 
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -15,6 +15,7 @@ use rustix::mount::{
 
 use super::plan::ProcUse;
 use crate::sys::MountInfo;
+use crate::sys::resolve::OpenedDir;
 
 /// A tmpfs that exists only as a file descriptor: no path, so no other process
 /// can see or write into it, and if we die it vanishes with the fd. This is
@@ -71,6 +72,43 @@ pub fn attach(d: &Detached, dir: &Path) -> Result<()> {
         MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
     )
     .with_context(|| format!("cannot move the new tmpfs onto {}", dir.display()))
+}
+
+/// Attach a detached mount on the directory opened at the start (the
+/// descriptor, not its name), then check it sits there: the name in the
+/// parent that was opened now shows the new filesystem's root. If it does
+/// not (the directory was moved meanwhile), the mount is taken away again.
+pub fn attach_at(d: &Detached, at: &OpenedDir) -> Result<()> {
+    rustix::mount::move_mount(
+        d.mount.as_fd(),
+        "",
+        at.fd.as_fd(),
+        "",
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
+    )
+    .with_context(|| format!("cannot move the new tmpfs onto {}", at.path.display()))?;
+    let root = rustix::fs::fstat(&d.root)?;
+    let here = rustix::fs::statat(&at.parent, &at.name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok();
+    if here.is_none_or(|h| (h.st_dev, h.st_ino) != (root.st_dev, root.st_ino)) {
+        let undone = detach(d).is_ok();
+        bail!(
+            "{} was moved or replaced while tmpfsctl worked on it; the new tmpfs {}",
+            at.path.display(),
+            if undone {
+                "was taken away again"
+            } else {
+                "could not be taken away: check `findmnt` and unmount it"
+            }
+        );
+    }
+    Ok(())
+}
+
+/// Unmount (lazily) a mount this process attached, found through its root
+/// descriptor rather than by a path someone else could change.
+pub fn detach(d: &Detached) -> Result<()> {
+    let p = format!("/proc/self/fd/{}", d.root.as_raw_fd());
+    rustix::mount::unmount(p.as_str(), UnmountFlags::DETACH).context("cannot unmount the new tmpfs")
 }
 
 /// Change the size of the tmpfs at `dir` live, leaving every other option and
@@ -201,6 +239,65 @@ pub fn users_of(proc_root: &Path, dir: &Path) -> Vec<ProcUse> {
                         ));
                     }
                 }
+            }
+        }
+        if !uses.is_empty() {
+            let comm = std::fs::read_to_string(base.join("comm"))
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            uses.truncate(5);
+            out.push(ProcUse { pid, comm, uses });
+        }
+    }
+    out.sort_by_key(|p| p.pid);
+    out
+}
+
+/// Processes holding a file under `dir` open for writing (O_WRONLY or
+/// O_RDWR in `<proc>/PID/fdinfo/N`), each with those files.
+pub fn writers_of(proc_root: &Path, dir: &Path) -> Vec<ProcUse> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(proc_root) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let base = e.path();
+        let mut uses = Vec::new();
+        let Ok(fds) = std::fs::read_dir(base.join("fd")) else {
+            continue;
+        };
+        for f in fds.flatten() {
+            let Ok(t) = std::fs::read_link(f.path()) else {
+                continue;
+            };
+            let b = t.as_os_str().as_bytes();
+            let b = b.strip_suffix(b" (deleted)").unwrap_or(b);
+            let t = PathBuf::from(OsStr::from_bytes(b));
+            if !(t.is_absolute() && under(&t, dir)) {
+                continue;
+            }
+            let info = std::fs::read_to_string(base.join("fdinfo").join(f.file_name()))
+                .unwrap_or_default();
+            let flags = info
+                .lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+                .unwrap_or(0);
+            // O_ACCMODE: 1 write-only, 2 read-write.
+            if flags & 3 != 0 && t.is_file() {
+                uses.push(format!(
+                    "fd {} writes {}",
+                    f.file_name().to_string_lossy(),
+                    crate::render::term::safe_path(&t)
+                ));
             }
         }
         if !uses.is_empty() {

@@ -123,6 +123,10 @@ pub fn apply_text(r: &ApplyReport) -> String {
             "Verified: {n} entries identical in the tmpfs (type, mode, owner, ns mtime, xattrs, content, links)"
         );
     }
-    let _ = writeln!(s, "Undo with: tmpfsctl revert {} --keep-data", r.dir);
+    let _ = writeln!(
+        s,
+        "Undo with: tmpfsctl revert {} --keep-data{}",
+        r.dir, r.follow_up
+    );
     s
 }

@@ -7,6 +7,7 @@ pub mod du;
 pub mod fstab;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod resolve;
 pub mod signals;
 pub mod statfs;
 pub mod systemd;

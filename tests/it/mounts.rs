@@ -361,15 +361,41 @@ fn revert_without_keep_data_brings_back_the_disk_contents() {
         "--yes",
     ]));
     std::fs::write(dir.join("scratch"), b"x").unwrap();
+    // --yes only skips the prompt: files on the tmpfs need --keep-data or --discard.
+    let out = tmpfsctl(&[
+        "revert",
+        s(&dir),
+        "--yes",
+        "--fstab",
+        s(&t.path().join("none")),
+    ]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("scratch") && e.contains("--keep-data") && e.contains("--discard"),
+        "{e}"
+    );
+    assert_eq!(fstype_at(&dir).as_deref(), Some("tmpfs"));
+    assert_eq!(std::fs::read(dir.join("scratch")).unwrap(), b"x");
     ok(&tmpfsctl(&[
         "revert",
         s(&dir),
+        "--discard",
         "--yes",
         "--fstab",
         s(&t.path().join("none")),
     ]));
     assert_eq!(fstype_at(&dir), None);
     assert_same_tree(&before, &tree(&dir));
+    // The progress notes of both runs are gone: nothing was interrupted.
+    let notes: Vec<String> = std::fs::read_dir("/run/tmpfsctl-journal")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .filter(|n| n.contains(s(&dir)))
+        .collect();
+    assert!(notes.is_empty(), "{notes:?}");
 }
 
 #[test]
@@ -611,6 +637,7 @@ fn fstab_round_trips_and_second_apply_adds_nothing() {
         s(&dir),
         "--fstab",
         s(&fstab),
+        "--discard",
         "--yes",
     ]));
     assert_eq!(std::fs::read(&fstab).unwrap(), DEBIAN_FSTAB);
@@ -871,4 +898,445 @@ fn plan_json_on_a_real_directory() {
             p["busy"]
         );
     }
+}
+
+/// No mount of ours under `root` is left (tests clean up after failures too).
+fn mounts_under(root: &Path) -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4).map(str::to_string))
+        .filter(|m| Path::new(m).starts_with(root))
+        .collect()
+}
+
+#[test]
+fn symlinks_and_system_directories_are_refused() {
+    require_root!();
+    let t = root_dir();
+    let real = t.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::write(real.join("f"), b"x").unwrap();
+    let link = t.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let _c = Cleanup(real.clone());
+    for cmd in ["plan", "apply"] {
+        let out = tmpfsctl(
+            &[cmd, s(&link), "--persist", "none", "--yes"][..if cmd == "plan" { 2 } else { 5 }],
+        );
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {e}");
+        assert!(
+            e.contains("symbolic link") && e.contains(s(&real)) && e.contains("pass the target"),
+            "{cmd}: {e}"
+        );
+    }
+    assert_eq!(fstype_at(&real), None);
+    for d in [
+        "/etc", "/var", "/boot", "/home", "/usr", "/proc", "/sys", "/dev", "/run", "/lib",
+    ] {
+        if !Path::new(d).is_dir()
+            || std::fs::symlink_metadata(d)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        {
+            continue;
+        }
+        let out = tmpfsctl(&["plan", d]);
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{d}: {e}");
+        assert!(
+            e.contains("refusing to put") && !e.contains("umount"),
+            "{d}: {e}"
+        );
+    }
+    for d in ["/var/tmp", "/var/log"] {
+        let out = tmpfsctl(&["plan", d]);
+        assert_ne!(out.status.code(), Some(2), "{d}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn package_files_are_a_blocker_lifted_only_by_the_flag() {
+    require_root!();
+    // bash's documentation directory: dpkg installed the files in it.
+    let doc = Path::new("/usr/share/doc/bash");
+    if !doc.is_dir() || !Path::new("/var/lib/dpkg/info/bash.list").exists() {
+        eprintln!("SKIP: no dpkg-installed bash docs here");
+        return;
+    }
+    let out = tmpfsctl(&["plan", s(doc), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = json(&out);
+    let b = j["blockers"].to_string();
+    assert!(
+        b.contains("installed by packages")
+            && b.contains("/usr/share/doc/bash/")
+            && b.contains("--allow-package-files"),
+        "{b}"
+    );
+}
+
+#[test]
+fn a_directory_another_user_could_swap_is_refused() {
+    require_root!();
+    let t = root_dir();
+    let p = t.path().join("users");
+    std::fs::create_dir(&p).unwrap();
+    std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+    let dir = p.join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let _c = Cleanup(dir.clone());
+    let out = tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--persist",
+        "none",
+        "--size",
+        "8M",
+        "--yes",
+    ]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("uid 65534") && e.contains(s(&p)), "{e}");
+    assert_eq!(fstype_at(&dir), None);
+    // World-writable without the sticky bit: the same.
+    let w = t.path().join("open");
+    std::fs::create_dir(&w).unwrap();
+    std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::create_dir(w.join("d")).unwrap();
+    let out = tmpfsctl(&["plan", s(&w.join("d"))]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("writable by everyone"), "{e}");
+}
+
+#[test]
+fn an_open_writer_blocks_apply_unless_forced() {
+    require_root!();
+    let t = root_dir();
+    let dir = t.path().join("w");
+    std::fs::create_dir(&dir).unwrap();
+    let _c = Cleanup(dir.clone());
+    let f = dir.join("log");
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import sys,time\nf=open(sys.argv[1],'w')\nf.write('a\\n'); f.flush()\ntime.sleep(60)",
+            s(&f),
+        ])
+        .spawn()
+        .unwrap();
+    while std::fs::read(&f).map(|b| b.is_empty()).unwrap_or(true) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--persist",
+        "none",
+        "--size",
+        "8M",
+        "--yes",
+    ]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains(&child.id().to_string()) && e.contains("log") && e.contains("--force"),
+        "{e}"
+    );
+    assert_eq!(fstype_at(&dir), None);
+    let out = tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--persist",
+        "none",
+        "--size",
+        "8M",
+        "--force",
+        "--yes",
+    ]);
+    ok(&out);
+    assert!(
+        stderr(&out).contains("hidden under the tmpfs"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    ok(&tmpfsctl(&[
+        "revert",
+        s(&dir),
+        "--fstab",
+        s(&t.path().join("none")),
+        "--discard",
+        "--yes",
+    ]));
+}
+
+#[test]
+fn a_persistence_that_cannot_be_written_fails_before_mounting() {
+    require_root!();
+    let t = root_dir();
+    let dir = t.path().join("p");
+    std::fs::create_dir(&dir).unwrap();
+    let _c = Cleanup(dir.clone());
+    let fstab = t.path().join("nonexistent/dir/fstab");
+    let out = tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--persist",
+        "fstab",
+        "--fstab",
+        s(&fstab),
+        "--size",
+        "8M",
+        "--yes",
+    ]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("does not exist") && e.contains("--fstab"), "{e}");
+    assert_eq!(fstype_at(&dir), None);
+    assert!(mounts_under(t.path()).is_empty());
+}
+
+/// Writes a file every `interval` seconds under `dir` (open, write, fsync,
+/// close), then prints its number: printed means acknowledged.
+fn spawn_writer(dir: &Path, interval: f64, stop: &Path) -> std::process::Child {
+    let script = "import os,sys,time\nd,iv,stop=sys.argv[1],float(sys.argv[2]),sys.argv[3]\ni=0\n\
+while not os.path.exists(stop):\n    p=os.path.join(d,'w-%d'%i)\n    \
+fd=os.open(p,os.O_WRONLY|os.O_CREAT|os.O_TRUNC,0o644)\n    os.write(fd,b'payload %d'%i)\n    os.fsync(fd)\n    os.close(fd)\n    \
+print(i,flush=True)\n    i+=1\n    time.sleep(iv)\n";
+    Command::new("python3")
+        .args(["-c", script, s(dir), &interval.to_string(), s(stop)])
+        .current_dir("/")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Run tmpfsctl, retrying while it refuses because the writer happened to
+/// hold its file open at the moment of the check (a refusal changes nothing).
+fn run_past_writer(args: &[&str]) -> Output {
+    for _ in 0..20 {
+        let out = tmpfsctl(args);
+        let e = stderr(&out);
+        if out.status.success() || !(e.contains("open for writing") || e.contains("is busy")) {
+            return out;
+        }
+    }
+    tmpfsctl(args)
+}
+
+#[test]
+fn a_writer_during_apply_and_revert_loses_no_acknowledged_file() {
+    require_root!();
+    let mut table = Vec::new();
+    for interval in [0.05, 0.1, 0.3, 0.5, 1.0] {
+        let t = root_dir();
+        let dir = t.path().join("live");
+        std::fs::create_dir(&dir).unwrap();
+        // Enough to copy that writes land during the copy and the switch.
+        for i in 0..3000 {
+            std::fs::write(dir.join(format!("seed-{i}")), vec![b'x'; 4096]).unwrap();
+        }
+        let _c = Cleanup(dir.clone());
+        let stop = t.path().join("stop");
+        let w = spawn_writer(&dir, interval, &stop);
+        std::thread::sleep(std::time::Duration::from_secs_f64(interval.max(0.1)));
+        let none = t.path().join("no-fstab");
+        let a = run_past_writer(&[
+            "apply",
+            s(&dir),
+            "--fstab",
+            s(&none),
+            "--persist",
+            "none",
+            "--size",
+            "64M",
+            "--yes",
+        ]);
+        ok(&a);
+        std::thread::sleep(std::time::Duration::from_secs_f64(interval * 2.0));
+        let r = run_past_writer(&[
+            "revert",
+            s(&dir),
+            "--fstab",
+            s(&none),
+            "--keep-data",
+            "--yes",
+        ]);
+        ok(&r);
+        std::thread::sleep(std::time::Duration::from_secs_f64(interval * 2.0));
+        std::fs::write(&stop, b"").unwrap();
+        let out = w.wait_with_output().unwrap();
+        let acked: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        assert_eq!(fstype_at(&dir), None);
+        let mut lost = Vec::new();
+        for i in &acked {
+            match std::fs::read(dir.join(format!("w-{i}"))) {
+                Ok(b) if b == format!("payload {i}").as_bytes() => {}
+                other => lost.push((
+                    *i,
+                    other.map(|b| String::from_utf8_lossy(&b).into_owned()).ok(),
+                )),
+            }
+        }
+        let carried = String::from_utf8_lossy(&a.stdout).contains("brought across")
+            || String::from_utf8_lossy(&r.stdout).contains("brought back");
+        table.push(format!(
+            "interval {interval:>4} s: {} acknowledged, {} lost, delta carried: {carried}",
+            acked.len(),
+            lost.len()
+        ));
+        assert!(lost.is_empty(), "interval {interval}: lost {lost:?}");
+        assert!(!acked.is_empty());
+    }
+    eprintln!("{}", table.join("\n"));
+}
+
+/// As uid 65534: swap `a` and `b` with renameat2(RENAME_EXCHANGE) in a loop
+/// until `stop` exists (or 120 s pass), printing how many swaps it made.
+fn spawn_swapper(a: &Path, b: &Path, stop: &Path) -> std::process::Child {
+    let script = "import ctypes,os,sys,time\nlibc=ctypes.CDLL(None,use_errno=True)\n\
+a,b,stop=[x.encode() for x in sys.argv[1:4]]\nn=0\nend=time.time()+120\n\
+while not os.path.exists(stop) and time.time()<end:\n    \
+if libc.renameat2(-100,a,-100,b,2)==0: n+=1\nprint(n,flush=True)\n";
+    // The system's python: a per-user one (pyenv under /root) is out of
+    // reach for uid 65534.
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+            script,
+        ])
+        .args([s(a), s(b), s(stop)])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_user_swapping_dir_for_a_symlink_never_redirects_apply() {
+    require_root!();
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("SKIP: setpriv (util-linux) is not installed");
+        return;
+    }
+    let t = root_dir();
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secret = t.path().join("secret");
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(secret.join("s"), b"secret").unwrap();
+    let p = t.path().join("p");
+    std::fs::create_dir(&p).unwrap();
+    let dir = p.join("d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("mine"), b"user data").unwrap();
+    let link = p.join("l");
+    std::os::unix::fs::symlink(&secret, &link).unwrap();
+    for x in [&p, &dir, &dir.join("mine")] {
+        std::os::unix::fs::chown(x, Some(65534), Some(65534)).unwrap();
+    }
+    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+    let _c1 = Cleanup(dir.clone());
+    let _c2 = Cleanup(secret.clone());
+    let _c3 = Cleanup(link.clone());
+    let stop = t.path().join("stop");
+    let swapper = spawn_swapper(&dir, &link, &stop);
+    let (mut applied, mut refused) = (0, 0);
+    let mut reasons: HashMap<&str, usize> = HashMap::new();
+    for run in 0..40 {
+        // As root directly, the owner of the parent is not trusted; run half
+        // as if that user had called sudo, so the descriptor work is what
+        // stands between them and the root-only directory.
+        let mut cmd = crate::common::bin();
+        cmd.args([
+            "apply",
+            s(&dir),
+            "--persist",
+            "none",
+            "--size",
+            "16M",
+            "--yes",
+        ]);
+        if run % 2 == 1 {
+            cmd.env("SUDO_UID", "65534");
+        } else {
+            cmd.env_remove("SUDO_UID");
+        }
+        let out = cmd.output().unwrap();
+        let e = stderr(&out);
+        let mounted = mounts_under(t.path());
+        assert!(
+            !mounted.iter().any(|m| Path::new(m) == secret),
+            "run {run}: the root-only directory got the mount: {mounted:?}\n{e}"
+        );
+        if out.status.success() {
+            assert!(
+                run % 2 == 1,
+                "run {run}: applied as root on a directory the user could swap\n{e}"
+            );
+            applied += 1;
+            // The tmpfs went onto the user's directory; the user may rename
+            // their own directory afterwards (the mount moves with it), so
+            // it is found by content, not by name.
+            assert_eq!(mounted.len(), 1, "run {run}: {mounted:?}\n{e}");
+            let m = Path::new(&mounted[0]);
+            assert!(m == dir || m == link, "run {run}: {mounted:?}");
+            assert_eq!(std::fs::read(m.join("mine")).unwrap(), b"user data");
+            assert!(
+                !m.join("s").exists(),
+                "run {run}: root-only file copied where the user can read it"
+            );
+            // The user keeps renaming it while we unmount: retry by its
+            // current name.
+            for _ in 0..100 {
+                let left = mounts_under(t.path());
+                if left.is_empty() {
+                    break;
+                }
+                for m in &left {
+                    let _ = Command::new("umount").arg("-l").arg(m).status();
+                }
+            }
+            assert!(mounts_under(t.path()).is_empty());
+        } else {
+            refused += 1;
+            assert_eq!(out.status.code(), Some(2), "run {run}: {e}");
+            assert!(
+                mounted.is_empty(),
+                "run {run}: a refused apply left {mounted:?}\n{e}"
+            );
+            let why = if e.contains("uid 65534") {
+                "parent owned by the user"
+            } else if e.contains("symbolic link") {
+                "symlink refused"
+            } else if e.contains("moved or replaced") || e.contains("renamed or replaced") {
+                "moved while working"
+            } else {
+                eprintln!("run {run}: other refusal: {e}");
+                "other"
+            };
+            *reasons.entry(why).or_default() += 1;
+        }
+        assert_eq!(std::fs::read(secret.join("s")).unwrap(), b"secret");
+    }
+    std::fs::write(&stop, b"").unwrap();
+    let out = swapper.wait_with_output().unwrap();
+    let swaps = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    eprintln!("swaps {swaps}; applied {applied}, refused {refused}: {reasons:?}");
+    assert!(
+        swaps.parse::<u64>().unwrap_or(0) > 0,
+        "the swapper never ran"
+    );
+    assert!(!reasons.contains_key("other"), "{reasons:?}");
 }

@@ -1,0 +1,202 @@
+//! `tmpfsctl plan`, `apply` and `revert` arguments: parsed and validated
+//! here, handed to [`crate::mounts`] as plain request values.
+
+use std::path::PathBuf;
+
+use crate::mounts::plan::{self, Request};
+use crate::mounts::{ApplyRequest, PersistTo, PlanRequest, RevertRequest, Target};
+use crate::units::{Size, parse_count, parse_size};
+
+const AFTER_PLAN: &str = "Examples:\n  tmpfsctl plan /tmp\n  tmpfsctl plan /tmp --size 4G --noexec --json\n  \
+tmpfsctl plan ~/build --via fstab\n\nChanges nothing. Exit 1 when `apply` would refuse (see \"blockers\").";
+const AFTER_APPLY: &str = "Examples:\n  sudo tmpfsctl apply /tmp\n  sudo tmpfsctl apply /tmp --size 8G --persist systemd --yes\n  \
+sudo tmpfsctl apply /tmp --resize 12G\n\nThe old contents stay on disk underneath the tmpfs; `tmpfsctl revert /tmp --keep-data` \
+copies the current ones back.";
+const AFTER_REVERT: &str = "Examples:\n  sudo tmpfsctl revert /tmp --keep-data\n  sudo tmpfsctl revert /tmp --discard --lazy --yes\n\n\
+With --discard, what was written to the tmpfs is thrown away and the old on-disk contents reappear; \
+a tmpfs holding files needs --keep-data or --discard.";
+
+fn parse_mode(s: &str) -> Result<u32, String> {
+    crate::mounts::parse_mode(s)
+}
+
+fn parse_inodes(s: &str) -> Result<u64, String> {
+    parse_count(s).map_err(|e| e.to_string())
+}
+
+/// The directory and where its configuration lives.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TargetArgs {
+    /// The directory to put on tmpfs, e.g. /tmp
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Read and edit this file instead of /etc/fstab
+    #[arg(long, value_name = "PATH")]
+    pub fstab: Option<PathBuf>,
+    /// Look for mount units and write drop-ins here instead of /etc/systemd/system
+    #[arg(long, value_name = "PATH")]
+    pub unit_dir: Option<PathBuf>,
+    /// Print a JSON document (schema_version 1) instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Mount options (all optional: plan recommends what is not given).
+#[derive(Debug, Clone, clap::Args)]
+pub struct MountOptArgs {
+    /// Size limit: 512M, 2G, 50% (of RAM); never below what DIR holds now
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub size: Option<Size>,
+    /// Inode limit (nr_inodes): 500000, 1m
+    #[arg(long, value_name = "N", value_parser = parse_inodes)]
+    pub inodes: Option<u64>,
+    /// Forbid executing programs from DIR
+    #[arg(long)]
+    pub noexec: bool,
+    /// Never swap DIR's pages out (Linux 6.4+)
+    #[arg(long)]
+    pub noswap: bool,
+    /// Transparent huge pages for DIR's files
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub huge: Option<plan::Huge>,
+    /// Mode of the mount's root in octal (default: DIR's mode now; 1777 for /tmp and /var/tmp)
+    #[arg(long, value_name = "OCTAL", value_parser = parse_mode)]
+    pub mode: Option<u32>,
+    /// How to persist: fstab line or systemd drop-in (default: what manages DIR now)
+    #[arg(long, value_enum)]
+    pub via: Option<plan::Via>,
+    /// Filesystem type; ramfs is only explained (it has no size limit)
+    #[arg(long, value_enum, default_value = "tmpfs")]
+    pub fstype: plan::FsKind,
+}
+
+impl MountOptArgs {
+    fn request(&self) -> Request {
+        Request {
+            size: self.size,
+            inodes: self.inodes,
+            noexec: self.noexec,
+            noswap: self.noswap,
+            huge: self.huge,
+            mode: self.mode,
+            via: self.via,
+            ramfs: self.fstype == plan::FsKind::Ramfs,
+            allow_package_files: false,
+            follow_up: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_PLAN)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub opts: MountOptArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PersistArg {
+    Fstab,
+    Systemd,
+    /// Live mount only; gone after a reboot
+    None,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_APPLY)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub opts: MountOptArgs,
+    /// Where to persist (default: as `plan` recommends)
+    #[arg(long, value_enum)]
+    pub persist: Option<PersistArg>,
+    /// Change the size of the tmpfs already at DIR, live (never below its usage)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, conflicts_with = "size")]
+    pub resize: Option<Size>,
+    /// Go ahead although processes have files under DIR open for writing (what they write after the copy stays hidden on disk)
+    #[arg(long)]
+    pub force: bool,
+    /// Go ahead although DIR holds files the package manager installed (they are hidden until revert)
+    #[arg(long)]
+    pub allow_package_files: bool,
+    /// Do not ask for confirmation
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_REVERT)]
+pub struct RevertArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Copy the tmpfs contents back to the directory on disk first
+    #[arg(long, conflicts_with = "discard")]
+    pub keep_data: bool,
+    /// Throw away what the tmpfs holds (needed, or --keep-data, when it holds files)
+    #[arg(long)]
+    pub discard: bool,
+    /// Detach the tmpfs even when processes still use it (it goes away when they let go)
+    #[arg(long)]
+    pub lazy: bool,
+    /// Do not ask for confirmation
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+impl TargetArgs {
+    pub fn target(&self) -> Target {
+        Target {
+            dir: self.dir.clone(),
+            fstab: self.fstab.clone(),
+            unit_dir: self.unit_dir.clone(),
+            json: self.json,
+        }
+    }
+}
+
+impl PlanArgs {
+    pub fn request(&self) -> PlanRequest {
+        let target = self.target.target();
+        let mut opts = self.opts.request();
+        opts.follow_up = target.follow_up();
+        PlanRequest { target, opts }
+    }
+}
+
+impl ApplyArgs {
+    pub fn request(&self) -> ApplyRequest {
+        let target = self.target.target();
+        let mut opts = self.opts.request();
+        opts.follow_up = target.follow_up();
+        opts.allow_package_files = self.allow_package_files;
+        ApplyRequest {
+            target,
+            opts,
+            persist: self.persist.map(|p| match p {
+                PersistArg::Fstab => PersistTo::Fstab,
+                PersistArg::Systemd => PersistTo::Systemd,
+                PersistArg::None => PersistTo::None,
+            }),
+            resize: self.resize,
+            force: self.force,
+            allow_package_files: self.allow_package_files,
+            yes: self.yes,
+        }
+    }
+}
+
+impl RevertArgs {
+    pub fn request(&self) -> RevertRequest {
+        RevertRequest {
+            target: self.target.target(),
+            keep_data: self.keep_data,
+            discard: self.discard,
+            lazy: self.lazy,
+            yes: self.yes,
+        }
+    }
+}

@@ -1,0 +1,575 @@
+//! `tmpfsctl apply`: mount a tmpfs holding a verified copy of DIR in one
+//! step, then make it permanent (fstab line or systemd drop-in).
+
+use std::collections::BTreeMap;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+
+use super::facts::{gather_facts_at, mount_at, read_fstab};
+use super::plan::{self, Facts, Plan};
+use super::ui::{confirm, copy_bar, require_root, sparse_note};
+use super::{ApplyRequest, PersistTo, copy, journal, live, persist, render};
+use crate::context::{Context, ExitCode};
+use crate::sys::atomic::{AtomicWrite, check_writable};
+use crate::sys::resolve::OpenedDir;
+use crate::sys::signals::Interrupt;
+use crate::sys::statfs;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PersistResult {
+    pub via: String,
+    pub path: Option<String>,
+    pub edit: persist::Edit,
+    pub backup: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ApplyReport {
+    pub schema_version: u32,
+    pub dir: String,
+    pub plan: Plan,
+    /// True when this run mounted the tmpfs; false when it already was.
+    pub mounted: bool,
+    pub resized_to: Option<String>,
+    pub copied: Option<copy::CopyStats>,
+    /// Entries compared equal between DIR and the copy (root included).
+    pub verified_entries: Option<u64>,
+    pub persist: PersistResult,
+    pub changes: Vec<String>,
+    /// Options repeated in the printed undo command.
+    #[serde(skip)]
+    pub follow_up: String,
+}
+
+fn persist_step(
+    p: &Plan,
+    dir: &Path,
+    via: Option<plan::Via>,
+    fragment: Option<&Path>,
+) -> Result<PersistResult> {
+    let Some(via) = via else {
+        return Ok(PersistResult {
+            via: "none".into(),
+            path: None,
+            edit: persist::Edit::Unchanged,
+            backup: None,
+        });
+    };
+    let path = PathBuf::from(&p.persist.path);
+    match via {
+        plan::Via::Fstab => {
+            let old = read_fstab(&path)?;
+            let (new, edit) = persist::fstab_with_line(&old, dir, &p.persist.content);
+            let mut backup = None;
+            if edit != persist::Edit::Unchanged {
+                backup = persist::make_backup(&path)?;
+                AtomicWrite::config("--fstab")
+                    .write_checked(&path, &new, |tmp| persist::verify_fstab(tmp, dir))?;
+                persist::daemon_reload_if_real(&path, "/etc/");
+            }
+            Ok(PersistResult {
+                via: "fstab".into(),
+                path: Some(path.display().to_string()),
+                edit,
+                backup: backup.map(|b| b.display().to_string()),
+            })
+        }
+        plan::Via::Systemd => {
+            let frag = p.persist.unit.clone();
+            let fragment = fragment.with_context(|| {
+                format!("no {frag} unit file to add a drop-in to; use --persist fstab")
+            })?;
+            let (edit, backup) = persist::write_dropin(&path, &p.persist.content, |_| {
+                persist::verify_dropin(fragment, &p.persist.unit, &p.persist.content)
+            })?;
+            persist::daemon_reload_if_real(&path, "/etc/");
+            Ok(PersistResult {
+                via: "systemd".into(),
+                path: Some(path.display().to_string()),
+                edit,
+                backup: backup.map(|b| b.display().to_string()),
+            })
+        }
+    }
+}
+
+/// Run `apply` as asked; the report goes to stdout (text or JSON).
+pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
+    require_root("apply")?;
+    if !ctx.sysroot.is_live() {
+        bail!("--sysroot is for `plan` only; apply changes the running system");
+    }
+    journal::recover_and_tell(&args.target.dir);
+    let (facts, opened, p, via) = checked_plan(ctx, args)?;
+    let dir = facts.dir.clone();
+    if !args.target.json {
+        eprint!("{}", render::plan_text(&p));
+    }
+    let nothing_to_mount = p.mount_state == plan::MountState::Same;
+    let nothing_to_persist = via.is_none()
+        || (via == Some(plan::Via::Fstab) && p.persist.action == plan::PersistAction::Unchanged)
+        || (via == Some(plan::Via::Systemd)
+            && std::fs::read_to_string(&p.persist.path).ok().as_deref()
+                == Some(p.persist.content.as_str()));
+    let mut changes = Vec::new();
+    if !(nothing_to_mount && nothing_to_persist) {
+        confirm(
+            &format!("Put {} on tmpfs as above?", dir.display()),
+            args.yes,
+        )?;
+    }
+    let interrupt = Interrupt::install(false).context("cannot install signal handlers")?;
+    let cancel = interrupt.flag();
+    let fstab = (via == Some(plan::Via::Fstab)).then(|| PathBuf::from(&p.persist.path));
+    let _journal = journal::begin("apply", &dir, fstab.as_deref())?;
+
+    let mut copied = None;
+    let mut verified = None;
+    let mut resized_to = None;
+    let mut switched = None;
+    match p.mount_state {
+        plan::MountState::Same => {}
+        plan::MountState::SizeDiffers => {
+            let s = p.size_option.clone().unwrap_or_default();
+            live::resize(&dir, &s)?;
+            changes.push(format!("resized the tmpfs at {} to {s}", dir.display()));
+            resized_to = Some(s);
+        }
+        plan::MountState::NotMounted => {
+            let show = crate::render::stderr_is_tty() && !args.target.json;
+            let mut sw = stage_and_move(&p, &opened, &cancel, show)?;
+            let stats = &sw.stats;
+            changes.push(format!(
+                "mounted tmpfs ({}) on {} with its {} files, {} dirs, {} symlinks, {} hard links, {} special files ({})",
+                p.mount_options,
+                dir.display(),
+                stats.files,
+                stats.dirs,
+                stats.symlinks,
+                stats.hard_links,
+                stats.special_files,
+                crate::units::fmt_bytes(stats.content_bytes)
+            ));
+            if stats.sparse_files > 0 {
+                changes.push(sparse_note(stats));
+            }
+            copied = Some(sw.stats.clone());
+            verified = Some(sw.verified);
+            catch_up(&mut sw, &dir, &cancel, &mut changes)?;
+            switched = Some(sw);
+        }
+        plan::MountState::Conflict => unreachable!("conflicts are blockers"),
+    }
+    let persisted = match persist_step(&p, &dir, via, facts.unit.fragment.as_deref()) {
+        Ok(r) => r,
+        Err(e) => return Err(roll_back(e, switched, &dir, &cancel)),
+    };
+    if persisted.edit != persist::Edit::Unchanged {
+        changes.push(format!(
+            "{} {}{}",
+            match persisted.edit {
+                persist::Edit::Appended => "added to",
+                _ => "updated",
+            },
+            persisted.path.clone().unwrap_or_default(),
+            persisted
+                .backup
+                .as_ref()
+                .map(|b| format!(" (backup {b})"))
+                .unwrap_or_default()
+        ));
+    }
+    check_mounted(ctx, &dir)?;
+    if changes.is_empty() {
+        changes.push(format!(
+            "nothing: {} already is on tmpfs as planned",
+            dir.display()
+        ));
+    }
+    let report = ApplyReport {
+        schema_version: plan::SCHEMA_VERSION,
+        dir: dir.display().to_string(),
+        plan: p,
+        mounted: switched.is_some(),
+        resized_to,
+        copied,
+        verified_entries: verified,
+        persist: persisted,
+        changes,
+        follow_up: args.target.follow_up(),
+    };
+    if args.target.json {
+        crate::render::print_json(&report)?;
+    } else {
+        print!("{}", render::apply_text(&report));
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// Everything apply checks before its first change: the facts, the plan and
+/// its blockers, --resize, writers, and that the persistence can be written.
+fn checked_plan(
+    ctx: &Context,
+    args: &ApplyRequest,
+) -> Result<(Facts, OpenedDir, Plan, Option<plan::Via>)> {
+    let mut req = args.opts.clone();
+    match args.persist {
+        Some(PersistTo::Fstab) => req.via = Some(plan::Via::Fstab),
+        Some(PersistTo::Systemd) => req.via = Some(plan::Via::Systemd),
+        _ => {}
+    }
+    let (facts, opened) = gather_facts_at(ctx, &args.target)?;
+    let dir = facts.dir.clone();
+    if let Some(r) = args.resize {
+        let cur = facts.current.as_ref().filter(|c| c.fstype == "tmpfs");
+        if cur.is_none() {
+            bail!(
+                "{} is not a tmpfs, so there is nothing to resize; run `tmpfsctl apply {}{}` without --resize first",
+                dir.display(),
+                dir.display(),
+                args.target.follow_up()
+            );
+        }
+        let used = statfs::statfs(&opened.proc_path())?.used_bytes;
+        let b = plan::resolve_size(r, facts.mem.mem_total_bytes);
+        if b < used {
+            bail!(
+                "--resize {r} ({}) is below the {} in use in {}; give at least that plus headroom",
+                crate::units::fmt_bytes(b),
+                crate::units::fmt_bytes(used),
+                dir.display()
+            );
+        }
+        req.size = Some(r);
+    }
+    let p = plan::plan(&facts, &req)?;
+    if !p.blockers.is_empty() {
+        bail!("cannot apply: {}", p.blockers.join("; "));
+    }
+    if p.mount_state == plan::MountState::SizeDiffers && args.resize.is_none() {
+        bail!(
+            "{} already is a tmpfs with a different size ({}); change it with `tmpfsctl apply {} --resize {}{}`",
+            dir.display(),
+            p.current
+                .as_ref()
+                .and_then(|c| c.size_bytes)
+                .map(crate::units::fmt_bytes)
+                .unwrap_or_default(),
+            dir.display(),
+            p.size_option.clone().unwrap_or_default(),
+            args.target.follow_up()
+        );
+    }
+    let via = match args.persist {
+        Some(PersistTo::None) => None,
+        _ => Some(p.persist.via),
+    };
+    if p.mount_state == plan::MountState::NotMounted {
+        refuse_writers(&dir, args.force)?;
+    }
+    check_persistable(&p, via)?;
+    Ok((facts, opened, p, via))
+}
+
+/// Refuse while a process has a file under `dir` open for writing: what it
+/// writes after the copy would land in the hidden directory. With `force`,
+/// say exactly what may be lost and go on.
+fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
+    let writers = live::writers_of(Path::new("/proc"), dir);
+    if writers.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = writers
+        .iter()
+        .map(|w| {
+            format!(
+                "{} ({}: {})",
+                w.pid,
+                crate::render::term::safe(&w.comm),
+                w.uses.join(", ")
+            )
+        })
+        .collect();
+    if !force {
+        bail!(
+            "processes have files under {} open for writing: {}; what they write after the copy would be hidden \
+             under the tmpfs. Stop them (or let them finish) and retry, or pass --force to go ahead anyway",
+            dir.display(),
+            list.join("; ")
+        );
+    }
+    eprintln!(
+        "tmpfsctl: warning: --force: writes made through these open files after the copy stay in the directory \
+         hidden under the tmpfs (not in the tmpfs): {}",
+        list.join("; ")
+    );
+    Ok(())
+}
+
+/// Fail before the first change when the fstab or the drop-in could not be
+/// written afterwards.
+fn check_persistable(p: &Plan, via: Option<plan::Via>) -> Result<()> {
+    match via {
+        Some(plan::Via::Fstab) if p.persist.action != plan::PersistAction::Unchanged => {
+            check_writable("--fstab", Path::new(&p.persist.path))
+        }
+        Some(plan::Via::Systemd) => {
+            let path = Path::new(&p.persist.path);
+            // The drop-in directory (`UNIT.d`) is created; its parent must exist.
+            let units = path.parent().and_then(Path::parent).unwrap_or(path);
+            if !units.is_dir() {
+                bail!(
+                    "--unit-dir {}: does not exist; create it or give another directory",
+                    units.display()
+                );
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Verify from the kernel's point of view, not from what we think we did.
+fn check_mounted(ctx: &Context, dir: &Path) -> Result<()> {
+    let (mounts, _) = ctx.sysroot.mountinfo()?;
+    let top = mount_at(&mounts, dir)
+        .filter(|m| m.fstype == "tmpfs")
+        .with_context(|| {
+            format!(
+                "after apply, mountinfo shows no tmpfs at {}; check `findmnt {}`",
+                dir.display(),
+                dir.display()
+            )
+        })?;
+    for flag in ["nosuid", "nodev"] {
+        if !top.has_flag(flag) {
+            bail!(
+                "after apply, the tmpfs at {} lacks {flag}; check `findmnt {}`",
+                dir.display(),
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A tmpfs moved onto DIR by this run, and the old tree it hides, still
+/// reachable through `src`.
+struct Switched {
+    stats: copy::CopyStats,
+    verified: u64,
+    src: OwnedFd,
+    staged: live::Detached,
+    /// What the old tree and the copy both held when they were compared.
+    base: BTreeMap<Vec<u8>, copy::EntrySig>,
+}
+
+/// Passes over the old tree after the switch before giving up on a writer
+/// that keeps writing there (through a descriptor opened before the switch).
+pub(super) const CATCH_UP_PASSES: usize = 5;
+
+/// Bring across what was written to the old tree between the copy and the
+/// switch (see [`copy::delta`]).
+fn catch_up(
+    sw: &mut Switched,
+    dir: &Path,
+    cancel: &AtomicBool,
+    changes: &mut Vec<String>,
+) -> Result<()> {
+    let mut all = copy::delta::Delta::default();
+    for _ in 0..CATCH_UP_PASSES {
+        let d = copy::delta::carry(sw.src.as_fd(), sw.staged.root.as_fd(), &mut sw.base, cancel)
+            .with_context(|| {
+                format!(
+                    "{} IS now on tmpfs, but bringing across what was written to it during the copy failed; \
+                     those files are in the directory underneath (`tmpfsctl revert {} --keep-data` does not restore them)",
+                    dir.display(),
+                    dir.display()
+                )
+            })?;
+        let done = d.is_empty();
+        all.brought.extend(d.brought);
+        all.removed.extend(d.removed);
+        all.kept_newer.extend(d.kept_newer);
+        if done {
+            break;
+        }
+    }
+    let few = |v: &[String]| v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    if !all.brought.is_empty() || !all.removed.is_empty() {
+        changes.push(format!(
+            "brought across {} entries written and removed {} deleted in {} during the copy ({})",
+            all.brought.len(),
+            all.removed.len(),
+            dir.display(),
+            few(&[all.brought.clone(), all.removed.clone()].concat())
+        ));
+    }
+    if !all.kept_newer.is_empty() {
+        changes.push(format!(
+            "kept the newer version written to the tmpfs of {} entries also changed underneath ({})",
+            all.kept_newer.len(),
+            few(&all.kept_newer)
+        ));
+    }
+    Ok(())
+}
+
+/// After a failure that followed the mount: take the mount away again when
+/// nothing was written to it since, so the system is as it was; otherwise
+/// keep it and say how to finish.
+fn roll_back(
+    e: anyhow::Error,
+    switched: Option<Switched>,
+    dir: &Path,
+    cancel: &AtomicBool,
+) -> anyhow::Error {
+    let Some(sw) = switched else {
+        return e;
+    };
+    let untouched = copy::snapshot(sw.staged.root.as_fd(), cancel)
+        .map(|now| {
+            copy::differences(&now, &sw.base)
+                .iter()
+                .all(|d| d.starts_with(".:"))
+        })
+        .unwrap_or(false);
+    if untouched && live::detach(&sw.staged).is_ok() {
+        return e.context(format!(
+            "apply failed after mounting, so it was undone: {} is as it was",
+            dir.display()
+        ));
+    }
+    e.context(format!(
+        "{} IS now on tmpfs (and was written to since), but making that permanent failed; fix the cause and re-run apply \
+         (it will only persist), or `tmpfsctl revert {} --keep-data`",
+        dir.display(),
+        dir.display()
+    ))
+}
+
+/// Detached tmpfs, copy, compare, move onto the directory opened at the
+/// start. Any error before the move drops the detached mount (closing its
+/// fd unmounts it), so nothing on the system has changed.
+fn stage_and_move(
+    p: &Plan,
+    opened: &OpenedDir,
+    cancel: &AtomicBool,
+    show_progress: bool,
+) -> Result<Switched> {
+    let dir = &opened.path;
+    let abort = |e: anyhow::Error| {
+        e.context(format!(
+            "apply aborted; nothing was changed ({} is as it was)",
+            dir.display()
+        ))
+    };
+    let staged = live::mount_detached(&p.mount_options).map_err(abort)?;
+    let since = std::time::SystemTime::now();
+    let src = rustix::fs::openat(
+        &opened.fd,
+        c".",
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .with_context(|| format!("cannot open {}", dir.display()))
+    .map_err(abort)?;
+    // Holes are not copied, so the data moved adds up to about the allocated
+    // bytes `plan` measured (directories' blocks aside).
+    let pb = copy_bar(show_progress, p.used_bytes, "copying");
+    let stats = copy::copy_tree(src.as_fd(), staged.root.as_fd(), true, cancel, &|n| {
+        pb.inc(n)
+    });
+    pb.finish_and_clear();
+    let stats = stats
+        .context("copying into the new tmpfs failed")
+        .map_err(abort)?;
+    // The root keeps DIR's mode unless another mode was asked for; the
+    // filesystem option and the live root must agree, or a reboot changes it.
+    let mode = u32::from_str_radix(&p.mode, 8).unwrap_or(0o1777);
+    rustix::fs::fchmod(&staged.root, rustix::fs::Mode::from_raw_mode(mode))
+        .context("cannot set the mode of the new tmpfs")
+        .map_err(abort)?;
+    let base =
+        verify_copy(src.as_fd(), staged.root.as_fd(), dir, true, since, cancel).map_err(abort)?;
+    if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(abort(anyhow::anyhow!("interrupted")));
+    }
+    live::attach_at(&staged, opened).map_err(abort)?;
+    let verified = base.len() as u64;
+    Ok(Switched {
+        stats,
+        verified,
+        src,
+        staged,
+        base,
+    })
+}
+
+/// Compare the tree with its copy entry by entry. An entry that differs
+/// because it was written while the copy ran (its mtime is at or after
+/// `since`, the copy's start less a second for coarse clocks) is not a copy
+/// error: the catch-up after the switch brings it across. Anything else that
+/// differs is. Returns what the copy holds, the base for that catch-up.
+pub(super) fn verify_copy(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    dir: &Path,
+    compare_root: bool,
+    since: std::time::SystemTime,
+    cancel: &AtomicBool,
+) -> Result<BTreeMap<Vec<u8>, copy::EntrySig>> {
+    let since = since
+        .checked_sub(std::time::Duration::from_secs(1))
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs() as i64);
+    let mut a = copy::snapshot(src, cancel)?;
+    let b = copy::snapshot(dst, cancel)?;
+    if let (Some(ra), Some(rb)) = (a.get_mut(&Vec::new()), b.get(&Vec::new())) {
+        // The root's mode is chosen by the plan, not copied; its times move
+        // with every entry written during the copy. A scratch root (revert's)
+        // is not compared at all.
+        if compare_root {
+            ra.mode = rb.mode;
+            ra.mtime = rb.mtime;
+        } else {
+            *ra = rb.clone();
+        }
+    }
+    let written_since = |sig: &copy::EntrySig| sig.mtime.0 >= since;
+    let bad: Vec<String> = copy::differences(&a, &b)
+        .into_iter()
+        .zip(differing_keys(&a, &b))
+        .filter(|(_, k)| a.get(k).is_some_and(|sa| !written_since(sa)))
+        .map(|(d, _)| d)
+        .collect();
+    if !bad.is_empty() {
+        let n = bad.len();
+        let first: Vec<String> = bad.into_iter().take(5).collect();
+        bail!(
+            "{n} entries did not copy faithfully (first: {}); nothing was written to them during the copy, \
+             so this is a copy error: check the filesystems and retry",
+            first.join("; ")
+        );
+    }
+    let _ = dir;
+    Ok(b)
+}
+
+/// The keys of [`copy::differences`], in the same order.
+fn differing_keys(
+    a: &BTreeMap<Vec<u8>, copy::EntrySig>,
+    b: &BTreeMap<Vec<u8>, copy::EntrySig>,
+) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = a
+        .iter()
+        .filter(|(k, sa)| b.get(*k) != Some(*sa))
+        .map(|(k, _)| k.clone())
+        .collect();
+    v.extend(b.keys().filter(|k| !a.contains_key(*k)).cloned());
+    v
+}

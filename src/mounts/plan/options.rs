@@ -1,0 +1,244 @@
+//! The mount options and why: size and inode limits, the root's mode and owner.
+
+use super::{
+    DEFAULT_INODES, Draft, Facts, PlanError, Request, current_tmpfs, is_shared_tmp, needed_bytes,
+    needed_inodes, resolve_size, tight_bytes,
+};
+use crate::units::{Size, fmt_bytes, tmpfs_size_option};
+
+/// Size: the request if any (never below usage), else keep what a tmpfs
+/// here already has, else tmpfs's own default of 50% of RAM unless that is
+/// too small for what DIR holds. Returns the option value and the bytes.
+pub(super) fn size_limit(
+    d: &mut Draft,
+    facts: &Facts,
+    req: &Request,
+) -> Result<(String, u64), PlanError> {
+    let shown = facts.dir.display().to_string();
+    let mem = &facts.mem;
+    let need_b = needed_bytes(facts.used_bytes);
+    let cur_tmpfs = current_tmpfs(facts);
+    let (size, why) = match req.size {
+        Some(s) => {
+            let b = resolve_size(s, mem.mem_total_bytes);
+            if b < facts.used_bytes {
+                return Err(PlanError(format!(
+                    "--size {s} ({}) is below what {shown} holds now ({}); give at least {} \
+                     (usage plus headroom), e.g. --size {}",
+                    fmt_bytes(b),
+                    fmt_bytes(facts.used_bytes),
+                    fmt_bytes(need_b),
+                    tmpfs_size_option(need_b)
+                )));
+            }
+            if b < tight_bytes(facts.used_bytes) {
+                d.warn(
+                    "size_tight",
+                    format!(
+                        "size {} leaves less than the recommended headroom over the {} {shown} holds now; \
+                         writers may hit ENOSPC (recommended at least {})",
+                        fmt_bytes(b),
+                        fmt_bytes(facts.used_bytes),
+                        fmt_bytes(need_b)
+                    ),
+                );
+            }
+            (s, "asked for".to_string())
+        }
+        // An existing tmpfs keeps its size (so a second apply is a no-op)
+        // as long as what it holds fits.
+        None => match cur_tmpfs
+            .and_then(|c| c.size_bytes)
+            .filter(|&b| b >= facts.used_bytes)
+        {
+            Some(b) => (
+                Size::Bytes(b),
+                "keeps the size the tmpfs here has now".to_string(),
+            ),
+            None => default_size(facts, need_b),
+        },
+    };
+    let b = resolve_size(size, mem.mem_total_bytes);
+    let why = if req.size.is_some() || cur_tmpfs.is_some_and(|c| c.size_bytes == Some(b)) {
+        format!("{why} ({})", fmt_bytes(b))
+    } else {
+        why
+    };
+    d.opt(format!("size={size}"), why);
+    size_against_memory(d, facts, b, need_b);
+    Ok((size.to_string(), b))
+}
+
+/// The size when none was asked for and no tmpfs is here: a share of RAM,
+/// or usage plus headroom when that share is too small.
+fn default_size(facts: &Facts, need_b: u64) -> (Size, String) {
+    let shown = facts.dir.display().to_string();
+    let mem = &facts.mem;
+    // Without swap a full tmpfs pins every page in RAM, so the
+    // default share is halved; with swap, tmpfs's own 50%.
+    let (pct, what) = if mem.swap_total_bytes == 0 {
+        (
+            25.0,
+            "a quarter of the RAM, since there is no swap to take a full tmpfs's pages",
+        )
+    } else {
+        (50.0, "tmpfs's default of half the RAM")
+    };
+    let share = resolve_size(Size::PercentOfRam(pct), mem.mem_total_bytes);
+    if share >= need_b {
+        (
+            Size::PercentOfRam(pct),
+            format!(
+                "{what} ({}): it is a limit, not a reservation, and \
+                 leaves room for {shown}'s {} now plus headroom",
+                fmt_bytes(share),
+                fmt_bytes(facts.used_bytes)
+            ),
+        )
+    } else {
+        (
+            Size::Bytes(need_b),
+            format!(
+                "{shown} holds {} now; {pct}% of the RAM ({}) would be too small, so usage + 50% (at least 64 MiB)",
+                fmt_bytes(facts.used_bytes),
+                fmt_bytes(share)
+            ),
+        )
+    }
+}
+
+/// Warnings and blockers from comparing a size of `b` bytes (and the
+/// `need_b` DIR needs) with RAM + swap and the other tmpfs limits.
+fn size_against_memory(d: &mut Draft, facts: &Facts, b: u64, need_b: u64) {
+    let shown = facts.dir.display().to_string();
+    let mem = &facts.mem;
+    let ceiling = mem.mem_total_bytes.saturating_add(mem.swap_total_bytes);
+    if b > ceiling {
+        d.warn(
+            "size_exceeds_memory",
+            format!(
+                "size {} is more than RAM + swap ({}): filling it would invoke the OOM killer; choose a smaller --size",
+                fmt_bytes(b),
+                fmt_bytes(ceiling)
+            ),
+        );
+    }
+    if need_b > ceiling {
+        d.blockers.push(format!(
+            "{shown} holds {} which with headroom ({}) does not fit in RAM + swap ({}); keep it on disk",
+            fmt_bytes(facts.used_bytes),
+            fmt_bytes(need_b),
+            fmt_bytes(ceiling)
+        ));
+    }
+    let total = facts.other_tmpfs_limits_bytes.saturating_add(b);
+    if facts.other_tmpfs_limits_bytes > ceiling {
+        d.warn(
+            "tmpfs_overcommit",
+            format!(
+                "the other tmpfs limits already add up to {}, more than RAM + swap ({}); this mount adds {}. \
+                 Lower the size= of the largest ones (`tmpfsctl status`)",
+                fmt_bytes(facts.other_tmpfs_limits_bytes),
+                fmt_bytes(ceiling),
+                fmt_bytes(b)
+            ),
+        );
+    } else if total > ceiling {
+        d.warn(
+            "tmpfs_overcommit",
+            format!(
+                "with this mount, tmpfs limits add up to {} (other tmpfs {} + {}), more than RAM + swap ({}): \
+                 if they all fill up the OOM killer runs. Lower --size, or the size= of other tmpfs mounts (`tmpfsctl status`)",
+                fmt_bytes(total),
+                fmt_bytes(facts.other_tmpfs_limits_bytes),
+                fmt_bytes(b),
+                fmt_bytes(ceiling)
+            ),
+        );
+    }
+}
+
+pub(super) fn inode_limit(d: &mut Draft, facts: &Facts, req: &Request) -> Result<u64, PlanError> {
+    let shown = facts.dir.display().to_string();
+    let need_i = needed_inodes(facts.inodes);
+    let (inodes, why) = match req.inodes {
+        Some(n) => {
+            if n < facts.inodes {
+                return Err(PlanError(format!(
+                    "--inodes {n} is below the {} files and directories {shown} holds now; give at least {need_i}",
+                    facts.inodes
+                )));
+            }
+            (n, "asked for".to_string())
+        }
+        None => match current_tmpfs(facts)
+            .and_then(|c| c.nr_inodes)
+            .filter(|&n| n >= facts.inodes)
+        {
+            Some(n) => (
+                n,
+                "keeps the inode limit the tmpfs here has now".to_string(),
+            ),
+            None => {
+                let n = DEFAULT_INODES.max(need_i);
+                (
+                    n,
+                    format!(
+                        "{} inodes in use now; {} allows that plus headroom (systemd's tmp.mount uses 1m); \
+                         builds with many small files run out of inodes before bytes",
+                        facts.inodes, n
+                    ),
+                )
+            }
+        },
+    };
+    d.opt(format!("nr_inodes={inodes}"), why);
+    Ok(inodes)
+}
+
+/// The root's mode (and uid/gid options when not root's): as asked, 1777 for
+/// the shared temp directories, else as DIR has now.
+pub(super) fn mode_and_owner(d: &mut Draft, facts: &Facts, req: &Request) -> u32 {
+    let shown = facts.dir.display().to_string();
+    let mode = match req.mode {
+        Some(m) => {
+            d.opt(format!("mode={m:o}"), "asked for".into());
+            m
+        }
+        None if is_shared_tmp(&facts.dir) => {
+            let why = if facts.dir_mode & 0o7777 == 0o1777 {
+                "as now: everyone may create files, the sticky bit stops them deleting each other's"
+                    .to_string()
+            } else {
+                d.warn(
+                    "tmp_mode",
+                    format!(
+                        "{shown} has mode {:o} now; shared temp directories need 1777 (sticky, world-writable)",
+                        facts.dir_mode & 0o7777
+                    ),
+                );
+                "shared temp directories need 1777: writable by all, sticky so users cannot delete each other's files".into()
+            };
+            d.opt("mode=1777".into(), why);
+            0o1777
+        }
+        None => {
+            let m = facts.dir_mode & 0o7777;
+            d.opt(format!("mode={m:o}"), "as the directory has now".into());
+            m
+        }
+    };
+    if facts.dir_uid != 0 {
+        d.opt(
+            format!("uid={}", facts.dir_uid),
+            "owner of the directory now".into(),
+        );
+    }
+    if facts.dir_gid != 0 {
+        d.opt(
+            format!("gid={}", facts.dir_gid),
+            "group of the directory now".into(),
+        );
+    }
+    mode
+}

@@ -1,0 +1,490 @@
+//! `tmpfsctl revert`: undo `apply` — optionally copy the tmpfs contents back
+//! to the directory underneath, unmount, restore fstab or remove the drop-in.
+
+use std::collections::BTreeMap;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+
+use super::apply::PersistResult;
+use super::facts::{fstab_file, mount_at, open_target, read_fstab, unit_dir};
+use super::ui::{confirm, copy_bar, require_root, sparse_note};
+use super::{RevertRequest, copy, live, persist, plan};
+use crate::context::{Context, ExitCode};
+use crate::sys::atomic::AtomicWrite;
+use crate::sys::resolve::OpenedDir;
+use crate::sys::signals::Interrupt;
+use crate::sys::{self, MountInfo, statfs, systemd};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RevertReport {
+    pub schema_version: u32,
+    pub dir: String,
+    pub was_mounted: bool,
+    pub unmounted: bool,
+    pub lazy: bool,
+    pub copied_back: Option<copy::CopyStats>,
+    pub fstab: Option<PersistResult>,
+    pub dropin: Option<PersistResult>,
+    pub busy: Vec<plan::ProcUse>,
+    pub changes: Vec<String>,
+}
+
+/// Run `revert` as asked; what changed goes to stdout (text or JSON).
+pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
+    require_root("revert")?;
+    if !ctx.sysroot.is_live() {
+        bail!("--sysroot is for `plan` only; revert changes the running system");
+    }
+    let root = &ctx.sysroot;
+    let t = &args.target;
+    super::journal::recover_and_tell(&t.dir);
+    let opened = open_target(root, &t.dir)?;
+    let dir = opened.path.clone();
+    let (mounts, _) = root.mountinfo()?;
+    let top = mount_at(&mounts, &dir)
+        .filter(|m| m.fstype == "tmpfs")
+        .cloned();
+    let fstab_path = fstab_file(root, t);
+    let fstab_text = read_fstab(&fstab_path)?;
+    let fstab_managed = sys::fstab::Fstab::parse(&fstab_text)
+        .entry_for(&dir)
+        .is_some_and(|e| e.vfstype == "tmpfs");
+    let dropin = plan::dropin_path(&unit_dir(root, t), &systemd::mount_unit_name(&dir));
+    let dropin_ours =
+        std::fs::read_to_string(&dropin).is_ok_and(|s| s.starts_with(plan::DROPIN_MARKER));
+    if top.is_none() && !fstab_managed && !dropin_ours {
+        let msg = format!(
+            "{} is not a tmpfs and neither {} nor {} sets it up: nothing to revert",
+            dir.display(),
+            fstab_path.display(),
+            dropin.display()
+        );
+        if t.json {
+            crate::render::print_json(&RevertReport {
+                schema_version: plan::SCHEMA_VERSION,
+                dir: dir.display().to_string(),
+                was_mounted: false,
+                unmounted: false,
+                lazy: args.lazy,
+                copied_back: None,
+                fstab: None,
+                dropin: None,
+                busy: Vec::new(),
+                changes: vec![msg],
+            })?;
+        } else {
+            println!("{msg}");
+        }
+        return Ok(ExitCode::Ok);
+    }
+    let busy = if top.is_some() {
+        refuse_unready(&mounts, &opened, args)?
+    } else {
+        Vec::new()
+    };
+    let mut what = Vec::new();
+    if top.is_some() {
+        what.push(if args.keep_data {
+            format!("copy the tmpfs contents back to the directory on disk, then unmount {}", dir.display())
+        } else {
+            format!(
+                "unmount {} and DISCARD what is in the tmpfs (the old on-disk contents reappear; --keep-data copies back)",
+                dir.display()
+            )
+        });
+    }
+    if fstab_managed {
+        what.push(format!(
+            "remove/restore the tmpfs line for {} in {}",
+            dir.display(),
+            fstab_path.display()
+        ));
+    }
+    if dropin_ours {
+        what.push(format!("remove the drop-in {}", dropin.display()));
+    }
+    if !t.json {
+        eprintln!("Revert {}:", dir.display());
+        for w in &what {
+            eprintln!("  - {w}");
+        }
+    }
+    confirm("Go ahead?", args.yes)?;
+    let _journal = super::journal::begin("revert", &dir, fstab_managed.then_some(&*fstab_path))?;
+    let interrupt = Interrupt::install(false).context("cannot install signal handlers")?;
+    let cancel = interrupt.flag();
+    let mut changes = Vec::new();
+    let mut copied_back = None;
+    if let Some(top) = &top {
+        if args.keep_data {
+            let show = crate::render::stderr_is_tty() && !t.json;
+            let mut back = copy_back(&mounts, top, &opened, &cancel, show)?;
+            let stats = back.stats.clone();
+            changes.push(format!(
+                "copied {} files, {} dirs, {} symlinks ({}) back to the directory on disk",
+                stats.files,
+                stats.dirs,
+                stats.symlinks,
+                crate::units::fmt_bytes(stats.content_bytes)
+            ));
+            if stats.sparse_files > 0 {
+                changes.push(sparse_note(&stats));
+            }
+            copied_back = Some(stats);
+            // Detached, not unmounted: whoever still writes to it keeps
+            // writing to the tmpfs, which stays readable through its root
+            // descriptor until the catch-up below has taken everything.
+            let root = format!("/proc/self/fd/{}", back.src.as_raw_fd());
+            rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
+                .with_context(|| format!("cannot detach the tmpfs at {}", dir.display()))?;
+            catch_up(&mut back, &dir, &cancel, &mut changes)?;
+        } else {
+            let (_parent, path) = opened.into_parent_path();
+            unmount_or_explain(&path, &dir, args)?;
+        }
+        changes.push(format!(
+            "unmounted the tmpfs at {}{}",
+            dir.display(),
+            if args.lazy { " (lazily)" } else { "" }
+        ));
+    }
+    let fstab_res = if fstab_managed {
+        Some(restore_fstab(&fstab_path, &fstab_text, &dir, &mut changes)?)
+    } else {
+        None
+    };
+    let dropin_res = if dropin_ours {
+        Some(remove_dropin(&dropin, &mut changes)?)
+    } else {
+        None
+    };
+    let report = RevertReport {
+        schema_version: plan::SCHEMA_VERSION,
+        dir: dir.display().to_string(),
+        was_mounted: top.is_some(),
+        unmounted: top.is_some(),
+        lazy: args.lazy,
+        copied_back,
+        fstab: fstab_res,
+        dropin: dropin_res,
+        busy,
+        changes,
+    };
+    if t.json {
+        crate::render::print_json(&report)?;
+    } else {
+        for c in &report.changes {
+            println!("{c}");
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// Make the directory under the tmpfs hold exactly what the tmpfs holds.
+/// The copy goes to a scratch directory inside it first, so a failed copy
+/// changes nothing; then old entries move to a trash directory, new ones move
+/// in (renames on one filesystem), and the trash is deleted.
+/// The tmpfs copied back, still held open: its root (for what is written
+/// to it until it is detached), the directory underneath, and what both
+/// held when compared.
+struct Back {
+    stats: copy::CopyStats,
+    src: OwnedFd,
+    under: live::Underlying,
+    base: BTreeMap<Vec<u8>, copy::EntrySig>,
+}
+
+fn copy_back(
+    mounts: &[MountInfo],
+    top: &MountInfo,
+    opened: &OpenedDir,
+    cancel: &AtomicBool,
+    show_progress: bool,
+) -> Result<Back> {
+    let dir = opened.path.as_path();
+    use rustix::fs::{AtFlags, Mode};
+    let under = live::open_underlying(mounts, top, dir)?;
+    let u = under.dir.as_fd();
+    let pid = std::process::id();
+    let stage = std::ffi::CString::new(format!(".tmpfsctl-revert-{pid}"))?;
+    let trash = std::ffi::CString::new(format!(".tmpfsctl-old-{pid}"))?;
+    let src = rustix::fs::openat(
+        &opened.fd,
+        c".",
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .with_context(|| format!("cannot open {}", dir.display()))?;
+    rustix::fs::mkdirat(u, &stage, Mode::RWXU)
+        .context("cannot create a scratch directory on disk")?;
+    let staged = copy::open_dir_at(u, &stage)?;
+    let total = statfs::statfs(&opened.proc_path())
+        .map(|s| s.used_bytes)
+        .unwrap_or(0);
+    let pb = copy_bar(show_progress, total, "copying back");
+    let since = std::time::SystemTime::now();
+    let copied = copy::copy_tree(src.as_fd(), staged.as_fd(), false, cancel, &|n| pb.inc(n));
+    pb.finish_and_clear();
+    let res = copied.and_then(|s| {
+        let base =
+            super::apply::verify_copy(src.as_fd(), staged.as_fd(), dir, false, since, cancel)?;
+        Ok((s, base))
+    });
+    let (stats, base) = match res {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = copy::remove_tree(u, &stage);
+            return Err(e.context(format!(
+                "copying back failed; nothing changed: {} is still on tmpfs",
+                dir.display()
+            )));
+        }
+    };
+    // From here on only renames on one filesystem.
+    rustix::fs::mkdirat(u, &trash, Mode::RWXU)
+        .context("cannot create a scratch directory on disk")?;
+    let tr = copy::open_dir_at(u, &trash)?;
+    let list = |fd: std::os::fd::BorrowedFd<'_>| -> Result<Vec<std::ffi::CString>> {
+        let mut d = rustix::fs::Dir::read_from(fd)?;
+        let mut v = Vec::new();
+        while let Some(e) = d.read() {
+            let n = e?.file_name().to_owned();
+            if n.as_bytes() != b"." && n.as_bytes() != b".." {
+                v.push(n);
+            }
+        }
+        Ok(v)
+    };
+    for n in list(u)? {
+        if n == stage || n == trash {
+            continue;
+        }
+        rustix::fs::renameat(u, &n, &tr, &n)
+            .with_context(|| format!("cannot move old entry {} aside", copy::show(n.as_bytes())))?;
+    }
+    for n in list(staged.as_fd())? {
+        rustix::fs::renameat(&staged, &n, u, &n).with_context(|| {
+            format!(
+                "cannot move {} into place; the copy is in {}/{} and the old entries in {}/{}",
+                copy::show(n.as_bytes()),
+                dir.display(),
+                stage.to_string_lossy(),
+                dir.display(),
+                trash.to_string_lossy()
+            )
+        })?;
+    }
+    drop(staged);
+    drop(tr);
+    rustix::fs::unlinkat(u, &stage, AtFlags::REMOVEDIR)
+        .context("cannot remove the scratch directory")?;
+    copy::remove_tree(u, &trash).context("cannot remove the old entries")?;
+    Ok(Back {
+        stats,
+        src,
+        under,
+        base,
+    })
+}
+
+/// After the tmpfs is detached (it lives on through `back.src`): bring
+/// across what was written to it since the copy was compared, then give the
+/// directory the tmpfs root's owner, mode and times — last, so the renames
+/// do not leave their mark on them.
+fn catch_up(
+    back: &mut Back,
+    dir: &Path,
+    cancel: &AtomicBool,
+    changes: &mut Vec<String>,
+) -> Result<()> {
+    let u = back.under.dir.as_fd();
+    let mut brought = Vec::new();
+    let mut kept = Vec::new();
+    for _ in 0..super::apply::CATCH_UP_PASSES {
+        let d = copy::delta::carry(back.src.as_fd(), u, &mut back.base, cancel).with_context(|| {
+            format!(
+                "the tmpfs at {} is detached, but copying back what was written to it at the end failed",
+                dir.display()
+            )
+        })?;
+        let done = d.is_empty();
+        brought.extend(d.brought);
+        brought.extend(d.removed);
+        kept.extend(d.kept_newer);
+        if done {
+            break;
+        }
+    }
+    if !brought.is_empty() {
+        changes.push(format!(
+            "brought back {} entries written to the tmpfs while reverting ({})",
+            brought.len(),
+            brought
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !kept.is_empty() {
+        changes.push(format!(
+            "kept the newer on-disk version of {} entries also written to the tmpfs ({})",
+            kept.len(),
+            kept.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    copy::copy_root_meta(back.src.as_fd(), u)
+        .context("cannot copy the directory's own owner/mode/xattrs/times")
+}
+
+/// A few names at the top of the tmpfs at `dir` (and how many more), empty
+/// when it holds nothing.
+fn held_entries(dir: &Path) -> Result<Vec<String>> {
+    let rd = std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+    let mut names: Vec<String> = Vec::new();
+    let mut n = 0usize;
+    for e in rd {
+        let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
+        n += 1;
+        if names.len() < 3 {
+            names.push(crate::render::term::safe(&e.file_name().to_string_lossy()).into_owned());
+        }
+    }
+    if n > names.len() {
+        names.push(format!("and {} more", n - names.len()));
+    }
+    Ok(names)
+}
+
+/// Unmount what `path` (a path through the parent's descriptor) leads to;
+/// if busy, name who uses `dir`.
+fn unmount_or_explain(path: &Path, dir: &Path, args: &RevertRequest) -> Result<()> {
+    let flags = if args.lazy {
+        rustix::mount::UnmountFlags::DETACH | rustix::mount::UnmountFlags::NOFOLLOW
+    } else {
+        rustix::mount::UnmountFlags::NOFOLLOW
+    };
+    rustix::mount::unmount(path, flags).map_err(|e| {
+        let e = anyhow::Error::new(e).context(format!("cannot unmount {}", dir.display()));
+        let b = live::users_of(Path::new("/proc"), dir);
+        let list: Vec<String> = b
+            .iter()
+            .map(|b| format!("{} ({})", b.pid, b.comm))
+            .collect();
+        e.context(format!(
+            "{} is busy{}; stop those processes or pass --lazy",
+            dir.display(),
+            if list.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", list.join(", "))
+            },
+        ))
+    })
+}
+
+/// Take the tmpfs line for `dir` out of the fstab (or put back the line it
+/// replaced, from the backup apply made), atomically; drop the backup.
+fn restore_fstab(
+    fstab_path: &Path,
+    fstab_text: &[u8],
+    dir: &Path,
+    changes: &mut Vec<String>,
+) -> Result<PersistResult> {
+    let backup = persist::backup_path(fstab_path);
+    let bk = std::fs::read(&backup).ok();
+    let (new, edit) = persist::fstab_without_line(fstab_text, bk.as_deref(), dir, "tmpfs");
+    if edit != persist::Edit::Unchanged {
+        let restored = edit == persist::Edit::Restored;
+        AtomicWrite::config("--fstab").write_checked(fstab_path, &new, |tmp| {
+            if restored {
+                persist::verify_fstab(tmp, dir)
+            } else {
+                Ok(())
+            }
+        })?;
+        persist::daemon_reload_if_real(fstab_path, "/etc/");
+        changes.push(format!(
+            "{} the line for {} in {}",
+            if restored { "restored" } else { "removed" },
+            dir.display(),
+            fstab_path.display()
+        ));
+    }
+    if bk.is_some() {
+        std::fs::remove_file(&backup)
+            .with_context(|| format!("cannot remove {}", backup.display()))?;
+    }
+    Ok(PersistResult {
+        via: "fstab".into(),
+        path: Some(fstab_path.display().to_string()),
+        edit,
+        backup: None,
+    })
+}
+
+/// Refusals before a tmpfs is reverted: mounts inside it, processes using it
+/// (unless --lazy), files on it without --keep-data or --discard. Returns
+/// the processes using it.
+fn refuse_unready(
+    mounts: &[MountInfo],
+    opened: &OpenedDir,
+    args: &RevertRequest,
+) -> Result<Vec<plan::ProcUse>> {
+    let dir = opened.path.as_path();
+    let t = &args.target;
+    let nested: Vec<String> = mounts
+        .iter()
+        .filter(|m| m.mount_point != dir && m.mount_point.starts_with(dir))
+        .map(|m| m.mount_point.display().to_string())
+        .collect();
+    if !nested.is_empty() {
+        bail!(
+            "mounts inside {} must be unmounted first: {}",
+            dir.display(),
+            nested.join(", ")
+        );
+    }
+    let busy = live::users_of(Path::new("/proc"), dir);
+    if !busy.is_empty() && !args.lazy {
+        let list: Vec<String> = busy
+            .iter()
+            .map(|b| format!("{} ({}: {})", b.pid, b.comm, b.uses.join(", ")))
+            .collect();
+        bail!(
+            "{} is busy: {}; stop those processes, or pass --lazy to detach it anyway (their files stay until they let go)",
+            dir.display(),
+            list.join("; ")
+        );
+    }
+    if !args.keep_data && !args.discard {
+        let held = held_entries(dir)?;
+        if !held.is_empty() {
+            bail!(
+                "{} holds files on the tmpfs ({}); say what happens to them: --keep-data copies them back to the directory on disk, --discard throws them away (`tmpfsctl revert {} --keep-data{}`)",
+                dir.display(),
+                held.join(", "),
+                dir.display(),
+                t.follow_up()
+            );
+        }
+    }
+    Ok(busy)
+}
+
+fn remove_dropin(dropin: &Path, changes: &mut Vec<String>) -> Result<PersistResult> {
+    let edit = persist::remove_dropin(dropin)?;
+    persist::daemon_reload_if_real(dropin, "/etc/");
+    changes.push(format!("removed the drop-in {}", dropin.display()));
+    Ok(PersistResult {
+        via: "systemd".into(),
+        path: Some(dropin.display().to_string()),
+        edit,
+        backup: None,
+    })
+}

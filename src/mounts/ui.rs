@@ -1,0 +1,60 @@
+//! Small interactive pieces shared by apply and revert: the root check, the
+//! confirmation prompt, the copy progress bar.
+
+use std::io::IsTerminal;
+
+use anyhow::{Result, bail};
+
+use super::copy;
+
+pub(crate) fn require_root(what: &str) -> Result<()> {
+    if !rustix::process::geteuid().is_root() {
+        bail!(
+            "`tmpfsctl {what}` needs root: it mounts filesystems and edits /etc/fstab or systemd units; \
+             run it with sudo (`tmpfsctl plan` shows what it would do without root)"
+        );
+    }
+    Ok(())
+}
+
+pub(crate) fn confirm(question: &str, yes: bool) -> Result<()> {
+    if yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("stdin is not a terminal, so I cannot ask for confirmation; pass --yes to go ahead");
+    }
+    eprint!("{question} [y/N] ");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    if matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+        Ok(())
+    } else {
+        bail!("not confirmed; nothing changed")
+    }
+}
+
+pub(crate) fn sparse_note(stats: &copy::CopyStats) -> String {
+    format!(
+        "kept {} sparse file(s) sparse: {} of data copied for {} of content",
+        stats.sparse_files,
+        crate::units::fmt_bytes(stats.data_bytes),
+        crate::units::fmt_bytes(stats.content_bytes)
+    )
+}
+
+/// A bar on stderr for copying about `total` bytes of file data; hidden
+/// unless stderr is a terminal and --json is off. Finished by the caller.
+pub(crate) fn copy_bar(show: bool, total: u64, what: &str) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(total);
+    if let Ok(st) = indicatif::ProgressStyle::with_template(
+        "{msg} [{bar:30}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} [{elapsed}]",
+    ) {
+        pb.set_style(st.progress_chars("=> "));
+    }
+    pb.set_message(what.to_string());
+    pb
+}

@@ -1,0 +1,347 @@
+//! Opening a directory once, by a path with no symbolic link in it, so every
+//! later step acts on that one inode whatever is renamed meanwhile: a path is
+//! looked up again at each use, a descriptor is not.
+
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+/// A directory held open (O_PATH) together with its parent, and the path
+/// that reached it.
+#[derive(Debug)]
+pub struct OpenedDir {
+    /// Absolute, on the inspected system; `.` and `..` resolved by name,
+    /// which is exact because the open proved there is no symlink in it.
+    pub path: PathBuf,
+    pub fd: OwnedFd,
+    /// The parent directory (`/` for a top-level directory).
+    pub parent: OwnedFd,
+    /// The last component of `path`.
+    pub name: CString,
+    pub dev: u64,
+    pub ino: u64,
+    pub parent_dev: u64,
+    pub parent_ino: u64,
+}
+
+impl OpenedDir {
+    /// A path that reaches this very directory through the descriptor, for
+    /// the calls that only take paths (the kernel follows the fd, not a
+    /// name). It ends in `/.` so that O_NOFOLLOW opens of it still work.
+    pub fn proc_path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}/.", self.fd.as_raw_fd()))
+    }
+
+    /// Let go of the directory itself (an open descriptor keeps a mount
+    /// point busy) and keep a path to it through the parent's descriptor,
+    /// valid while the returned descriptor lives.
+    pub fn into_parent_path(self) -> (OwnedFd, PathBuf) {
+        let mut p = format!("/proc/self/fd/{}/", self.parent.as_raw_fd()).into_bytes();
+        p.extend_from_slice(self.name.as_bytes());
+        (self.parent, PathBuf::from(OsStr::from_bytes(&p)))
+    }
+
+    /// True when `parent`/`name` still is the inode that was opened.
+    pub fn still_in_place(&self) -> bool {
+        rustix::fs::statat(
+            &self.parent,
+            &self.name,
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .is_ok_and(|st| (st.st_dev, st.st_ino) == (self.dev, self.ino))
+    }
+}
+
+/// Why a directory could not be opened.
+#[derive(Debug)]
+pub enum ResolveError {
+    NotFound,
+    NotADirectory,
+    /// `link` (a path on the inspected system) is a symbolic link to `target`.
+    Symlink {
+        link: PathBuf,
+        target: PathBuf,
+    },
+    /// Something was renamed between opening the parent and the directory.
+    Moved,
+    Io(Errno),
+}
+
+/// `p` made absolute against the working directory, `.` and `..` taken by name.
+pub fn lexical_absolute(p: &Path) -> std::io::Result<PathBuf> {
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(p)
+    };
+    let mut out = PathBuf::from("/");
+    for c in abs.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    Ok(out)
+}
+
+fn openat2_dir(at: impl AsFd, rel: &Path) -> Result<OwnedFd, Errno> {
+    loop {
+        match rustix::fs::openat2(
+            &at,
+            rel,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | ResolveFlags::IN_ROOT,
+        ) {
+            // The kernel asks for a retry when a rename raced the lookup.
+            Err(Errno::AGAIN) | Err(Errno::INTR) => continue,
+            r => return r,
+        }
+    }
+}
+
+/// The first component of `abs` (under `root`) that is a symbolic link, and
+/// where it leads (relative to `root`).
+fn first_symlink(root: &Path, abs: &Path) -> Option<(PathBuf, PathBuf)> {
+    let mut cur = PathBuf::from("/");
+    for c in abs.components().skip(1) {
+        cur.push(c);
+        let host = root.join(cur.strip_prefix("/").unwrap_or(&cur));
+        if std::fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink()) {
+            let target = std::fs::canonicalize(&host)
+                .ok()
+                .map(|t| Path::new("/").join(t.strip_prefix(root).unwrap_or(&t)))
+                .or_else(|| std::fs::read_link(&host).ok())
+                .unwrap_or_default();
+            return Some((cur, target));
+        }
+    }
+    None
+}
+
+/// Open the directory `abs` (absolute, already lexically clean) of the system
+/// rooted at `root`, refusing any symbolic link on the way.
+pub fn open_dir(root: &Path, abs: &Path) -> Result<OpenedDir, ResolveError> {
+    let map = |e: Errno| match e {
+        Errno::NOENT => ResolveError::NotFound,
+        Errno::NOTDIR => ResolveError::NotADirectory,
+        Errno::LOOP | Errno::XDEV => match first_symlink(root, abs) {
+            Some((link, target)) => ResolveError::Symlink { link, target },
+            None => ResolveError::Io(e),
+        },
+        e => ResolveError::Io(e),
+    };
+    // The root itself is given by whoever chose --sysroot (or is `/`).
+    let rootfd = rustix::fs::openat(
+        rustix::fs::CWD,
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(ResolveError::Io)?;
+    let rel = abs.strip_prefix("/").unwrap_or(abs);
+    let parent_rel = rel.parent().unwrap_or(Path::new(""));
+    let name = rel.file_name().unwrap_or(OsStr::new("."));
+    let dot = |p: &Path| -> PathBuf {
+        if p.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            p.to_path_buf()
+        }
+    };
+    let parent = openat2_dir(&rootfd, &dot(parent_rel)).map_err(map)?;
+    // DIR is looked up in the parent just opened, so the two belong together.
+    let fd = openat2_dir(&parent, Path::new(name)).map_err(map)?;
+    let st = rustix::fs::fstat(&fd).map_err(ResolveError::Io)?;
+    let pst = rustix::fs::fstat(&parent).map_err(ResolveError::Io)?;
+    let name = CString::new(name.as_bytes()).map_err(|_| ResolveError::Io(Errno::INVAL))?;
+    let d = OpenedDir {
+        path: abs.to_path_buf(),
+        fd,
+        parent,
+        name,
+        dev: st.st_dev,
+        ino: st.st_ino,
+        parent_dev: pst.st_dev,
+        parent_ino: pst.st_ino,
+    };
+    if !d.still_in_place() {
+        return Err(ResolveError::Moved);
+    }
+    Ok(d)
+}
+
+/// The users (besides root) trusted not to move things under DIR: the one
+/// running tmpfsctl, also when through sudo.
+pub fn caller_uids() -> Vec<u32> {
+    let mut v = vec![rustix::process::getuid().as_raw()];
+    if let Some(u) = std::env::var("SUDO_UID")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+    {
+        v.push(u);
+    }
+    v
+}
+
+/// The first of the opened directory and its ancestors (under `root`) that a
+/// user other than root and `trusted` could write to in a way that lets them
+/// swap entries — owner write permission, or group/other write without the
+/// sticky bit — with the reason, for a refusal. The directory and its parent
+/// are judged by their descriptors (what was opened), the rest by path.
+pub fn untrusted_writer(root: &Path, d: &OpenedDir, trusted: &[u32]) -> Option<String> {
+    let mut chain: Vec<PathBuf> = d.path.ancestors().map(Path::to_path_buf).collect();
+    chain.reverse();
+    let n = chain.len();
+    for (i, p) in chain.into_iter().enumerate() {
+        let st = if i + 1 == n {
+            rustix::fs::fstat(&d.fd).ok()
+        } else if i + 2 == n {
+            rustix::fs::fstat(&d.parent).ok()
+        } else {
+            let host = root.join(p.strip_prefix("/").unwrap_or(&p));
+            rustix::fs::statat(
+                rustix::fs::CWD,
+                &host,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .ok()
+        };
+        let Some(st) = st else {
+            continue;
+        };
+        let (mode, uid, gid) = (st.st_mode, st.st_uid, st.st_gid);
+        let sticky = mode & 0o1000 != 0;
+        let ok_user = |u: u32| u == 0 || trusted.contains(&u);
+        let shown = p.display();
+        if !ok_user(uid) && mode & 0o200 != 0 {
+            return Some(format!(
+                "{shown} belongs to uid {uid}, who can rename what is in it"
+            ));
+        }
+        if !sticky && gid != 0 && mode & 0o020 != 0 {
+            return Some(format!(
+                "{shown} is writable by group {gid} (mode {:o}, no sticky bit)",
+                mode & 0o7777
+            ));
+        }
+        if !sticky && mode & 0o002 != 0 {
+            return Some(format!(
+                "{shown} is writable by everyone (mode {:o}, no sticky bit)",
+                mode & 0o7777
+            ));
+        }
+    }
+    None
+}
+
+/// Directories that are never put on tmpfs, whatever is asked: the system
+/// itself lives there.
+pub fn is_system_dir(abs: &Path) -> bool {
+    const SYSTEM: &[&str] = &[
+        "/", "/etc", "/usr", "/var", "/boot", "/root", "/home", "/proc", "/sys", "/dev", "/run",
+        "/bin", "/sbin", "/opt", "/srv",
+    ];
+    if SYSTEM.iter().any(|s| abs == Path::new(s)) {
+        return true;
+    }
+    let mut c = abs.components().skip(1);
+    matches!((c.next(), c.next()), (Some(Component::Normal(n)), None) if n.as_bytes().starts_with(b"lib"))
+}
+
+/// Up to `max` regular files under `dir` that dpkg installed (from
+/// `/var/lib/dpkg/info/*.list` of the system at `root`), and how many in all.
+pub fn package_files(root: &Path, dir: &Path, max: usize) -> (Vec<PathBuf>, usize) {
+    let mut found = Vec::new();
+    let mut n = 0;
+    let Ok(rd) = std::fs::read_dir(root.join("var/lib/dpkg/info")) else {
+        return (found, n);
+    };
+    let mut prefix = dir.as_os_str().as_bytes().to_vec();
+    prefix.push(b'/');
+    for e in rd.flatten() {
+        if !e.file_name().as_bytes().ends_with(b".list") {
+            continue;
+        }
+        let Ok(text) = std::fs::read(e.path()) else {
+            continue;
+        };
+        for line in text.split(|&b| b == b'\n') {
+            if !line.starts_with(&prefix) {
+                continue;
+            }
+            let p = Path::new(OsStr::from_bytes(line));
+            let host = root.join(p.strip_prefix("/").unwrap_or(p));
+            if std::fs::symlink_metadata(&host).is_ok_and(|m| !m.is_dir()) {
+                n += 1;
+                if found.len() < max {
+                    found.push(p.to_path_buf());
+                }
+            }
+        }
+    }
+    found.sort();
+    (found, n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_dirs_are_recognised_and_their_children_are_not() {
+        for d in [
+            "/", "/etc", "/var", "/lib", "/lib64", "/libx32", "/home", "/proc",
+        ] {
+            assert!(is_system_dir(Path::new(d)), "{d}");
+        }
+        for d in [
+            "/tmp",
+            "/var/tmp",
+            "/var/cache/x",
+            "/var/log",
+            "/home/u/build",
+            "/usr/lib",
+        ] {
+            assert!(!is_system_dir(Path::new(d)), "{d}");
+        }
+    }
+
+    #[test]
+    fn lexical_absolute_takes_dots_by_name() {
+        assert_eq!(
+            lexical_absolute(Path::new("/a/./b/../c")).unwrap(),
+            PathBuf::from("/a/c")
+        );
+        assert_eq!(
+            lexical_absolute(Path::new("/..")).unwrap(),
+            PathBuf::from("/")
+        );
+    }
+
+    #[test]
+    fn a_symlink_anywhere_is_refused_naming_its_target() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("real/d")).unwrap();
+        std::os::unix::fs::symlink("real", t.path().join("link")).unwrap();
+        let d = open_dir(t.path(), Path::new("/real/d")).unwrap();
+        assert_eq!(d.path, PathBuf::from("/real/d"));
+        assert!(d.still_in_place());
+        for p in ["/link", "/link/d"] {
+            match open_dir(t.path(), Path::new(p)) {
+                Err(ResolveError::Symlink { link, target }) => {
+                    assert_eq!(link, PathBuf::from("/link"));
+                    assert_eq!(target, PathBuf::from("/real"));
+                }
+                other => panic!("{p}: {other:?}"),
+            }
+        }
+    }
+}
