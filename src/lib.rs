@@ -11,6 +11,7 @@ pub mod mounts;
 pub mod render;
 pub mod status;
 pub mod sys;
+pub mod top;
 pub mod units;
 pub mod workspace;
 
@@ -47,6 +48,7 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
         Command::Run(a) => workspace::run_cmd(&ctx, &a),
         Command::Shell(a) => workspace::shell_cmd(&ctx, &a),
         Command::Advise(a) => advise::run(&ctx, &a),
+        Command::Top(a) => top::run(&ctx, &a.query()),
         Command::Completions(a) => cli::docs::completions(&a),
         Command::Man(a) => cli::docs::man(&a),
         Command::Help(a) => cli::docs::help(&a),

@@ -3,6 +3,7 @@
 
 pub mod docs;
 pub mod status;
+pub mod top;
 
 use std::path::PathBuf;
 
@@ -55,6 +56,8 @@ pub enum Command {
     Shell(crate::workspace::ShellArgs),
     /// Tell me what to do with tmpfs on this machine
     Advise(crate::advise::AdviseArgs),
+    /// Where RAM-backed storage goes: per mount, owner, directory, process, cgroup
+    Top(top::TopArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions(docs::CompletionsArgs),
     /// Print the man page (roff), or a command's page: `tmpfsctl man apply`
