@@ -6,6 +6,7 @@ pub mod advise;
 pub mod bench;
 pub mod cli;
 pub mod context;
+pub mod explain;
 pub mod fleet;
 pub mod mounts;
 pub mod render;
@@ -49,6 +50,7 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
         Command::Shell(a) => workspace::shell_cmd(&ctx, &a),
         Command::Advise(a) => advise::run(&ctx, &a),
         Command::Top(a) => top::run(&ctx, &a.query()),
+        Command::Explain(a) => explain::run(&ctx, &a.query()),
         Command::Completions(a) => cli::docs::completions(&a),
         Command::Man(a) => cli::docs::man(&a),
         Command::Help(a) => cli::docs::help(&a),

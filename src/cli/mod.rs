@@ -2,6 +2,7 @@
 //! the code that implements it; this file only lists the commands.
 
 pub mod docs;
+pub mod explain;
 pub mod status;
 pub mod top;
 
@@ -58,6 +59,8 @@ pub enum Command {
     Advise(crate::advise::AdviseArgs),
     /// Where RAM-backed storage goes: per mount, owner, directory, process, cgroup
     Top(top::TopArgs),
+    /// Why a write at PATH fails or would fail, and what tmpfiles will delete there
+    Explain(explain::ExplainArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions(docs::CompletionsArgs),
     /// Print the man page (roff), or a command's page: `tmpfsctl man apply`
