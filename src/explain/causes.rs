@@ -45,9 +45,14 @@ pub struct Inputs<'a> {
     pub live: bool,
 }
 
-/// A mount is full when less than this is left: one page, or 0.5 %.
+/// Bytes are used up when less than one page, or 0.5 %, is left.
 fn nearly_none(avail: u64, total: u64) -> bool {
     avail < (total / 200).max(4096)
+}
+
+/// Inodes are used up when none, or less than 0.5 %, is left.
+fn inodes_nearly_none(free: u64, total: u64) -> bool {
+    free < (total / 200).max(1)
 }
 
 /// A cgroup binds when less than a tenth of its limit is left.
@@ -138,8 +143,10 @@ fn disk_cause(i: &Inputs) -> Cause {
             "nothing RAM-related to fix".into(),
         );
     };
-    let bytes_full = nearly_none(s.avail_bytes, s.size_bytes);
-    let inodes_full = s.inodes_total > 0 && nearly_none(s.inodes_free, s.inodes_total);
+    // A disk filesystem keeps blocks back (reserved clusters, metadata): it
+    // refuses writes while statfs still shows a little free, so the margin is wider.
+    let bytes_full = s.avail_bytes < (s.size_bytes / 100).max(1 << 20);
+    let inodes_full = s.inodes_total > 0 && inodes_nearly_none(s.inodes_free, s.inodes_total);
     if bytes_full || inodes_full {
         let what = if bytes_full {
             format!(
@@ -304,7 +311,7 @@ pub fn classify(i: &Inputs) -> Vec<Cause> {
         ));
     }
     if let Some(s) = i.stats.filter(|s| s.inodes_total > 0)
-        && nearly_none(s.inodes_free, s.inodes_total)
+        && inodes_nearly_none(s.inodes_free, s.inodes_total)
     {
         let free_bytes = if ramfs {
             String::new()

@@ -127,7 +127,7 @@ pub fn scan(root: &Sysroot, hs: &[Hierarchy]) -> Vec<CgroupMemory> {
         let base = root.path(&h.mount_point);
         let mut stack: Vec<String> = vec![String::new()];
         while let Some(rel) = stack.pop() {
-            let Ok(rd) = std::fs::read_dir(base.join(&rel)) else {
+            let Ok(rd) = std::fs::read_dir(base.join(rel.trim_start_matches('/'))) else {
                 continue;
             };
             for e in rd.flatten() {
