@@ -94,7 +94,7 @@ fn consumers(i: &Inputs, by_inodes: bool) -> String {
     {
         let mut dirs = b.dirs.clone();
         if by_inodes {
-            dirs.sort_by(|a, b| b.inodes.cmp(&a.inodes));
+            dirs.sort_by_key(|d| std::cmp::Reverse(d.inodes));
         }
         for d in dirs.iter().take(3) {
             let p = i.mount.mount_point.join(&d.path);
@@ -504,7 +504,7 @@ mod tests {
         let c = kinds(
             &t,
             Some(&stats(1 << 30, 1 << 29, 100, 50)),
-            &[cg.clone()],
+            std::slice::from_ref(&cg),
             false,
             big,
         );

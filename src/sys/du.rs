@@ -178,6 +178,9 @@ impl<'a> DirRef<'a> {
 /// A subdirectory found by `read`: (name, inode, its breakdown directory id).
 type Sub = (CString, u64, u32);
 
+/// A directory with totals of its own in a breakdown: (parent id, name).
+type DirEntry = (u32, CString);
+
 /// A subdirectory already counted (stat'ed in its parent), still to be read.
 struct Job<'a> {
     parent: Arc<DirRef<'a>>,
@@ -423,7 +426,7 @@ fn walk_detailed(
     root: &Path,
     cfg: &Config,
     detail_depth: usize,
-) -> Result<(Walk, Vec<breakdown::Tally>, Vec<(u32, CString)>)> {
+) -> Result<(Walk, Vec<breakdown::Tally>, Vec<DirEntry>)> {
     let st = rustix::fs::statat(CWD, root, AtFlags::empty())
         .with_context(|| format!("cannot stat {}", root.display()))?;
     let fds = FdCount::default();
