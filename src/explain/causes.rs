@@ -112,7 +112,7 @@ fn consumers(i: &Inputs, by_inodes: bool) -> String {
                 "deleted {} still open by pid {} ({}) fd {}: {}",
                 f.path.display(),
                 p.pid,
-                p.comm,
+                procfd::comm(&Sysroot::default(), p.pid),
                 f.fd,
                 fmt_bytes(f.bytes)
             ));

@@ -160,7 +160,7 @@ pub fn will_be_cleaned(
                 }
                 let a = age_of(&md, age, now);
                 if a > age.seconds as i64 {
-                    let open_by = procfd::holders(scan, md.dev(), md.ino())
+                    let open_by = procfd::holders(root, scan, md.dev(), md.ino())
                         .into_iter()
                         .map(|(pid, comm)| OpenBy { pid, comm })
                         .collect();
@@ -242,7 +242,7 @@ mod tests {
             status(f, "20 days ago");
         }
         let rules = vec![
-            rule('D', &base, Some("10d")),
+            rule('D', &base, Some("am:10d")),
             rule('x', &format!("{base}/kee?"), None),
         ];
         let refs: Vec<&Rule> = applicable(&rules, &base);

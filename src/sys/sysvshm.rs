@@ -13,6 +13,8 @@ pub struct ShmSegment {
     /// Resident pages (what it takes in RAM now), when the kernel says.
     pub rss_bytes: Option<u64>,
     pub uid: u32,
+    /// The owner's user name, filled by callers that read passwd.
+    pub owner: Option<String>,
     /// Processes attached now (0: kept only because nobody removed it).
     pub attached: u64,
     /// Creator's pid.
@@ -47,6 +49,7 @@ pub fn parse(text: &str) -> Vec<ShmSegment> {
                 bytes: f.get(sz)?.parse().ok()?,
                 rss_bytes: rss.and_then(|r| f.get(r)?.parse().ok()),
                 uid: f.get(u)?.parse().ok()?,
+                owner: None,
                 attached: f.get(n)?.parse().ok()?,
                 cpid: f.get(cp)?.parse().ok()?,
             })

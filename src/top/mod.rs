@@ -239,7 +239,7 @@ fn mount_top(
             if f.deleted {
                 deleted.push(DeletedOpen {
                     pid: p.pid,
-                    comm: p.comm.clone(),
+                    comm: procfd::comm(root, p.pid),
                     fd: f.fd,
                     bytes: f.bytes,
                     path: f.path.to_string_lossy().into_owned(),
@@ -252,7 +252,7 @@ fn mount_top(
         if files > 0 {
             open_by.push(Holder {
                 pid: p.pid,
-                comm: p.comm.clone(),
+                comm: String::new(),
                 files,
                 bytes,
             });
@@ -266,6 +266,9 @@ fn mount_top(
             .then(a.pid.cmp(&b.pid))
     });
     open_by.truncate(top_n);
+    for h in &mut open_by {
+        h.comm = procfd::comm(root, h.pid);
+    }
     let by_dir = walk
         .dirs
         .iter()
@@ -321,14 +324,14 @@ fn mount_top(
     }
 }
 
-fn memfds(scan: &Scan) -> (Vec<Memfd>, u64) {
+fn memfds(root: &Sysroot, scan: &Scan) -> (Vec<Memfd>, u64) {
     let mut seen = HashSet::new();
     let mut total = 0u64;
     let mut out = Vec::new();
     for p in &scan.processes {
         let mut e = Memfd {
             pid: p.pid,
-            comm: p.comm.clone(),
+            comm: String::new(),
             fds: Vec::new(),
             names: Vec::new(),
             bytes: 0,
@@ -352,6 +355,9 @@ fn memfds(scan: &Scan) -> (Vec<Memfd>, u64) {
         }
     }
     out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.pid.cmp(&b.pid)));
+    for e in &mut out {
+        e.comm = procfd::comm(root, e.pid);
+    }
     (out, total)
 }
 
@@ -362,7 +368,13 @@ pub fn snapshot(ctx: &Context, paths: &[PathBuf], top_n: usize) -> Result<TopRep
     let (mem, _) = root.meminfo()?;
     let names = users(root);
     let chosen = ram_mounts(&mounts, paths);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The walk already spreads over every core: one thread for /proc beside it
+    // (a few thousand syscalls) keeps the two from fighting over the CPUs.
+    let threads = if root.is_live() && !chosen.is_empty() {
+        1
+    } else {
+        2
+    };
     let (walks, scan, shm, cgroups) = std::thread::scope(|s| {
         let procs = s.spawn(|| procfd::scan(root, threads));
         let side = s.spawn(|| {
@@ -391,7 +403,11 @@ pub fn snapshot(ctx: &Context, paths: &[PathBuf], top_n: usize) -> Result<TopRep
             .cmp(&a.used_bytes)
             .then(a.mountpoint.cmp(&b.mountpoint))
     });
-    let (memfd, memfd_bytes) = memfds(&scan);
+    let (memfd, memfd_bytes) = memfds(root, &scan);
+    let mut shm = shm;
+    for g in &mut shm {
+        g.owner = names.get(&g.uid).cloned();
+    }
     let mounts_bytes: u64 = out.iter().filter_map(|m| m.used_bytes).sum();
     let shm_bytes: u64 = shm.iter().map(|s| s.rss_bytes.unwrap_or(s.bytes)).sum();
     let accounted = mounts_bytes + memfd_bytes + shm_bytes;

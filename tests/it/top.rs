@@ -180,6 +180,7 @@ fn memfd_and_sysv_segments_are_attributed() {
             .unwrap_or_else(|| panic!("segment {id} missing: {:#}", v["sysv_shm"]));
         assert_eq!(seg["bytes"], 1 << 20);
         assert_eq!(seg["attached"], 0);
+        assert_eq!(seg["owner"], "root");
     } else {
         eprintln!("SKIP sysv part: ipcmk not available");
     }
