@@ -83,27 +83,43 @@ pub fn parse_link(target: &[u8]) -> (PathBuf, bool, Option<String>) {
 
 /// One process's open files; None when it cannot be read at all.
 pub fn process(root: &Sysroot, pid: u32) -> Option<Process> {
-    let dir = root.path(format!("/proc/{pid}/fd"));
-    let rd = std::fs::read_dir(&dir).ok()?;
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
+    // Everything relative to the open fd directory: each readlink and stat
+    // then resolves one name instead of walking /proc/PID/fd/N from the root
+    // (procfs lookups are most of this scan's cost).
+    let dir = rustix::fs::open(
+        root.path(format!("/proc/{pid}/fd")),
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
     let mut files = Vec::new();
-    for e in rd.flatten() {
-        let Some(fd) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let link = dir.join(e.file_name());
-        let Ok(target) = std::fs::read_link(&link) else {
+    let mut buf = Vec::with_capacity(4096);
+    let mut names = Vec::new();
+    let mut rd = RawDir::new(&dir, buf.spare_capacity_mut());
+    while let Some(Ok(e)) = rd.next() {
+        let name = e.file_name();
+        if let Some(fd) = std::str::from_utf8(name.to_bytes())
+            .ok()
+            .and_then(|s| s.parse::<u32>().ok())
+        {
+            names.push((fd, name.to_owned()));
+        }
+    }
+    for (fd, name) in names {
+        let Ok(target) = rustix::fs::readlinkat(&dir, &name, Vec::new()) else {
             continue; // closed since listed
         };
-        let t = target.as_os_str().as_bytes();
+        let t = target.as_bytes();
         // Sockets, pipes and anon inodes ("socket:[123]") hold no file data,
         // nor do the terminals and null devices almost every process has open.
         if !t.starts_with(b"/") || is_common_device(t) {
             continue;
         }
-        let Ok(st) = rustix::fs::stat(&link) else {
+        let Ok(st) = rustix::fs::statat(&dir, &name, AtFlags::empty()) else {
             continue;
         };
-        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
             continue;
         }
         let (path, deleted, memfd) = parse_link(t);

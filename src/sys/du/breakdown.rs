@@ -17,7 +17,10 @@ use super::{Config, Usage};
 pub(super) struct Tally {
     /// (bytes, inodes) counted directly in each directory (not below it).
     own: Vec<(u64, u64)>,
-    by_uid: HashMap<u32, (u64, u64)>,
+    /// (uid, bytes, inodes): a handful of owners per mount, so a short list
+    /// scanned from the last hit beats hashing every entry.
+    by_uid: Vec<(u32, u64, u64)>,
+    last: usize,
 }
 
 impl Tally {
@@ -29,9 +32,19 @@ impl Tally {
         }
         self.own[i].0 += bytes;
         self.own[i].1 += 1;
-        let u = self.by_uid.entry(st.st_uid).or_default();
-        u.0 += bytes;
-        u.1 += 1;
+        let uid = st.st_uid;
+        if self.by_uid.get(self.last).is_none_or(|e| e.0 != uid) {
+            self.last = match self.by_uid.iter().position(|e| e.0 == uid) {
+                Some(i) => i,
+                None => {
+                    self.by_uid.push((uid, 0, 0));
+                    self.by_uid.len() - 1
+                }
+            };
+        }
+        let e = &mut self.by_uid[self.last];
+        e.1 += bytes;
+        e.2 += 1;
     }
 }
 
@@ -78,7 +91,7 @@ fn combine(usage: Usage, tallies: Vec<Tally>, dirs: &[(u32, CString)]) -> Breakd
                 o.1 += n;
             }
         }
-        for (uid, (b, n)) in t.by_uid {
+        for (uid, b, n) in t.by_uid {
             let e = by_uid.entry(uid).or_default();
             e.0 += b;
             e.1 += n;
