@@ -34,17 +34,10 @@ fn growth(m: &MountTop) -> String {
 
 fn mounts_table(r: &TopReport) -> String {
     let mut t = crate::render::table(&[
-        "mount",
-        "type",
-        "used",
-        "size",
-        "use%",
-        "inodes",
-        "deleted+open",
-        "growth",
-        "full in",
+        "mount", "type", "used", "size", "use%", "inodes", "deleted", "growth", "full in",
     ]);
-    if let Some(c) = t.column_mut(0) {
+    // Numbers never wrap: a long mount point makes the table wider instead.
+    for c in t.column_iter_mut() {
         c.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
     }
     for m in &r.mounts {
