@@ -329,3 +329,99 @@ fn bad_inputs_exit_2_naming_them() {
     let out = tmpfsctl(&["explain", "/tmp", "--tmpfiles-dir", "/no/such/rules"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_size_limit_beyond_the_ram_left_is_memory_pressure() {
+    require_root!();
+    let mem = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb = |k: &str| -> u64 {
+        mem.lines()
+            .find(|l| l.starts_with(k))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    // tmpfs accepts a size larger than RAM: that is the promise explain must flag.
+    let promise_kib = (kb("MemTotal:") + kb("SwapTotal:")) * 2;
+    let m = TestMount::tmpfs(&format!("size={promise_kib}k"));
+    let (code, v) = explain(&[m.path.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(kinds(&v), vec!["memory_pressure"]);
+    let c = &v["causes"][0];
+    assert!(c["detail"].as_str().unwrap().contains("MemAvailable"));
+    assert!(c["fix"].as_str().unwrap().contains("--resize"));
+}
+
+#[test]
+fn the_predicted_clean_is_what_systemd_tmpfiles_deletes() {
+    require_root!();
+    if Command::new("systemd-tmpfiles")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIP: systemd-tmpfiles not installed");
+        return;
+    }
+    let m = TestMount::tmpfs("size=8m");
+    let mp = m.path.to_str().unwrap();
+    let all = [
+        "a.old",
+        "b.new",
+        "keep-x/c.old",
+        "d/e.old",
+        "d/f.new",
+        "X-only.old",
+    ];
+    for f in all {
+        let p = m.path.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, b"data").unwrap();
+        if f.ends_with(".old") {
+            let ok = Command::new("touch")
+                .args(["-a", "-m", "-d", "30 days ago"])
+                .arg(&p)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok);
+        }
+    }
+    let rules = tempfile::tempdir().unwrap();
+    let conf = rules.path().join("t.conf");
+    std::fs::write(
+        &conf,
+        format!("d {mp} 1777 root root am:7d\nx {mp}/keep-*\nX {mp}/X-only.old\n"),
+    )
+    .unwrap();
+    let (_, v) = explain(&[mp, "--tmpfiles-dir", rules.path().to_str().unwrap()]);
+    let mut predicted: Vec<String> = v["will_be_cleaned"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap().to_string())
+        .collect();
+    predicted.sort();
+    assert_eq!(
+        predicted,
+        vec![format!("{mp}/a.old"), format!("{mp}/d/e.old")]
+    );
+    let out = Command::new("systemd-tmpfiles")
+        .arg("--clean")
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut deleted: Vec<String> = all
+        .iter()
+        .map(|f| m.path.join(f))
+        .filter(|p| !p.exists())
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    deleted.sort();
+    assert_eq!(
+        deleted, predicted,
+        "explain's prediction vs systemd-tmpfiles --clean"
+    );
+}
