@@ -107,9 +107,14 @@ fn consumers(i: &Inputs, by_inodes: bool) -> String {
     }
     let dev = procfd::dev_of(i.mount.major, i.mount.minor);
     for p in &i.scan.processes {
+        // One line per deleted file a process holds, however many fds it uses.
+        let mut seen = std::collections::HashSet::new();
         for f in p.files.iter().filter(|f| f.dev == dev && f.deleted) {
+            if !seen.insert(f.ino) {
+                continue;
+            }
             parts.push(format!(
-                "deleted {} still open by pid {} ({}) fd {}: {}",
+                "deleted {} still held open by pid {} ({}) fd {}: {} freed only when that process closes it or exits",
                 f.path.display(),
                 p.pid,
                 procfd::comm(&Sysroot::default(), p.pid),

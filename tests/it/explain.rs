@@ -52,6 +52,11 @@ fn a_fresh_tmpfs_is_ok_with_its_headroom() {
 fn byte_full_tmpfs_binds_with_the_resize_fix_and_consumers() {
     require_root!();
     let m = TestMount::tmpfs("size=2m");
+    // A quarter of the data is a deleted file a child still holds.
+    let gone = m.path.join("gone.log");
+    std::fs::write(&gone, vec![0u8; 512 << 10]).unwrap();
+    let holder = hold_open(&gone);
+    std::fs::remove_file(&gone).unwrap();
     std::fs::create_dir(m.path.join("big")).unwrap();
     let _ = Command::new("dd")
         .args(["if=/dev/zero", "bs=64k", "status=none"])
@@ -71,6 +76,10 @@ fn byte_full_tmpfs_binds_with_the_resize_fix_and_consumers() {
         "{fix}"
     );
     assert!(fix.contains("/big"), "names the biggest directory: {fix}");
+    assert!(
+        fix.contains(&format!("by pid {}", holder.0.id())),
+        "names the holder: {fix}"
+    );
     assert_eq!(v["avail_bytes"], 0);
 }
 
