@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate N synthetic hosts as `tmpfsctl collect` JSON lines (or Kirkland TSV).
 
-Shaped like seed 001's fleet: most /tmp tiny (4 KiB .. 1 MiB), a long tail up
+Shaped like the fleet of the /tmp survey (Kirkland, 2016): most /tmp tiny (4 KiB .. 1 MiB), a long tail up
 to ~100 GiB, RAM from 1 to 256 GiB, some hosts without swap. Deterministic
 (--seed). Usage: fleet-gen.py N [--format jsonl|kirkland] [--seed S] > out
 """

@@ -40,14 +40,16 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
     use cli::Command;
     match cli.command {
         Command::Status(a) => status::run(&ctx, &a.query(), a.json),
-        Command::Bench(a) => bench::run(&ctx, &a),
-        Command::Collect(a) => fleet::collect_cmd(&ctx, &a),
-        Command::Fleet(a) => fleet::fleet_cmd(&ctx, &a),
+        Command::Bench(a) => bench::run(&ctx, &a.request()?),
+        Command::Collect(a) => fleet::collect_cmd(&ctx, &a.request()),
+        Command::Fleet(a) => match a.command {
+            cli::fleet::FleetCommand::Analyze(a) => fleet::analyze_cmd(&a.request()),
+        },
         Command::Plan(a) => mounts::plan_cmd(&ctx, &a),
         Command::Apply(a) => mounts::apply_cmd(&ctx, &a),
         Command::Revert(a) => mounts::revert_cmd(&ctx, &a),
-        Command::Run(a) => workspace::run_cmd(&ctx, &a),
-        Command::Shell(a) => workspace::shell_cmd(&ctx, &a),
+        Command::Run(a) => workspace::run(&ctx, &a.request()?),
+        Command::Shell(a) => workspace::run(&ctx, &a.request()),
         Command::Advise(a) => advise::run(&ctx, &a),
         Command::Top(a) => top::run(&ctx, &a.query()),
         Command::Explain(a) => explain::run(&ctx, &a.query()),

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 
-use super::render::{fmt_ratio, fmt_value, ops_unit, summary_line};
+use super::ratio::fmt_ratio;
+use super::render::{fmt_value, ops_unit, summary_line};
 use super::report::{BenchReport, BenchResult};
 use super::workload::{Op, Workload, fmt_size};
 use crate::render::html_escape as esc;

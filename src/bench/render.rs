@@ -1,8 +1,8 @@
 //! Renderers of a [`BenchReport`]: terminal table, CSV, Markdown.
 //! Each is a pure function from the report to text.
 
+use super::ratio::{fmt_ratio, ratio_pair};
 use super::report::{BenchReport, BenchResult};
-use super::suite::ratio_pair;
 use super::workload::{Op, Workload};
 use crate::units::{fmt_bytes, fmt_ns, fmt_rate};
 
@@ -90,16 +90,6 @@ pub fn fmt_ratio_cell(x: &super::report::Ratio) -> String {
         s.push_str(" ?");
     }
     s
-}
-
-pub fn fmt_ratio(x: f64) -> String {
-    if !x.is_finite() {
-        "-".into()
-    } else if x >= 1.0 {
-        format!("{x:.1}× faster")
-    } else {
-        format!("{:.1}× slower", 1.0 / x)
-    }
 }
 
 /// Rows = workloads, columns = targets, then the ratio, then the ceiling row.

@@ -10,6 +10,7 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::engine::{self, CacheMode, Plan};
+use super::ratio::{fmt_ratio, ratio_pair};
 use super::report::*;
 use super::stats::{self, HIGH_RSD};
 use super::target::{self, Scratch, Target};
@@ -150,54 +151,19 @@ pub fn run_suite_with(
     let pair = ratio_pair(&infos);
     // Scratch directories live until the end; dropping them (error, signal) removes them.
     let scratches: Vec<Scratch> = checked.iter().map(Scratch::create).collect::<Result<_>>()?;
+    let run = Alternation {
+        targets: &checked,
+        scratches: &scratches,
+        plan: &plan,
+        pair,
+        opts,
+        ceiling: &ceiling,
+        host: &host,
+    };
     let mut results = Vec::new();
     for (wi, w) in workloads.iter().enumerate() {
-        let what = |t: &Target| {
-            format!(
-                "[{}/{}] {} on {}",
-                wi + 1,
-                workloads.len(),
-                w.label,
-                t.shown
-            )
-        };
-        let mut sessions = Vec::new();
-        for (t, s) in checked.iter().zip(&scratches) {
-            let pb = bar(opts.progress, format!("{}: preparing", what(t)));
-            sessions.push(engine::Session::start(
-                w,
-                s.path(),
-                t.info.ram_backed,
-                &plan,
-                &opts.stop,
-            )?);
-            pb.finish_and_clear();
-        }
-        // The targets take turns run by run, A B B A A B ...: both are
-        // measured across the same stretch of time, so a burst of other
-        // activity hits both (and the per-run ratio), and neither always runs
-        // right after the other.
-        let pb = bar(opts.progress, what(&checked[0]));
-        let mut round = 0u32;
-        let looped = Instant::now();
-        while !done(&sessions, round, pair, opts, looped.elapsed()) {
-            let order: Vec<usize> = if round.is_multiple_of(2) {
-                (0..sessions.len()).collect()
-            } else {
-                (0..sessions.len()).rev().collect()
-            };
-            for i in order {
-                pb.set_message(format!("{}: run {}", what(&checked[i]), round + 1));
-                sessions[i].run_once()?;
-            }
-            round += 1;
-        }
-        for (t, sess) in checked.iter().zip(sessions) {
-            pb.set_message(format!("{}: latency pass", what(t)));
-            let m = sess.finish()?;
-            results.push(to_result(w, t, &m, &ceiling, &host));
-        }
-        pb.finish_and_clear();
+        let what = format!("[{}/{}] {}", wi + 1, workloads.len(), w.label);
+        results.extend(run.workload(w, &what)?);
     }
     for s in scratches {
         s.remove()?;
@@ -229,6 +195,66 @@ pub fn run_suite_with(
     report.ratios = ratios(&report);
     report.warnings = warnings(&report);
     Ok(report)
+}
+
+/// What every workload of a suite is measured with.
+struct Alternation<'a> {
+    targets: &'a [Target],
+    scratches: &'a [Scratch],
+    plan: &'a Plan,
+    pair: Option<(usize, usize)>,
+    opts: &'a Options,
+    ceiling: &'a Ceiling,
+    host: &'a HostInfo,
+}
+
+impl Alternation<'_> {
+    /// One workload on every target: prepare a session per target, run
+    /// them in turns until [`done`], then the latency pass and the results.
+    /// `what` names the workload in progress messages.
+    fn workload(&self, w: &Workload, what: &str) -> Result<Vec<BenchResult>> {
+        let (checked, opts) = (self.targets, self.opts);
+        let what = |t: &Target| format!("{what} on {}", t.shown);
+        let mut sessions = Vec::new();
+        for (t, s) in checked.iter().zip(self.scratches) {
+            let pb = bar(opts.progress, format!("{}: preparing", what(t)));
+            sessions.push(engine::Session::start(
+                w,
+                s.path(),
+                t.info.ram_backed,
+                self.plan,
+                &opts.stop,
+            )?);
+            pb.finish_and_clear();
+        }
+        // The targets take turns run by run, A B B A A B ...: both are
+        // measured across the same stretch of time, so a burst of other
+        // activity hits both (and the per-run ratio), and neither always runs
+        // right after the other.
+        let pb = bar(opts.progress, what(&checked[0]));
+        let mut round = 0u32;
+        let looped = Instant::now();
+        while !done(&sessions, round, self.pair, opts, looped.elapsed()) {
+            let order: Vec<usize> = if round.is_multiple_of(2) {
+                (0..sessions.len()).collect()
+            } else {
+                (0..sessions.len()).rev().collect()
+            };
+            for i in order {
+                pb.set_message(format!("{}: run {}", what(&checked[i]), round + 1));
+                sessions[i].run_once()?;
+            }
+            round += 1;
+        }
+        let mut results = Vec::new();
+        for (t, sess) in checked.iter().zip(sessions) {
+            pb.set_message(format!("{}: latency pass", what(t)));
+            let m = sess.finish()?;
+            results.push(to_result(w, t, &m, self.ceiling, self.host));
+        }
+        pb.finish_and_clear();
+        Ok(results)
+    }
 }
 
 /// Whether a workload's alternation may stop: the minimums are met (see
@@ -449,18 +475,6 @@ pub const MEMORY_MOVED_PERCENT: f64 = 10.0;
 /// A ratio whose 95% interval reaches further than this from it is flagged.
 pub const RATIO_UNCERTAIN_PERCENT: f64 = 10.0;
 
-/// Which two targets the ratio column compares: the first RAM-backed one
-/// against the first disk one; else the first against the second.
-pub fn ratio_pair(targets: &[TargetInfo]) -> Option<(usize, usize)> {
-    let ram = targets.iter().position(|t| t.ram_backed);
-    let disk = targets.iter().position(|t| !t.ram_backed);
-    match (ram, disk) {
-        (Some(r), Some(d)) => Some((r, d)),
-        _ if targets.len() >= 2 => Some((0, 1)),
-        _ => None,
-    }
-}
-
 /// Per workload, the first RAM-backed target against the first disk target:
 /// the median of the per-run ratios when the runs were paired (same count,
 /// run in alternation), else the ratio of the medians.
@@ -550,7 +564,7 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
             format!(
                 "{} {} (95% CI {}..{})",
                 x.workload,
-                crate::bench::render::fmt_ratio(x.ratio),
+                fmt_ratio(x.ratio),
                 x.ratio_ci95_low.map_or("?".into(), |v| format!("{v:.2}")),
                 x.ratio_ci95_high.map_or("?".into(), |v| format!("{v:.2}"))
             )

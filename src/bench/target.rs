@@ -1,11 +1,13 @@
 //! Where benchmarks write: target checks (before anything is written), the
 //! private tmpfs used by default when root, and per-target scratch directories
-//! that are removed on every exit path.
+//! that are removed on every exit path, and by the next run when a run was
+//! killed (see `leftover`).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 
+use super::leftover::{self, Kind};
 use super::report::TargetInfo;
 use crate::units::fmt_bytes;
 
@@ -23,9 +25,10 @@ pub struct Target {
     pub info: TargetInfo,
 }
 
-/// Check a target directory without writing to it: exists, is a directory,
-/// writable, on a read-write filesystem, with room for `need_bytes` (+ margin)
-/// and `need_inodes`.
+/// Check a target directory: exists, is a directory, writable, on a
+/// read-write filesystem, with room for `need_bytes` (+ margin) and
+/// `need_inodes`. Nothing is written; only scratch directories left by
+/// earlier runs that were killed are removed first, so their space counts.
 pub fn check(
     ctx: &crate::context::Context,
     dir: &Path,
@@ -48,6 +51,7 @@ pub fn check(
         "target {shown}: not a directory; give a directory on the filesystem to test"
     );
     let path = std::fs::canonicalize(dir).with_context(|| format!("target {shown}"))?;
+    leftover::sweep(&path, SCRATCH_BASE, Kind::Tree);
     let vfs = rustix::fs::statvfs(&path).with_context(|| format!("target {shown}: statfs"))?;
     anyhow::ensure!(
         !vfs.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY),
@@ -144,6 +148,11 @@ pub fn ext4_journal(sysroot: &crate::sys::Sysroot, dev: u64) -> Option<bool> {
     Some(task.trim() != "<none>")
 }
 
+/// Scratch directories are named this, then their owner (see `leftover`).
+const SCRATCH_BASE: &str = ".tmpfsctl-bench-";
+/// Mount points of private tmpfs mounts, in the temporary directory.
+const MOUNT_BASE: &str = "tmpfsctl-bench-mnt-";
+
 /// A fresh scratch directory (mkdtemp, mode 0700) inside a target.
 /// Dropping it removes it; `std::fs::remove_dir_all` unlinks symlinks instead
 /// of following them, so a planted link cannot make us delete outside.
@@ -154,7 +163,7 @@ pub struct Scratch {
 impl Scratch {
     pub fn create(target: &Target) -> Result<Scratch> {
         let dir = tempfile::Builder::new()
-            .prefix(".tmpfsctl-bench-")
+            .prefix(&leftover::prefix(SCRATCH_BASE))
             .tempdir_in(&target.path)
             .with_context(|| {
                 format!("target {}: cannot create a scratch directory", target.shown)
@@ -179,17 +188,25 @@ impl Scratch {
     }
 }
 
-/// A tmpfs mounted by us on a private directory for the run (root only).
-/// Dropping it unmounts (lazily if busy) and removes the directory.
+/// A tmpfs mounted by us on a private directory for the run (root only),
+/// in a mount namespace of this process's own: nobody else sees it, and the
+/// kernel unmounts it when the process ends, even by SIGKILL. Dropping it
+/// unmounts (lazily if busy) and removes the directory.
 pub struct PrivateTmpfs {
     dir: Option<tempfile::TempDir>,
     pub path: PathBuf,
 }
 
 impl PrivateTmpfs {
+    /// Call on the main thread before any benchmark thread starts (see
+    /// [`enter_private_namespace`]).
     pub fn mount(size_bytes: u64) -> Result<PrivateTmpfs> {
+        enter_private_namespace()?;
+        // Mount points of killed runs: empty directories by now, since their
+        // tmpfs went with their namespace.
+        leftover::sweep(&std::env::temp_dir(), MOUNT_BASE, Kind::MountPoint);
         let dir = tempfile::Builder::new()
-            .prefix("tmpfsctl-bench-mnt-")
+            .prefix(&leftover::prefix(MOUNT_BASE))
             .tempdir()
             .context("creating a directory for the private tmpfs")?;
         let path = dir.path().to_path_buf();
@@ -210,6 +227,21 @@ impl PrivateTmpfs {
             path,
         })
     }
+}
+
+/// Move this process into a mount namespace of its own, with nothing
+/// propagating out of it. unshare(CLONE_NEWNS) moves the calling thread and
+/// the threads it starts afterwards, not threads already running; and
+/// /proc/self/mountinfo (which the target checks read) shows the main
+/// thread's view: hence on the main thread, before any thread starts.
+fn enter_private_namespace() -> Result<()> {
+    // SAFETY: NEWNS only; no file-descriptor table is unshared.
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNS) }
+        .context("unshare(CLONE_NEWNS) for the private tmpfs")?;
+    use rustix::mount::MountPropagationFlags as P;
+    rustix::mount::mount_change("/", P::PRIVATE | P::REC)
+        .context("making / private in the new mount namespace")?;
+    Ok(())
 }
 
 impl Drop for PrivateTmpfs {

@@ -5,24 +5,6 @@ use std::path::Path;
 use super::*;
 
 #[test]
-fn durations_parse() {
-    assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-    assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
-    assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-    assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
-    assert!(parse_duration("fast").is_err());
-    assert!(parse_duration("-1").is_err());
-}
-
-#[test]
-fn sync_modes_parse() {
-    assert_eq!(parse_sync("dsync").unwrap(), Sync::Dsync);
-    assert_eq!(parse_sync("100").unwrap(), Sync::FsyncEvery(100));
-    assert!(parse_sync("0").is_err());
-    assert!(parse_sync("sometimes").is_err());
-}
-
-#[test]
 fn presets_are_valid_and_labelled() {
     for p in [
         Preset::Default,

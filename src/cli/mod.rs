@@ -1,10 +1,13 @@
 //! Command-line definitions (clap derive). Each command's arguments live next to
 //! the code that implements it; this file only lists the commands.
 
+pub mod bench;
 pub mod docs;
 pub mod explain;
+pub mod fleet;
 pub mod status;
 pub mod top;
+pub mod workspace;
 
 use std::path::PathBuf;
 
@@ -40,11 +43,11 @@ pub enum Command {
     /// What is RAM-backed here, how full, and what it costs in RAM
     Status(status::StatusArgs),
     /// tmpfs vs disk, side by side, per operation, with the memory ceiling
-    Bench(crate::bench::BenchArgs),
+    Bench(bench::BenchArgs),
     /// One snapshot of this host's /tmp usage and memory (for `fleet analyze`)
-    Collect(crate::fleet::CollectArgs),
+    Collect(fleet::CollectArgs),
     /// Fleet-wide analysis: would /tmp fit in tmpfs across many hosts?
-    Fleet(crate::fleet::FleetArgs),
+    Fleet(fleet::FleetArgs),
     /// Show how DIR would be put on tmpfs (changes nothing)
     Plan(crate::mounts::PlanArgs),
     /// Put DIR on tmpfs without hiding its files, live and across reboots
@@ -52,9 +55,9 @@ pub enum Command {
     /// Undo `apply`: optionally copy data back, unmount, restore config
     Revert(crate::mounts::RevertArgs),
     /// Run a command with a private, size-capped RAM scratch dir as TMPDIR
-    Run(crate::workspace::RunArgs),
+    Run(workspace::RunArgs),
     /// Start $SHELL in a private, size-capped RAM scratch dir
-    Shell(crate::workspace::ShellArgs),
+    Shell(workspace::ShellArgs),
     /// Tell me what to do with tmpfs on this machine
     Advise(crate::advise::AdviseArgs),
     /// Where RAM-backed storage goes: per mount, owner, directory, process, cgroup

@@ -9,7 +9,7 @@ use super::stats::{self, Bucket, Summary};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// The seed's thresholds (1 MB, 10 MB, 100 MB, 1 GB, 4.8 GB), in binary units.
+/// The Kirkland survey's thresholds (1 MB, 10 MB, 100 MB, 1 GB, 4.8 GB), in binary units.
 pub const DEFAULT_BUCKETS: [u64; 5] = [1 << 20, 10 << 20, 100 << 20, 1 << 30, 5_153_960_755];
 
 #[derive(Debug, Clone, Serialize)]
@@ -64,7 +64,7 @@ pub struct FleetReport {
     pub hosts: u64,
     pub input: IngestReport,
     pub tmp_used_bytes: Option<Summary>,
-    /// Share of hosts under each threshold (seed 001's and `--buckets`).
+    /// Share of hosts under each threshold (the survey's and `--buckets`).
     pub tmp_used_buckets: Vec<Bucket>,
     pub tmp_inodes: Option<Summary>,
     pub mem_total_bytes: Option<Summary>,

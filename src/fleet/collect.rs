@@ -1,6 +1,6 @@
 //! `tmpfsctl collect`: one snapshot of this host (paths' usage and /proc/meminfo),
-//! printed as a JSON line, seed 001's Kirkland TSV row, or node_exporter
-//! textfile metrics.
+//! printed as a JSON line, a row of the 12-column /tmp survey TSV (Kirkland,
+//! 2016), or node_exporter textfile metrics.
 
 use std::path::{Path, PathBuf};
 
@@ -229,7 +229,7 @@ fn kib_ceil(b: u64) -> u64 {
     b.div_ceil(1024)
 }
 
-/// Seed 001's 12 tab-separated columns, all sizes in KiB as `du -s` and
+/// The /tmp survey's 12 tab-separated columns (Kirkland, 2016), all sizes in KiB as `du -s` and
 /// procps-3.3.9 `free` print them: host, /tmp KB, mem total/used/free/shared/
 /// buffers/cached, swap total/used/free, /tmp inodes. "used" is total - free,
 /// as old `free` computed it (buffers and cache included).

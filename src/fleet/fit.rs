@@ -287,7 +287,7 @@ pub struct Outlier {
 }
 
 /// Hosts whose /tmp does not fit the recommended share of RAM: to be handled
-/// by hand (seed 001 found four). Largest first, at most `list`; also returns the total.
+/// by hand (the Kirkland survey found four in 502 hosts). Largest first, at most `list`; also returns the total.
 pub fn outliers(f: &Fleet, rec: &Recommendation, list: usize) -> (Vec<Outlier>, u64) {
     let mut v: Vec<(u64, u32)> = Vec::new();
     let mut total = 0;

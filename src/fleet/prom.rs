@@ -14,6 +14,7 @@ use anyhow::{Context as _, Result};
 use serde::Deserialize;
 
 use super::ingest::{Fleet, HostRecord, IngestReport};
+use crate::render::term::{excerpt, safe};
 
 #[derive(Debug, Clone)]
 pub struct PromOptions {
@@ -141,7 +142,9 @@ impl Client {
             .read_to_string()
             .with_context(|| format!("reading the answer of {url}"))?;
         let parsed: Result<ApiResponse, _> = serde_json::from_str(&body);
-        let snippet: String = body.chars().take(200).collect();
+        // The body is shown short and escaped: any server (or a proxy's
+        // binary error page) can be at that URL.
+        let snippet = excerpt(body.as_bytes(), 200);
         let api = match parsed {
             Ok(a) => a,
             Err(_) if !(200..300).contains(&status) => anyhow::bail!(
@@ -158,8 +161,8 @@ impl Client {
             anyhow::bail!(
                 "Prometheus at {} rejected the query (HTTP {status}, {}): {}\n  query: {q}",
                 self.base,
-                api.error_type.unwrap_or_default(),
-                api.error.unwrap_or_default()
+                safe(&api.error_type.unwrap_or_default()),
+                safe(&api.error.unwrap_or_default())
             );
         }
         let Some(data) = api.data else {
@@ -169,7 +172,7 @@ impl Client {
             anyhow::bail!(
                 "Prometheus at {} answered a {} to an instant query, expected a vector: {q}",
                 self.base,
-                data.result_type
+                safe(&data.result_type)
             );
         }
         let samples: Vec<VectorSample> = serde_json::from_value(data.result)

@@ -3,6 +3,7 @@
 //! Markdown or HTML; HTML adds inline SVG charts.
 
 use crate::render::html_escape as esc;
+use crate::render::term::safe;
 use std::fmt::Write as _;
 
 use super::analyze::FleetReport;
@@ -56,6 +57,21 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
         r.source.inputs.join(", "),
         value
     )));
+    input_blocks(r, &mut b);
+    stats_blocks(r, &mut b);
+    fit_blocks(r, &mut b);
+    outlier_blocks(r, &mut b);
+    if !r.warnings.is_empty() {
+        b.push(Block::Heading("Warnings".into()));
+        for w in &r.warnings {
+            b.push(Block::Para(format!("warning: {w}")));
+        }
+    }
+    b
+}
+
+/// What was skipped or dropped on input, when anything was.
+fn input_blocks(r: &FleetReport, b: &mut Vec<Block>) {
     if r.input.skipped > 0 || r.input.duplicates_dropped > 0 {
         let mut rows: Vec<Vec<String>> = r
             .input
@@ -83,6 +99,10 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
         b.push(Block::Heading("Input".into()));
         b.push(t(&["what", "lines", "first case"], rows));
     }
+}
+
+/// The statistics table and the usage buckets.
+fn stats_blocks(r: &FleetReport, b: &mut Vec<Block>) {
     b.push(Block::Heading("Statistics".into()));
     let row = |name: &str, s: &Option<Summary>, bytes: bool| -> Vec<String> {
         let f = |v: u64| if bytes { fmt_bytes(v) } else { v.to_string() };
@@ -131,6 +151,10 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
             })
             .collect(),
     ));
+}
+
+/// The fit models and the recommendation.
+fn fit_blocks(r: &FleetReport, b: &mut Vec<Block>) {
     b.push(Block::Heading("Fit models".into()));
     let f = &r.fit;
     b.push(t(
@@ -171,6 +195,11 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
         rec.size_bytes_over_half_ram_hosts,
         if rec.size_bytes_advisable { "" } else { " - not advisable, use the share of RAM" }
     )));
+}
+
+/// The hosts that do not fit the recommended share of RAM.
+fn outlier_blocks(r: &FleetReport, b: &mut Vec<Block>) {
+    let rec = &r.recommendation;
     if r.outliers_total > 0 {
         b.push(Block::Heading(format!(
             "Outliers to handle by hand ({} hosts do not fit {}% of RAM{})",
@@ -208,13 +237,6 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
                 .collect(),
         ));
     }
-    if !r.warnings.is_empty() {
-        b.push(Block::Heading("Warnings".into()));
-        for w in &r.warnings {
-            b.push(Block::Para(format!("warning: {w}")));
-        }
-    }
-    b
 }
 
 pub fn fmt_secs(s: u64) -> String {
@@ -234,16 +256,19 @@ pub fn text(r: &FleetReport) -> String {
     for b in blocks(r) {
         match b {
             Block::Heading(h) => {
-                let _ = writeln!(o, "\n{h}");
+                let _ = writeln!(o, "\n{}", safe(&h));
             }
             Block::Para(p) => {
-                let _ = writeln!(o, "{p}");
+                // Paragraphs break lines on purpose; each line is escaped.
+                for l in p.split('\n') {
+                    let _ = writeln!(o, "{}", safe(l));
+                }
             }
             Block::Table { header, rows } => {
                 let h: Vec<&str> = header.iter().map(String::as_str).collect();
                 let mut tb = crate::render::table(&h);
                 for r in rows {
-                    tb.add_row(r);
+                    tb.add_row(r.iter().map(|c| safe(c).into_owned()));
                 }
                 let _ = writeln!(o, "{tb}");
             }
@@ -252,8 +277,17 @@ pub fn text(r: &FleetReport) -> String {
     o.trim_start().to_string()
 }
 
+/// Markdown text: HTML-escaped (a renderer would obey a `<script>` in a
+/// host name) and terminal-safe (Markdown is read in terminals too).
+fn md_text(s: &str) -> String {
+    safe(s)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    md_text(&s.replace('|', "\\|").replace('\n', " "))
 }
 
 pub fn markdown(r: &FleetReport) -> String {
@@ -262,12 +296,12 @@ pub fn markdown(r: &FleetReport) -> String {
     for b in blocks(r) {
         match b {
             Block::Heading(h) => {
-                let _ = writeln!(o, "\n{} {h}\n", if first { "#" } else { "##" });
+                let _ = writeln!(o, "\n{} {}\n", if first { "#" } else { "##" }, md_text(&h));
                 first = false;
             }
             Block::Para(p) => {
                 for l in p.lines() {
-                    let _ = writeln!(o, "{}  ", l.trim_end());
+                    let _ = writeln!(o, "{}  ", md_text(l.trim_end()));
                 }
                 o.push('\n');
             }

@@ -2,7 +2,7 @@
 
 mod render;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
@@ -103,17 +103,18 @@ pub struct StatusReport {
     pub warnings: Vec<Warning>,
 }
 
-/// Options worth showing for a RAM filesystem.
-fn key_options(m: &MountInfo) -> Vec<String> {
-    let mut v: Vec<String> = m
-        .all_options()
-        .into_iter()
+/// Options worth showing for a RAM filesystem, picked from all of a mount's
+/// options (computed once per mount: status lists tens of thousands).
+fn key_options(all: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = all
+        .iter()
         .filter(|o| {
             matches!(o.as_str(), "ro" | "nosuid" | "nodev" | "noexec" | "noswap")
                 || ["huge=", "mode=", "nr_inodes=", "size="]
                     .iter()
                     .any(|p| o.starts_with(p))
         })
+        .cloned()
         .collect();
     v.dedup();
     v
@@ -123,44 +124,35 @@ fn percent(used: u64, total: u64) -> Option<f64> {
     (total > 0).then(|| (used as f64 * 1000.0 / total as f64).round() / 10.0)
 }
 
-/// Parse a tmpfs `size=`/`nr_inodes=` option value (`8388608k`, `2G`, `50%`).
-fn option_bytes(v: &str, mem_total: u64) -> Option<u64> {
-    crate::units::parse_size(v)
-        .ok()
-        .map(|s| s.resolve(mem_total))
-}
-
-fn mount_report(root: &Sysroot, m: &MountInfo, mem: &MemInfo) -> MountReport {
-    let live = root.is_live();
-    let stats = if live {
-        statfs::statfs(&m.mount_point).ok()
-    } else {
-        None
-    };
-    let (size, used, avail, itotal, iused) = match stats {
-        Some(s) => (
-            (s.size_bytes > 0).then_some(s.size_bytes),
-            Some(s.used_bytes),
-            Some(s.avail_bytes),
-            (s.inodes_total > 0).then_some(s.inodes_total),
-            Some(s.inodes_used),
-        ),
-        None => (
-            m.option("size")
-                .and_then(|v| option_bytes(v, mem.mem_total_bytes))
-                .filter(|&b| b > 0),
-            None,
-            None,
-            m.option("nr_inodes")
-                .and_then(|v| crate::units::parse_count(v).ok())
-                .filter(|&n| n > 0),
-            None,
-        ),
-    };
+/// The report of mount `m`, which it consumes: its strings move into the
+/// report instead of being copied (tens of thousands of mounts on hosts with
+/// many containers).
+fn mount_report(root: &Sysroot, m: MountInfo, mem: &MemInfo) -> MountReport {
+    let statfs::Limits {
+        size_bytes: size,
+        used_bytes: used,
+        avail_bytes: avail,
+        inodes_total: itotal,
+        inodes_used: iused,
+    } = statfs::limits(&m, root.is_live(), mem.mem_total_bytes);
+    let bind = m.is_bind();
+    let device = format!("{}:{}", m.major, m.minor);
+    // As MountInfo::all_options: mount options first, then the superblock's
+    // that are not among them.
+    let mut options = m.mount_options;
+    for o in m.super_options {
+        if !options.contains(&o) {
+            options.push(o);
+        }
+    }
     MountReport {
-        mountpoint: m.mount_point.to_string_lossy().into_owned(),
-        fstype: m.fstype.clone(),
-        source: m.source.clone(),
+        mountpoint: m
+            .mount_point
+            .into_os_string()
+            .into_string()
+            .unwrap_or_else(|p| p.to_string_lossy().into_owned()),
+        fstype: m.fstype,
+        source: m.source,
         size_bytes: size,
         used_bytes: used,
         avail_bytes: avail,
@@ -174,23 +166,36 @@ fn mount_report(root: &Sysroot, m: &MountInfo, mem: &MemInfo) -> MountReport {
             (Some(u), Some(t)) => percent(u, t),
             _ => None,
         },
-        options: m.all_options(),
-        key_options: key_options(m),
-        device: format!("{}:{}", m.major, m.minor),
-        bind: m.is_bind(),
+        key_options: key_options(&options),
+        options,
+        device,
+        bind,
     }
 }
 
-/// The visible mounts: for stacked mounts on one point, the last one wins.
-fn visible(mounts: &[MountInfo]) -> Vec<&MountInfo> {
-    let mut out: Vec<&MountInfo> = Vec::new();
-    for m in mounts {
-        if let Some(i) = out.iter().position(|o| o.mount_point == m.mount_point) {
-            out.remove(i);
-        }
-        out.push(m);
+/// The visible mounts: for stacked mounts on one point, the last one wins,
+/// listed where it appears in mountinfo. One pass to find each point's last
+/// mount, one to keep it: hosts with many containers have tens of thousands
+/// of mounts, where comparing every mount with every other took minutes.
+fn visible_mask(mounts: &[MountInfo]) -> Vec<bool> {
+    let mut last: HashMap<&Path, usize> = HashMap::with_capacity(mounts.len());
+    for (i, m) in mounts.iter().enumerate() {
+        last.insert(m.mount_point.as_path(), i);
     }
-    out
+    mounts
+        .iter()
+        .enumerate()
+        .map(|(i, m)| last.get(m.mount_point.as_path()) == Some(&i))
+        .collect()
+}
+
+#[cfg(test)]
+fn visible(mounts: &[MountInfo]) -> Vec<&MountInfo> {
+    mounts
+        .iter()
+        .zip(visible_mask(mounts))
+        .filter_map(|(m, v)| v.then_some(m))
+        .collect()
 }
 
 fn resolve_in(root: &Sysroot, p: &Path) -> Result<PathBuf> {
@@ -206,11 +211,13 @@ fn resolve_in(root: &Sysroot, p: &Path) -> Result<PathBuf> {
             p.display()
         )
     })?;
-    Ok(if root.is_live() {
-        canon
-    } else {
-        Path::new("/").join(canon.strip_prefix(root.root()).unwrap_or(&canon))
-    })
+    if root.is_live() {
+        return Ok(canon);
+    }
+    // `canon` is absolute: so must the root be to strip it (a relative
+    // --sysroot would leave the path whole and look for it under itself).
+    let base = std::fs::canonicalize(root.root()).unwrap_or_else(|_| root.root().to_path_buf());
+    Ok(Path::new("/").join(canon.strip_prefix(&base).unwrap_or(&canon)))
 }
 
 fn path_report(
@@ -269,16 +276,6 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
     let fstab = root.fstab()?;
     parse_warnings.extend(fstab.warnings.iter().cloned());
 
-    let shown: Vec<MountReport> = visible(&mounts)
-        .into_iter()
-        .filter(|m| match m.fstype.as_str() {
-            "tmpfs" | "ramfs" => true,
-            "hugetlbfs" | "devtmpfs" => args.all,
-            _ => false,
-        })
-        .map(|m| mount_report(root, m, &mem))
-        .collect();
-
     // Defaults first; a default that does not exist is not an error.
     let mut wanted: Vec<(String, PathBuf, bool)> = vec![
         ("/tmp".into(), "/tmp".into(), false),
@@ -302,6 +299,22 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
         }
         paths.push(r);
     }
+
+    // Last, as it consumes the mount table.
+    let keep = visible_mask(&mounts);
+    let shown: Vec<MountReport> = mounts
+        .into_iter()
+        .zip(keep)
+        .filter(|(m, visible)| {
+            *visible
+                && match m.fstype.as_str() {
+                    "tmpfs" | "ramfs" => true,
+                    "hugetlbfs" | "devtmpfs" => args.all,
+                    _ => false,
+                }
+        })
+        .map(|(m, _)| mount_report(root, m, &mem))
+        .collect();
 
     let memory = memory_report(&shown, &mem);
     let warnings = warnings(&shown, &paths, &memory, &parse_warnings);

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::StatusReport;
+use crate::render::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
 fn opt_bytes(b: Option<u64>, none: &str) -> String {
@@ -36,8 +37,8 @@ pub fn text(r: &StatusReport) -> String {
                 "none"
             };
             t.add_row(vec![
-                m.mountpoint.clone(),
-                m.fstype.clone(),
+                safe(&m.mountpoint).into_owned(),
+                safe(&m.fstype).into_owned(),
                 opt_bytes(m.size_bytes, limitless),
                 opt_bytes(m.used_bytes, "?"),
                 opt_bytes(m.avail_bytes, "?"),
@@ -51,7 +52,7 @@ pub fn text(r: &StatusReport) -> String {
                         .map(fmt_count)
                         .unwrap_or_else(|| "unlimited".into())
                 ),
-                m.key_options.join(" "),
+                safe(&m.key_options.join(" ")).into_owned(),
             ]);
         }
         let _ = writeln!(s, "{t}");
@@ -72,23 +73,23 @@ pub fn text(r: &StatusReport) -> String {
         if let Some(f) = &p.fstab {
             how.push(format!(
                 "fstab: {} {} {}",
-                f.spec,
-                f.vfstype,
-                f.options.join(",")
+                safe(&f.spec),
+                safe(&f.vfstype),
+                safe(&f.options.join(","))
             ));
         }
-        how.push(format!("{}: {}", p.systemd_unit, p.systemd_state));
+        how.push(format!("{}: {}", safe(&p.systemd_unit), p.systemd_state));
         for d in &p.systemd_dropins {
-            how.push(format!("drop-in {d}"));
+            how.push(format!("drop-in {}", safe(d)));
         }
         let mut data = fmt_bytes(p.used_bytes);
         if p.unreadable_dirs > 0 {
             data.push_str(&format!(" (+{} unreadable dirs)", p.unreadable_dirs));
         }
         t.add_row(vec![
-            p.path.clone(),
-            p.mountpoint.clone(),
-            p.fstype.clone(),
+            safe(&p.path).into_owned(),
+            safe(&p.mountpoint).into_owned(),
+            safe(&p.fstype).into_owned(),
             if p.ram_backed { "yes" } else { "no" }.to_string(),
             data,
             fmt_count(p.inodes),
@@ -120,7 +121,8 @@ pub fn text(r: &StatusReport) -> String {
     if !r.warnings.is_empty() {
         let _ = writeln!(s, "\nWarnings");
         for w in &r.warnings {
-            let _ = writeln!(s, "  [{}] {}", w.code, w.message);
+            // Messages quote mount points and parsed lines as they are.
+            let _ = writeln!(s, "  [{}] {}", w.code, safe(&w.message));
         }
     }
     let _ = writeln!(s, "\n(sizes in binary units: KiB, MiB, GiB)");

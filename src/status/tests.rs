@@ -135,7 +135,7 @@ fn key_options_pick_what_matters() {
         b"30 25 0:26 / /tmp rw,nosuid,nodev,relatime - tmpfs tmpfs rw,size=1048576k,nr_inodes=1000,mode=1777,huge=within_size,noswap,inode64\n",
     );
     assert_eq!(
-        key_options(&m[0]),
+        key_options(&m[0].all_options()),
         vec![
             "nosuid",
             "nodev",
@@ -222,4 +222,30 @@ fn missing_explicit_path_is_an_error_naming_it() {
     )
     .unwrap_err();
     assert!(format!("{e:#}").contains("/no/such/dir-xyz"), "{e:#}");
+}
+
+#[test]
+fn stacked_mounts_show_the_last_one_where_it_was_mounted() {
+    let (ms, w) = sys::mountinfo::parse(
+        b"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n\
+2 1 0:20 / /a rw - tmpfs first rw\n\
+3 1 0:21 / /b rw - tmpfs b rw\n\
+4 2 0:22 / /a/ rw - tmpfs second rw\n\
+5 1 0:23 / /c rw - tmpfs c rw\n\
+6 1 0:24 / /b rw - ramfs b2 rw\n",
+    );
+    assert!(w.is_empty());
+    let v: Vec<(&str, &str)> = visible(&ms)
+        .iter()
+        .map(|m| (m.mount_point.to_str().unwrap(), m.source.as_str()))
+        .collect();
+    assert_eq!(
+        v,
+        [
+            ("/", "/dev/sda1"),
+            ("/a/", "second"),
+            ("/c", "c"),
+            ("/b", "b2")
+        ]
+    );
 }

@@ -37,3 +37,71 @@ pub fn statfs(path: &Path) -> Result<FsStats> {
         inodes_free: s.f_ffree,
     })
 }
+
+/// A RAM filesystem's limits and usage as `status` and `plan` report them:
+/// from statfs(2) on the live system; under a `--sysroot` capture (where the
+/// mount cannot be asked) the limits from its `size=`/`nr_inodes=` options
+/// and the usage unknown. A limit of 0 (ramfs, tmpfs `size=0`) is `None`:
+/// no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Limits {
+    pub size_bytes: Option<u64>,
+    pub used_bytes: Option<u64>,
+    pub avail_bytes: Option<u64>,
+    pub inodes_total: Option<u64>,
+    pub inodes_used: Option<u64>,
+}
+
+/// [`Limits`] of mount `m`; `live` says whether statfs may be asked,
+/// `mem_total` resolves a `size=50%`.
+pub fn limits(m: &super::MountInfo, live: bool, mem_total: u64) -> Limits {
+    let stats = if live {
+        statfs(&m.mount_point).ok()
+    } else {
+        None
+    };
+    match stats {
+        Some(s) => Limits {
+            size_bytes: (s.size_bytes > 0).then_some(s.size_bytes),
+            used_bytes: Some(s.used_bytes),
+            avail_bytes: Some(s.avail_bytes),
+            inodes_total: (s.inodes_total > 0).then_some(s.inodes_total),
+            inodes_used: Some(s.inodes_used),
+        },
+        None => Limits {
+            size_bytes: m
+                .option("size")
+                .and_then(|v| crate::units::parse_size(v).ok())
+                .map(|s| s.resolve(mem_total))
+                .filter(|&b| b > 0),
+            inodes_total: m
+                .option("nr_inodes")
+                .and_then(|v| crate::units::parse_count(v).ok())
+                .filter(|&n| n > 0),
+            ..Limits::default()
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_of_a_capture_come_from_the_options() {
+        let (m, _) = crate::sys::mountinfo::parse(
+            b"30 25 0:26 / /t rw - tmpfs tmpfs rw,size=50%,nr_inodes=1k\n\
+31 25 0:27 / /z rw - tmpfs tmpfs rw,size=0\n\
+32 25 0:28 / /r rw - ramfs ramfs rw\n",
+        );
+        let l = limits(&m[0], false, 4 << 30);
+        assert_eq!(l.size_bytes, Some(2 << 30));
+        assert_eq!(l.inodes_total, Some(1024));
+        assert_eq!(
+            (l.used_bytes, l.avail_bytes, l.inodes_used),
+            (None, None, None)
+        );
+        assert_eq!(limits(&m[1], false, 4 << 30), Limits::default());
+        assert_eq!(limits(&m[2], false, 4 << 30), Limits::default());
+    }
+}

@@ -9,9 +9,10 @@
 //! normal namespace the anchor is always an empty directory: nothing is ever
 //! created per run outside the namespace, so there is nothing to leave behind
 //! when tmpfsctl is SIGKILLed — the kernel drops the mount with the namespace
-//! once its last process (tmpfsctl or CMD) exits. Concurrent runs mount over
+//! once its last process exits, and CMD's processes die with tmpfsctl. Concurrent runs mount over
 //! the same anchor, each in its own namespace, and cannot see each other.
 
+use std::ffi::OsString;
 use std::io::ErrorKind;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
@@ -22,6 +23,8 @@ use rustix::fs::{Mode as FsMode, OFlags};
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 use rustix::thread::UnshareFlags;
 use serde::Serialize;
+
+use super::cleanup;
 
 /// `f_type` of tmpfs and ramfs in statfs(2).
 const TMPFS_MAGIC: u64 = 0x0102_1994;
@@ -37,7 +40,8 @@ pub enum Mode {
     /// unchanged, but setuid programs such as sudo do not work inside).
     UserNamespace,
     /// Neither allowed: a 0700 directory under $XDG_RUNTIME_DIR or /dev/shm;
-    /// the cap is only watched (soft) and a SIGKILLed tmpfsctl leaves it behind.
+    /// the cap is only watched (soft) and a SIGKILLed tmpfsctl leaves it
+    /// behind until the next run in the same place removes it.
     Directory,
 }
 
@@ -152,7 +156,22 @@ pub struct Scratch {
     pub notes: Vec<String>,
     /// Private modes: the mounted tmpfs root, so sampling is one fstatfs.
     dir: Option<OwnedFd>,
+    /// Directory mode: what removal works from, taken before CMD ran.
+    held: Option<Held>,
     base: Raw,
+}
+
+/// A plain-directory scratch as made: removed through these descriptors,
+/// never through a path CMD could have changed.
+#[derive(Debug)]
+struct Held {
+    parent: OwnedFd,
+    name: OsString,
+    /// Also holds the lock that tells a later run this scratch is in use.
+    dir: OwnedFd,
+    place: cleanup::Place,
+    /// Canonical path, to find the mounts CMD made below it.
+    real: PathBuf,
 }
 
 enum PrivError {
@@ -275,6 +294,7 @@ impl Scratch {
             ram_backed: true,
             notes: Vec::new(),
             dir: Some(dir),
+            held: None,
             base,
         })
     }
@@ -286,10 +306,15 @@ impl Scratch {
             .filter(|p| p.is_absolute() && p.is_dir())
             .or_else(|| Some(PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
             .unwrap_or_else(std::env::temp_dir);
+        let mut notes = notes;
+        // The pid in the name lets a later run tell a scratch whose tmpfsctl
+        // was killed (pid gone, lock free) from one in use.
+        let prefix = format!("tmpfsctl-{uid}-");
+        notes.extend(cleanup::sweep(&base_dir, &prefix, uid));
         // tempfile: exclusive mkdir of a random name, retried on collision.
         // The mode must be asked for: its default is 0777 minus the umask.
         let dir = tempfile::Builder::new()
-            .prefix(&format!("tmpfsctl-{uid}-"))
+            .prefix(&format!("{prefix}{}-", std::process::id()))
             .rand_bytes(12)
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(&base_dir)
@@ -300,9 +325,9 @@ impl Scratch {
                 )
             })?
             .keep();
+        let held = hold(&base_dir, &dir).with_context(|| format!("opening {}", dir.display()))?;
         let st = rustix::fs::statfs(&dir).with_context(|| format!("statfs {}", dir.display()))?;
         let fs = raw_of(&st);
-        let mut notes = notes;
         let ram_backed = fs.ftype == TMPFS_MAGIC || fs.ftype == RAMFS_MAGIC;
         if !ram_backed {
             notes.push(format!(
@@ -317,6 +342,7 @@ impl Scratch {
             ram_backed,
             notes,
             dir: None,
+            held: Some(held),
             base: Raw::default(),
         };
         s.base = s.raw()?;
@@ -370,10 +396,10 @@ impl Scratch {
     }
 
     /// Remove the scratch (after copying it to disk, or leaving it, with
-    /// `keep`). Never follows a symlink out of the scratch: a private mount is
-    /// simply unmounted, and a directory is removed with std's
-    /// `remove_dir_all`, which works with openat/unlinkat and O_NOFOLLOW
-    /// (the CVE-2022-21658 fix, Rust >= 1.58.1).
+    /// `keep`). Never follows a symlink out of the scratch and never crosses
+    /// a mount: a private mount is simply unmounted (detached if CMD left
+    /// something busy or mounted inside it), and a directory is removed as
+    /// described in `cleanup`.
     pub fn teardown(mut self, keep: Option<&Keep>) -> Teardown {
         let mut out = Teardown {
             kept_at: None,
@@ -383,27 +409,30 @@ impl Scratch {
             error: None,
         };
         match self.mode {
-            Mode::Directory => {
-                if keep.is_some() {
-                    out.kept_at = Some(self.path.clone());
-                    return out;
-                }
-                match std::fs::remove_dir_all(&self.path) {
-                    Ok(()) => out.removed = true,
-                    Err(e) => {
-                        out.error = Some(format!(
-                            "cannot remove the scratch {}: {e}",
-                            self.path.display()
-                        ))
-                    }
-                }
-            }
+            Mode::Directory => match self.held.take() {
+                Some(h) => h.teardown(keep.is_some(), &mut out),
+                None => out.error = Some("the scratch directory was not held".into()),
+            },
             Mode::PrivateMount | Mode::UserNamespace => {
                 if let Some(k) = keep {
                     match copy_out(&self.path, k) {
                         Ok(p) => out.kept_at = Some(p),
                         Err(e) => out.error = Some(format!("--keep: {e:#}")),
                     }
+                }
+                // Unmounting the scratch would take CMD's mounts inside it
+                // along anyway; detached first, they can be named.
+                match cleanup::detach_below(&self.path, true) {
+                    Ok(d) => out.notes.extend(
+                        cleanup::Removed {
+                            detached: d,
+                            ..Default::default()
+                        }
+                        .notes(),
+                    ),
+                    Err(e) => out
+                        .notes
+                        .push(format!("detaching mounts inside the scratch: {e}")),
                 }
                 // Our own handle would make the mount look busy.
                 self.dir = None;
@@ -431,6 +460,80 @@ impl Scratch {
             }
         }
         out
+    }
+}
+
+/// Open and lock a just-made directory scratch and note who it is.
+fn hold(base_dir: &Path, dir: &Path) -> std::io::Result<Held> {
+    let parent = rustix::fs::open(
+        base_dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        FsMode::empty(),
+    )?;
+    let name = dir.file_name().unwrap_or_default().to_os_string();
+    let fd = rustix::fs::openat(
+        &parent,
+        name.as_os_str(),
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        FsMode::empty(),
+    )?;
+    cleanup::lock(&fd)?;
+    Ok(Held {
+        place: cleanup::place_of(&fd)?,
+        real: std::fs::canonicalize(dir)?,
+        parent,
+        name,
+        dir: fd,
+    })
+}
+
+impl Held {
+    fn teardown(self, keep: bool, out: &mut Teardown) {
+        if !keep {
+            let (r, err) = cleanup::remove(&cleanup::Target {
+                parent: &self.parent,
+                name: &self.name,
+                dir: &self.dir,
+                place: self.place,
+                real: &self.real,
+            });
+            out.notes.extend(r.notes());
+            out.removed = r.removed;
+            out.error = err;
+            return;
+        }
+        // Kept: what CMD mounted inside still goes, and the name loses the
+        // pid so no later run takes it for a killed run's leftover.
+        match cleanup::detach_below(&self.real, false) {
+            Ok(d) => out.notes.extend(
+                cleanup::Removed {
+                    detached: d,
+                    ..Default::default()
+                }
+                .notes(),
+            ),
+            Err(e) => out.error = Some(format!("detaching mounts below the scratch: {e}")),
+        }
+        let name = self.name.to_string_lossy();
+        let kept = match name.split_once('-').and_then(|(a, r)| {
+            let (uid, r) = r.split_once('-')?;
+            let (_pid, random) = r.split_once('-')?;
+            Some(format!("{a}-{uid}-kept-{random}"))
+        }) {
+            Some(k) => k,
+            None => name.into_owned(),
+        };
+        let dest = self.real.with_file_name(&kept);
+        match rustix::fs::renameat_with(
+            &self.parent,
+            self.name.as_os_str(),
+            &self.parent,
+            kept.as_str(),
+            rustix::fs::RenameFlags::NOREPLACE,
+        ) {
+            Ok(()) => out.kept_at = Some(dest),
+            Err(_) => out.kept_at = Some(self.real.clone()),
+        }
     }
 }
 

@@ -24,3 +24,23 @@ pub fn send(pid: u32, signo: i32) {
         let _ = rustix::process::kill_process(p, s);
     }
 }
+
+/// CMD's exit status once it has ended (reaping it), else None.
+pub fn try_wait(pid: i32) -> std::io::Result<Option<std::process::ExitStatus>> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut st = 0;
+    loop {
+        // SAFETY: waits for our own child, into a local.
+        let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+        match r {
+            0 => return Ok(None),
+            r if r == pid => return Ok(Some(std::process::ExitStatus::from_raw(st))),
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+}

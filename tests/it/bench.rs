@@ -703,3 +703,114 @@ fn enospc_during_a_run_stops_cleans_up_and_reports() {
         "scratch removed: {err}"
     );
 }
+
+/// Whether any process's mount table shows something under `p`.
+fn mounted_anywhere(p: &Path) -> Vec<String> {
+    let needle = p.to_str().unwrap();
+    let mut hits = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(mi) = std::fs::read_to_string(e.path().join("mountinfo"))
+            && mi.contains(needle)
+        {
+            hits.push(name);
+        }
+    }
+    hits
+}
+
+#[test]
+fn sigkill_leaves_no_mount_and_the_next_run_sweeps_what_is_left() {
+    require_root!();
+    // The default disk target is /var/tmp's disk; skip where that is RAM.
+    if disk_dir().is_none() {
+        return;
+    }
+    let var_tmp = std::fs::canonicalize("/var/tmp").unwrap();
+    // The private tmpfs's mount point goes into TMPDIR.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = bin()
+        .args([
+            "bench",
+            "--quick",
+            "--min-time",
+            "60",
+            "--max-runs",
+            "1000000",
+            "--no-latency",
+        ])
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let tag = format!(".tmpfsctl-bench-{pid}-");
+    let scratch = || -> Vec<String> {
+        entries(&var_tmp)
+            .into_iter()
+            .filter(|n| n.starts_with(&tag))
+            .collect()
+    };
+    let t = Instant::now();
+    while scratch().is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no scratch directory {tag}* appeared in {}",
+            var_tmp.display()
+        );
+        assert!(child.try_wait().unwrap().is_none(), "bench ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Mounted, but only in bench's own mount namespace.
+    let theirs = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap();
+    assert!(
+        theirs.contains(tmp.path().to_str().unwrap()) && theirs.contains(" tmpfs "),
+        "the private tmpfs is in bench's mount table"
+    );
+    let ours = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !ours.contains(tmp.path().to_str().unwrap()),
+        "the private tmpfs is not in the test's mount namespace"
+    );
+
+    child.kill().unwrap(); // SIGKILL: no cleanup code runs
+    child.wait().unwrap();
+    assert_eq!(
+        mounted_anywhere(tmp.path()),
+        Vec::<String>::new(),
+        "processes that still see a mount under {}",
+        tmp.path().display()
+    );
+    let left_scratch = scratch();
+    assert_eq!(left_scratch.len(), 1, "the killed run's scratch is left");
+    let left_mnt = entries(tmp.path());
+    assert_eq!(left_mnt.len(), 1, "and its (empty) mount point");
+    assert!(left_mnt[0].starts_with(&format!("tmpfsctl-bench-mnt-{pid}-")));
+
+    // The next run (a short one) removes both, then its own.
+    let out = bin()
+        .args([
+            "bench",
+            "--quick",
+            "--rw",
+            "seq-write",
+            "--size",
+            "1M",
+            "--no-latency",
+        ])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(scratch(), Vec::<String>::new(), "scratch swept");
+    assert!(!var_tmp.join(&left_scratch[0]).exists());
+    assert_eq!(
+        entries(tmp.path()),
+        Vec::<String>::new(),
+        "mount point swept"
+    );
+}

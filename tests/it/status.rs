@@ -256,3 +256,120 @@ fn unreadable_path_as_non_root_is_an_error() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("secret"));
 }
+
+/// A --sysroot with the given mountinfo, a small meminfo and an empty fstab.
+fn fixture(mountinfo: &[u8]) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    std::fs::create_dir_all(r.join("proc/self")).unwrap();
+    std::fs::create_dir_all(r.join("etc")).unwrap();
+    std::fs::write(r.join("proc/self/mountinfo"), mountinfo).unwrap();
+    std::fs::write(
+        r.join("proc/meminfo"),
+        b"MemTotal: 16777216 kB\nMemAvailable: 8388608 kB\n",
+    )
+    .unwrap();
+    std::fs::write(r.join("etc/fstab"), b"").unwrap();
+    t
+}
+
+#[test]
+fn mount_names_with_control_characters_are_shown_escaped() {
+    // The kernel escapes a newline in mountinfo (\012) but not ESC.
+    let t = fixture(
+        b"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n\
+2 1 0:20 / /mnt/a\\012b\x1b]0;pwned\x07 rw - tmpfs src\x1b[2J rw,size=1024k\n",
+    );
+    let root = t.path().to_str().unwrap();
+    let out = tmpfsctl(&["--sysroot", root, "status"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+    assert!(!text.contains("/mnt/a\nb"), "{text:?}");
+    assert!(text.contains("/mnt/a\\nb\\x1b]0;pwned\\x07"), "{text}");
+    // JSON keeps the exact name.
+    let v = json(&tmpfsctl(&["--sysroot", root, "status", "--json"]));
+    let mps: Vec<&str> = v["mounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["mountpoint"].as_str().unwrap())
+        .collect();
+    assert_eq!(mps, ["/mnt/a\nb\x1b]0;pwned\x07"]);
+}
+
+#[test]
+fn forty_thousand_mounts_are_all_reported_once() {
+    // Hosts with many containers have tens of thousands of mounts; every
+    // visible one is listed once, in mountinfo order, the stacked ones hidden.
+    let n = 40_000;
+    let mut mi = b"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n".to_vec();
+    for i in 0..n {
+        mi.extend_from_slice(
+            format!(
+                "{} 1 0:{} / /run/c/{i}/shm rw,nosuid - tmpfs shm rw,size=64k\n",
+                i + 10,
+                i + 10
+            )
+            .as_bytes(),
+        );
+    }
+    // Every 1000th point gets a second mount on top: that one is visible.
+    for i in (0..n).step_by(1000) {
+        mi.extend_from_slice(
+            format!(
+                "{} 1 0:9 / /run/c/{i}/shm rw - ramfs top{i} rw\n",
+                n + i + 10
+            )
+            .as_bytes(),
+        );
+    }
+    let t = fixture(&mi);
+    let v = json(&tmpfsctl(&[
+        "--sysroot",
+        t.path().to_str().unwrap(),
+        "status",
+        "--json",
+    ]));
+    let ms = v["mounts"].as_array().unwrap();
+    assert_eq!(ms.len(), n);
+    assert_eq!(ms[0]["mountpoint"], "/run/c/1/shm");
+    assert_eq!(ms[n - 40]["mountpoint"], "/run/c/0/shm");
+    assert_eq!(ms[n - 40]["source"], "top0");
+    assert_eq!(ms[n - 1]["source"], "top39000");
+    let ramfs = ms.iter().filter(|m| m["fstype"] == "ramfs").count();
+    assert_eq!(ramfs, 40);
+    assert_eq!(
+        v["memory"]["tmpfs_limits_bytes"],
+        (n as u64 - 40) * 64 * 1024
+    );
+}
+
+#[test]
+fn a_relative_sysroot_works_like_an_absolute_one() {
+    let t = fixture(
+        b"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n2 1 0:20 / /tmp rw - tmpfs tmpfs rw,size=1024k\n",
+    );
+    std::fs::create_dir_all(t.path().join("tmp")).unwrap();
+    let name = t.path().file_name().unwrap().to_str().unwrap();
+    let out = crate::common::bin()
+        .current_dir(t.path().parent().unwrap())
+        .args(["--sysroot", name, "status", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    let tmp = &v["paths"][0];
+    assert_eq!(
+        (tmp["path"].as_str(), tmp["mountpoint"].as_str()),
+        (Some("/tmp"), Some("/tmp"))
+    );
+}

@@ -80,7 +80,11 @@ fn default_signals(cmd: &mut Command) {
 /// Start tmpfsctl with CMD printing its pid (and whatever else) on the first
 /// stdout line once its setup is done; returns (tmpfsctl, CMD pid, first line, rest of stdout).
 fn start(args: &[&str]) -> (Child, i32, String, BufReader<ChildStdout>) {
-    let mut cmd = bin();
+    start_in(bin(), args)
+}
+
+/// [`start`] with a prepared command (environment, ...).
+fn start_in(mut cmd: Command, args: &[&str]) -> (Child, i32, String, BufReader<ChildStdout>) {
     default_signals(&mut cmd);
     let mut child = cmd
         .args(args)
@@ -284,36 +288,261 @@ fn signals_to_tmpfsctl_reach_cmd_then_cleanup_runs() {
     assert_eq!(st.code(), Some(42), "{err}");
 }
 
+/// True once `pid` has exited (gone, or a zombie waiting for init).
+fn is_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(st) => st
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The per-run cgroup directories named after tmpfsctl's `pid`, wherever
+/// cgroup v2 is mounted.
+fn run_cgroups(pid: u32) -> Vec<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let name = format!("tmpfsctl-run-{pid}");
+    let mut found = Vec::new();
+    for l in info.lines().filter(|l| l.contains(" - cgroup2 ")) {
+        let mp = l.split(' ').nth(4).unwrap();
+        for e in walkdir(Path::new(mp)) {
+            if e.file_name().is_some_and(|n| n == name.as_str()) {
+                found.push(e);
+            }
+        }
+    }
+    found
+}
+
+fn walkdir(p: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(p) {
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                out.push(e.path());
+                out.extend(walkdir(&e.path()));
+            }
+        }
+    }
+    out
+}
+
 #[test]
-fn sigkilled_tmpfsctl_leaves_nothing_once_cmd_ends() {
+fn sigkilled_tmpfsctl_takes_cmd_and_what_it_started() {
     require_root!();
-    let (mut child, cmd_pid, _, _rest) = start(&[
+    // CMD starts a daemon (setsid, away from CMD), then becomes `sleep`.
+    let (mut child, cmd_pid, line, _rest) = start(&[
         "run",
         "--size",
         "16M",
         "--",
         "sh",
         "-c",
-        "head -c 2M /dev/urandom > $TMPDIR/d; echo $$; exec sleep 60",
+        "head -c 2M /dev/urandom > $TMPDIR/d; setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $$ $!; exec sleep 60",
     ]);
+    let daemon: i32 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    wait_exec(cmd_pid, "sleep");
+    wait_exec(daemon, "sleep");
     let tag = format!("tmpfsctl-{}", child.id());
+    assert!(!mounts_tagged(&tag).is_empty());
     child.kill().unwrap();
     child.wait().unwrap();
-    // CMD outlives tmpfsctl and still has its scratch, in its namespace only.
-    let own = std::fs::read_to_string(format!("/proc/{cmd_pid}/mountinfo")).unwrap();
-    assert!(own.contains(&format!(" - tmpfs {tag} ")), "{own}");
     assert!(
-        anchor_is_empty(ROOT_ANCHOR),
-        "nothing may be left in the normal namespace"
+        eventually(|| is_gone(cmd_pid)),
+        "CMD {cmd_pid} outlived tmpfsctl"
     );
-    kill(cmd_pid, "KILL");
-    // The orphan is reaped by init (or stays a zombie, which holds no namespace).
+    assert!(
+        eventually(|| is_gone(daemon)),
+        "CMD's daemon {daemon} outlived tmpfsctl"
+    );
     assert!(
         eventually(|| mounts_tagged(&tag).is_empty()),
         "scratch still mounted: {:?}",
         mounts_tagged(&tag)
     );
     assert!(anchor_is_empty(ROOT_ANCHOR));
+    assert!(
+        eventually(|| run_cgroups(child.id()).is_empty()),
+        "cgroup left: {:?}",
+        run_cgroups(child.id())
+    );
+}
+
+#[test]
+fn a_killed_runs_directory_is_removed_by_the_next_run() {
+    require_root!();
+    // A place of its own: any --no-namespace run in the same place (other
+    // tests, at the same time) would remove the killed run's scratch too.
+    let place = tempfile::tempdir().unwrap();
+    let mut cmd = bin();
+    cmd.env("XDG_RUNTIME_DIR", place.path());
+    let (mut child, cmd_pid, line, _rest) = start_in(
+        cmd,
+        &[
+            "run",
+            "--no-namespace",
+            "--size",
+            "16M",
+            "--",
+            "sh",
+            "-c",
+            "mkdir $TMPDIR/sub; echo x > $TMPDIR/sub/f; echo $$ $TMPDIR; exec sleep 60",
+        ],
+    );
+    let scratch = PathBuf::from(line.split_whitespace().nth(1).unwrap());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        eventually(|| is_gone(cmd_pid)),
+        "CMD {cmd_pid} outlived tmpfsctl"
+    );
+    assert!(scratch.join("sub/f").exists(), "{}", scratch.display());
+    assert!(scratch.starts_with(place.path()), "{}", scratch.display());
+    let o = bin()
+        .env("XDG_RUNTIME_DIR", place.path())
+        .args(["run", "--no-namespace", "--size", "1M", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!scratch.exists(), "{} left behind", scratch.display());
+    assert!(
+        stderr(&o).contains(&format!(
+            "removed {}, the scratch of a tmpfsctl",
+            scratch.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_daemon_started_by_cmd_is_killed_at_the_end_and_named() {
+    require_root!();
+    let t = tempfile::tempdir().unwrap();
+    let pidfile = t.path().join("daemon.pid");
+    let p = pidfile.display();
+    // Double fork and setsid: the daemon is not CMD's child, nor in its
+    // session or process group. CMD waits for its pid file, then exits 0.
+    let script = format!(
+        "(setsid sh -c 'echo $$ > {p}.tmp; mv {p}.tmp {p}; exec sleep 60' </dev/null >/dev/null 2>&1 &); \
+         while [ ! -s {p} ]; do sleep 0.01; done"
+    );
+    for extra in [vec![], vec!["--no-namespace"]] {
+        let _ = std::fs::remove_file(&pidfile);
+        let mut args = vec!["run", "--size", "8M"];
+        args.extend(&extra);
+        args.extend(["--", "sh", "-c", &script]);
+        let o = tmpfsctl(&args);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            eventually(|| is_gone(pid)),
+            "{extra:?}: daemon {pid} survived the run"
+        );
+        assert!(
+            stderr(&o).contains(&format!(
+                "CMD left 1 process running when it ended, killed: {pid} ("
+            )),
+            "{extra:?}: {}",
+            stderr(&o)
+        );
+    }
+    // Unprivileged there is no cgroup to create: orphans come back to
+    // tmpfsctl (a child subreaper) and are killed all the same.
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("SKIP the unprivileged half: setpriv (util-linux) is not installed");
+        return;
+    }
+    let b = nobody_bin(t.path());
+    let _ = std::fs::remove_file(&pidfile);
+    let o = as_nobody(
+        &b,
+        &[
+            "run",
+            "--no-namespace",
+            "--size",
+            "8M",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert!(o.status.success(), "nobody: {}", stderr(&o));
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(eventually(|| is_gone(pid)), "nobody: daemon {pid} survived");
+    let err = stderr(&o);
+    assert!(err.contains("no cgroup for CMD"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "CMD left 1 process running when it ended, killed: {pid} ("
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn cleanup_detaches_a_mount_made_inside_and_keeps_its_files() {
+    require_root!();
+    // One outside directory on the scratch's own filesystem (a device check
+    // alone would not see the mount), one elsewhere.
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    let disk = tempfile::tempdir().unwrap();
+    for outside in [shm.path(), disk.path()] {
+        std::fs::write(outside.join("precious"), "keep me").unwrap();
+        std::fs::create_dir_all(outside.join("sub")).unwrap();
+        std::fs::write(outside.join("sub/also"), "keep me too").unwrap();
+        for extra in [vec!["--no-namespace"], vec![]] {
+            let t = tempfile::tempdir().unwrap();
+            let js = t.path().join("s.json");
+            let o_ = outside.display();
+            let script = format!(
+                "set -e; mkdir $TMPDIR/b $TMPDIR/b2; mount --bind {o_} $TMPDIR/b; mount --bind {o_}/sub $TMPDIR/b2; ln -s {o_} $TMPDIR/l"
+            );
+            let mut args = vec!["run", "--size", "8M", "--json", js.to_str().unwrap()];
+            args.extend(&extra);
+            args.extend(["--", "sh", "-c", &script]);
+            let o = tmpfsctl(&args);
+            assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+            for (f, text) in [("precious", "keep me"), ("sub/also", "keep me too")] {
+                assert_eq!(
+                    std::fs::read_to_string(outside.join(f)).ok().as_deref(),
+                    Some(text),
+                    "{extra:?} {}: {f} lost; {}",
+                    outside.display(),
+                    stderr(&o)
+                );
+            }
+            let j = read_json(&js);
+            assert_eq!(j["removed"], true, "{j}");
+            let scratch = j["path"].as_str().unwrap();
+            let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+            assert!(
+                !info.contains(&format!(" {scratch}/")),
+                "mount left below the scratch: {info}"
+            );
+            if !extra.is_empty() {
+                assert!(!Path::new(scratch).exists(), "{scratch} left behind");
+            }
+            let err = stderr(&o);
+            assert!(
+                err.contains(
+                    "CMD left 2 mounts inside the scratch: detached without touching their files"
+                ),
+                "{extra:?}: {err}"
+            );
+            assert!(err.contains(&format!("{scratch}/b2")), "{err}");
+        }
+    }
 }
 
 #[test]
@@ -539,6 +768,30 @@ fn keep_copies_a_private_scratch_to_disk() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
     assert!(!marker.exists(), "CMD must not run after a usage error");
+}
+
+#[test]
+fn keep_without_a_value_copies_to_a_new_directory() {
+    let o = tmpfsctl(&[
+        "run",
+        "--size",
+        "8M",
+        "--keep",
+        "--",
+        "sh",
+        "-c",
+        "echo hi > $TMPDIR/a",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let kept = err
+        .lines()
+        .find_map(|l| l.strip_prefix("tmpfsctl: scratch kept in "))
+        .unwrap_or_else(|| panic!("no kept path: {err}"));
+    let kept = PathBuf::from(kept);
+    let text = std::fs::read_to_string(kept.join("a"));
+    std::fs::remove_dir_all(&kept).unwrap();
+    assert_eq!(text.unwrap(), "hi\n");
 }
 
 #[test]

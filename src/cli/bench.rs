@@ -1,0 +1,350 @@
+//! `tmpfsctl bench` arguments: parsed and validated here, then handed to
+//! the library as a [`BenchRequest`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+
+use crate::bench::{
+    BenchRequest, CacheWant, Measure, Op, Options, Outputs, Preset, Scale, Sync, Workload, preset,
+};
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  tmpfsctl bench                       # private tmpfs (root) or /dev/shm vs /var/tmp's disk\n  \
+tmpfsctl bench /dev/shm ~/build       # any directories\n  \
+tmpfsctl bench --preset dd            # dd done right: buffered vs conv=fsync vs oflag=dsync\n  \
+tmpfsctl bench --rw rand-read --bs 4k --size 1G /dev/shm /var/tmp\n  \
+tmpfsctl bench --json run.json --markdown -\n  \
+tmpfsctl bench --compare before.json after.json\n\n\
+Methodology: data is random; writes include fsync/O_DSYNC when the label says so; disk reads labelled \
+cold are evicted (posix_fadvise, checked with mincore) or O_DIRECT, else labelled warm; the targets run in \
+alternation (A B, B A, ...), >= --min-runs runs each and >= --min-time on the slowest (op-counted runs last about --min-time / 10, \
+after an untimed warm-up), then on until the ratio's 95% interval is within --ratio-precision or --max-time has passed; \
+the ratio is the median of per-run ratios with the running-order effect taken out; latency is a separate pass; every \
+figure is compared with memcpy measured in the same run, and memcpy is measured again at the end to catch a host whose \
+memory bandwidth moved. Free space and inodes are checked before anything is written. Units are binary (MiB = 2^20)."
+)]
+pub struct BenchArgs {
+    /// Directories to compare (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)
+    #[arg(value_name = "TARGET")]
+    pub targets: Vec<PathBuf>,
+
+    /// Workload set
+    #[arg(long, value_enum, default_value = "default")]
+    pub preset: Preset,
+
+    /// Tiny sizes and no minimum time: a smoke test in seconds (figures are not meaningful)
+    #[arg(long)]
+    pub quick: bool,
+
+    /// File size of streaming workloads (default 512M; --quick 8M)
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+
+    /// Files per small-file/metadata run, or files a streaming workload spreads over with --rw
+    #[arg(long, value_name = "N")]
+    pub files: Option<u64>,
+
+    /// Minimum measured runs per workload and target
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub min_runs: u32,
+
+    /// Maximum measured runs per workload and target
+    #[arg(long, value_name = "N", default_value_t = 40)]
+    pub max_runs: u32,
+
+    /// Keep running until the slowest target of a workload has this much measured time (default 500ms; e.g. 2s)
+    #[arg(long, value_name = "DURATION")]
+    pub min_time: Option<String>,
+
+    /// After --min-runs and --min-time, keep alternating the targets until the tmpfs/disk ratio's 95% interval is within PCT% of it (0 = off; default 5; --quick: 0)
+    #[arg(long, value_name = "PCT")]
+    pub ratio_precision: Option<f64>,
+
+    /// Stop a workload's alternation after this long even if --ratio-precision is not reached (default 3s)
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
+
+    /// Skip the separate per-op latency pass
+    #[arg(long)]
+    pub no_latency: bool,
+
+    /// Buffer size for the memcpy ceiling (default: >= 1 GiB and >= 2x the last-level cache)
+    #[arg(long, value_name = "SIZE")]
+    pub ceiling_size: Option<String>,
+
+    #[command(flatten)]
+    pub custom: Box<CustomArgs>,
+
+    #[command(flatten)]
+    pub out: Box<OutputArgs>,
+
+    /// Show two saved --json runs side by side instead of measuring
+    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["targets", "rw", "quick"])]
+    pub compare: Option<Vec<PathBuf>>,
+}
+
+/// fio-like knobs for one custom workload (`--rw` and friends).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CustomArgs {
+    /// Custom workload: seq-write, rewrite, seq-read, rand-read, rand-write, small-files, metadata
+    #[arg(long, value_enum, value_name = "OP")]
+    pub rw: Option<Op>,
+    /// Custom workload: block size (default 1M for seq, 4k for random, 1k for small files)
+    #[arg(long, value_name = "SIZE", requires = "rw")]
+    pub bs: Option<String>,
+    /// Custom workload: none, fsync-end, dsync, fsync-each, or a number N (fsync every N writes)
+    #[arg(long, value_name = "MODE", requires = "rw")]
+    pub sync: Option<String>,
+    /// Custom workload: O_DIRECT
+    #[arg(long, requires = "rw")]
+    pub direct: bool,
+    /// Custom workload: reads warm instead of cold
+    #[arg(long, requires = "rw")]
+    pub warm: bool,
+    /// Custom workload: threads, each with its own files
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "rw")]
+    pub threads: u32,
+    /// Custom workload: requests in flight per thread
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "rw")]
+    pub iodepth: u32,
+    /// Custom workload: time per run for random/small-file/metadata workloads (e.g. 2s)
+    #[arg(long, value_name = "DURATION", requires = "rw")]
+    pub runtime: Option<String>,
+}
+
+/// Where the report goes besides (or instead of) the terminal table.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OutputArgs {
+    /// Write the JSON report (schema_version 1) to FILE, or - for stdout
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write CSV (one line per workload and target) to FILE, or - for stdout
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write a Markdown table to FILE, or - for stdout
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    /// Write a self-contained HTML report (bar charts, iozone heat map, ceiling line) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write each chart as an SVG file into DIR
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+}
+
+/// "500ms", "2s", "1.5", "1m" -> Duration (plain numbers are seconds).
+pub fn parse_duration(s: &str) -> Result<Duration> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+        .with_context(|| format!("duration {s:?}: write e.g. 500ms, 2s or 1.5"))?;
+    Ok(Duration::from_secs_f64(v * mult))
+}
+
+fn parse_sync(s: &str) -> Result<Sync> {
+    Ok(match s {
+        "none" | "buffered" => Sync::None,
+        "fsync-end" | "fsync" | "end" => Sync::FsyncEnd,
+        "dsync" | "o_dsync" => Sync::Dsync,
+        "fsync-each" => Sync::FsyncEach,
+        n => match n.parse::<u64>() {
+            Ok(k) if k > 0 => Sync::FsyncEvery(k),
+            _ => anyhow::bail!(
+                "--sync {s:?}: use none, fsync-end, dsync, fsync-each or a number N (fsync every N writes)"
+            ),
+        },
+    })
+}
+
+fn size_arg(flag: &str, v: &str) -> Result<u64> {
+    crate::units::parse_bytes(v).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
+}
+
+/// The workloads the arguments ask for.
+fn workloads_from_args(a: &BenchArgs) -> Result<Vec<Workload>> {
+    let mut scale = if a.quick {
+        Scale::QUICK
+    } else {
+        Scale::DEFAULT
+    };
+    if let Some(s) = &a.size {
+        scale.size_bytes = size_arg("--size", s)?;
+        anyhow::ensure!(scale.size_bytes > 0, "--size must be > 0");
+    }
+    if let Some(f) = a.files
+        && a.custom.rw.is_none()
+    {
+        anyhow::ensure!(f > 0, "--files must be > 0");
+        scale.files = f;
+    }
+    let Some(op) = a.custom.rw else {
+        return Ok(preset(a.preset, scale));
+    };
+    let bs = match &a.custom.bs {
+        Some(b) => size_arg("--bs", b)?,
+        None => match op {
+            Op::SeqWrite | Op::SeqRead | Op::Rewrite => 1 << 20,
+            Op::RandRead | Op::RandWrite => 4096,
+            Op::SmallFiles => 1024,
+            Op::Metadata => 0,
+        },
+    };
+    let sync = match &a.custom.sync {
+        Some(s) => parse_sync(s)?,
+        None => Sync::None,
+    };
+    let files = a
+        .files
+        .unwrap_or(if matches!(op, Op::SmallFiles | Op::Metadata) {
+            scale.files
+        } else {
+            1
+        });
+    let mut w = Workload {
+        id: "custom".into(),
+        label: String::new(),
+        op,
+        bs_bytes: bs,
+        size_bytes: scale.size_bytes,
+        files,
+        ops: 0,
+        sync,
+        direct: a.custom.direct,
+        cache: if a.custom.warm {
+            CacheWant::Warm
+        } else {
+            CacheWant::Cold
+        },
+        threads: a.custom.threads,
+        iodepth: a.custom.iodepth,
+    };
+    if op.op_counted() {
+        w.ops = match op {
+            Op::SmallFiles | Op::Metadata => files,
+            _ => (scale.size_bytes / bs.max(1)).clamp(1, 1 << 20),
+        };
+    } else if op == Op::SeqWrite && sync == Sync::Dsync {
+        w.ops = scale.size_bytes / bs.max(1);
+    }
+    if op == Op::Metadata {
+        w.bs_bytes = 1;
+    }
+    let w = w.labelled();
+    w.validate()?;
+    Ok(vec![w])
+}
+
+fn options_from_args(a: &BenchArgs) -> Result<Options> {
+    let mut o = Options::default();
+    if a.quick {
+        o.min_time = Duration::ZERO;
+        // Bounded on any device: a slow disk shortens op-counted runs, not the test.
+        o.runtime = Some(Duration::from_millis(50));
+        o.ceiling_buffer_bytes = Some(32 << 20);
+    }
+    if a.preset == Preset::Iozone && !a.quick && a.custom.rw.is_none() {
+        // 66 cells x targets: a shorter minimum per cell keeps the matrix to a few minutes.
+        o.min_time = Duration::from_millis(150);
+    }
+    if let Some(t) = &a.min_time {
+        o.min_time = parse_duration(t).context("--min-time")?;
+    }
+    if a.quick {
+        o.ratio_precision_percent = 0.0;
+    }
+    if let Some(p) = a.ratio_precision {
+        anyhow::ensure!(
+            p.is_finite() && (0.0..100.0).contains(&p),
+            "--ratio-precision {p}: give a percentage from 0 (off) to below 100, e.g. 5"
+        );
+        o.ratio_precision_percent = p;
+    }
+    if let Some(t) = &a.max_time {
+        o.max_time = parse_duration(t).context("--max-time")?;
+    }
+    anyhow::ensure!(a.min_runs >= 1, "--min-runs must be >= 1");
+    o.min_runs = a.min_runs;
+    o.max_runs = a.max_runs.max(a.min_runs);
+    o.latency = !a.no_latency;
+    if let Some(c) = &a.ceiling_size {
+        let b = size_arg("--ceiling-size", c)?;
+        anyhow::ensure!(b >= 1 << 20, "--ceiling-size must be at least 1M");
+        o.ceiling_buffer_bytes = Some(b);
+    }
+    if let Some(r) = &a.custom.runtime {
+        o.runtime = Some(parse_duration(r).context("--runtime")?);
+    }
+    o.progress = crate::render::stderr_is_tty();
+    Ok(o)
+}
+
+impl BenchArgs {
+    /// The library request: every argument parsed and checked, nothing touched yet.
+    pub fn request(&self) -> Result<BenchRequest> {
+        if let Some(files) = &self.compare
+            && let [a, b] = files.as_slice()
+        {
+            return Ok(BenchRequest::Compare {
+                a: a.clone(),
+                b: b.clone(),
+            });
+        }
+        Ok(BenchRequest::Measure(Box::new(Measure {
+            targets: self.targets.clone(),
+            workloads: workloads_from_args(self)?,
+            options: options_from_args(self)?,
+            outputs: self.out.outputs(),
+        })))
+    }
+}
+
+impl OutputArgs {
+    fn outputs(&self) -> Outputs {
+        Outputs {
+            json: self.json.clone(),
+            csv: self.csv.clone(),
+            markdown: self.markdown.clone(),
+            html: self.html.clone(),
+            svg: self.svg.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("-1").is_err());
+    }
+
+    #[test]
+    fn sync_modes_parse() {
+        assert_eq!(parse_sync("dsync").unwrap(), Sync::Dsync);
+        assert_eq!(parse_sync("100").unwrap(), Sync::FsyncEvery(100));
+        assert!(parse_sync("0").is_err());
+        assert!(parse_sync("sometimes").is_err());
+    }
+}

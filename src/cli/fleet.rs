@@ -1,0 +1,262 @@
+//! `tmpfsctl collect` and `tmpfsctl fleet analyze` arguments: parsed and
+//! checked here, then handed to the library as a [`CollectRequest`] or an
+//! [`AnalyzeRequest`].
+
+use std::path::PathBuf;
+
+use crate::fleet::analyze::{AnalyzeOptions, DEFAULT_BUCKETS};
+use crate::fleet::prom::PromOptions;
+use crate::fleet::{
+    AnalyzeOutput, AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams,
+    parse_duration,
+};
+use crate::units::{self, Size};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CollectFormatArg {
+    /// One JSON object per line (what `fleet analyze` reads)
+    Json,
+    /// The 12-column /tmp survey TSV (Kirkland, 2016), sizes in KiB
+    Kirkland,
+    /// node_exporter textfile-collector metrics
+    Prom,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  tmpfsctl collect >> fleet.jsonl\n  tmpfsctl collect --format kirkland\n  \
+tmpfsctl collect --format prom --output /var/lib/prometheus/node-exporter/tmpfsctl.prom\n  \
+tmpfsctl collect --anonymize --path /tmp --path /var/tmp\n\n\
+Usage is counted like `du -s -x -B1` (allocated blocks, hard links once, other mounts not crossed); \
+when the path is its own mount point, from statfs (which also sees files in unreadable directories). \
+Runs unprivileged: unreadable directories are counted and reported, not fatal.\n\
+examples/systemd/ has a service and timer that refresh the textfile every 5 minutes."
+)]
+pub struct CollectArgs {
+    /// Directory to measure (repeat for several)
+    #[arg(long = "path", value_name = "DIR", default_value = "/tmp")]
+    pub paths: Vec<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = CollectFormatArg::Json)]
+    pub format: CollectFormatArg,
+    /// Write to FILE atomically (temp file, fsync, rename) instead of stdout
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Replace the host name with a stable salted hash (anon-<16 hex>)
+    #[arg(long)]
+    pub anonymize: bool,
+    /// Salt for --anonymize; keep it secret and the same across the fleet
+    #[arg(
+        long,
+        env = "TMPFSCTL_ANON_SALT",
+        default_value = "",
+        hide_env_values = true
+    )]
+    pub salt: String,
+    /// Use NAME as the host name (default: the kernel's; with --sysroot DIR, DIR/proc/sys/kernel/hostname or DIR/etc/hostname)
+    #[arg(long, value_name = "NAME", conflicts_with = "anonymize")]
+    pub host: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FleetArgs {
+    #[command(subcommand)]
+    pub command: FleetCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum FleetCommand {
+    /// Statistics, fit models and a tmpfs size recommendation for many hosts
+    Analyze(AnalyzeArgs),
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentage; write e.g. 99% or 99.5"))?;
+    if !(v > 0.0 && v <= 100.0) {
+        return Err(format!("{s:?} must be more than 0% and at most 100%"));
+    }
+    Ok(v)
+}
+
+fn parse_headroom(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentage; write e.g. 25%"))?;
+    if !(0.0..=1000.0).contains(&v) {
+        return Err(format!("{s:?} must be between 0% and 1000%"));
+    }
+    Ok(v)
+}
+
+fn parse_size_arg(s: &str) -> Result<Size, String> {
+    units::parse_size(s).map_err(|e| e.to_string())
+}
+
+fn parse_count_arg(s: &str) -> Result<u64, String> {
+    units::parse_count(s).map_err(|e| e.to_string())
+}
+
+fn parse_bytes_arg(s: &str) -> Result<u64, String> {
+    units::parse_bytes(s).map_err(|e| e.to_string())
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  tmpfsctl fleet analyze fleet.jsonl\n  \
+tmpfsctl fleet analyze kirkland-tmpfs.txt --size 25% --target 99%\n  \
+cat */snap.jsonl | tmpfsctl fleet analyze - --json | jq .recommendation\n  \
+tmpfsctl fleet analyze --prometheus http://prometheus:9090 --window 14d --html report.html\n\n\
+Input: JSON lines from `tmpfsctl collect`, the 12-column /tmp survey TSV (Kirkland, 2016): host, du KiB, \
+free's six columns, swap's three, inodes; or CSV with a header (host, tmp_used_bytes, mem_total_bytes, optional tmp_inodes, mem_available_bytes, \
+swap_total_bytes, swap_free_bytes, timestamp_unix_s; `_kb` variants accepted). A host seen twice \
+keeps its newest snapshot.\n\
+Exit codes: 0 the tmpfs size fits at least --target of the hosts, 1 it fits fewer, 2 error.")]
+pub struct AnalyzeArgs {
+    /// Input files (`-` for stdin); formats may be mixed
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Read peak /tmp usage and memory from this Prometheus (or Thanos, Mimir, VictoriaMetrics) URL
+    #[arg(long, value_name = "URL", conflicts_with = "files")]
+    pub prometheus: Option<String>,
+    /// Window for the peak (max_over_time) with --prometheus
+    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_duration)]
+    pub window: u64,
+    /// With --prometheus: use the latest value instead of the peak over --window
+    #[arg(long, requires = "prometheus")]
+    pub instant: bool,
+    /// Label that names a host in Prometheus
+    #[arg(long, value_name = "LABEL", default_value = "instance")]
+    pub host_label: String,
+    /// HTTP timeout for --prometheus
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: u64,
+    /// Print the PromQL queries (to stderr) as they run
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// Which collected path is /tmp (JSON input and Prometheus labels)
+    #[arg(long, value_name = "DIR", default_value = "/tmp")]
+    pub path: String,
+    /// Skip malformed lines (counted and reported) instead of stopping at the first
+    #[arg(long)]
+    pub skip_bad: bool,
+    /// tmpfs size to test against: a share of each host's RAM or bytes
+    #[arg(long, value_name = "SIZE", default_value = "50%", value_parser = parse_size_arg)]
+    pub size: Size,
+    /// tmpfs nr_inodes to test against (default: the kernel's, RAM pages / 2)
+    #[arg(long, value_name = "N", value_parser = parse_count_arg)]
+    pub nr_inodes: Option<u64>,
+    /// Share of hosts the recommended size must fit
+    #[arg(long, value_name = "PERCENT", default_value = "99%", value_parser = parse_percent)]
+    pub target: f64,
+    /// Room added on top of observed usage for the recommendation
+    #[arg(long, value_name = "PERCENT", default_value = "25%", value_parser = parse_headroom)]
+    pub headroom: f64,
+    /// Extra usage thresholds for the "hosts under" table, e.g. 512M,2G
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_bytes_arg)]
+    pub buckets: Vec<u64>,
+    /// At most this many host names per list (misfits, outliers)
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub list: usize,
+    /// Print a JSON document (schema_version 1)
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print Markdown
+    #[arg(long)]
+    pub markdown: bool,
+    /// Also write an HTML report with charts to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+impl CollectArgs {
+    pub fn request(&self) -> CollectRequest {
+        CollectRequest {
+            paths: self.paths.clone(),
+            format: match self.format {
+                CollectFormatArg::Json => CollectFormat::Json,
+                CollectFormatArg::Kirkland => CollectFormat::Kirkland,
+                CollectFormatArg::Prom => CollectFormat::Prom,
+            },
+            output: self.output.clone(),
+            anonymize: self.anonymize,
+            salt: self.salt.clone(),
+            host: self.host.clone(),
+        }
+    }
+}
+
+impl AnalyzeArgs {
+    pub fn request(&self) -> AnalyzeRequest {
+        let mut buckets = DEFAULT_BUCKETS.to_vec();
+        buckets.extend(self.buckets.iter().copied());
+        let source = match &self.prometheus {
+            Some(url) => AnalyzeSource::Prometheus(PromOptions {
+                url: url.clone(),
+                window_s: (!self.instant).then_some(self.window),
+                host_label: self.host_label.clone(),
+                path: self.path.clone(),
+                timeout_s: self.timeout,
+                verbose: self.verbose,
+            }),
+            None => AnalyzeSource::Files {
+                files: self.files.clone(),
+                skip_bad: self.skip_bad,
+            },
+        };
+        AnalyzeRequest {
+            source,
+            path: self.path.clone(),
+            options: AnalyzeOptions {
+                fit: FitParams {
+                    size: self.size,
+                    nr_inodes: self.nr_inodes,
+                },
+                target_percent: self.target,
+                headroom_percent: self.headroom,
+                buckets,
+                list: self.list,
+            },
+            output: if self.json {
+                AnalyzeOutput::Json
+            } else if self.markdown {
+                AnalyzeOutput::Markdown
+            } else {
+                AnalyzeOutput::Text
+            },
+            html: self.html.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_arguments() {
+        assert_eq!(parse_percent("99%"), Ok(99.0));
+        assert_eq!(parse_percent("99.5"), Ok(99.5));
+        assert!(parse_percent("0").is_err());
+        assert!(parse_percent("101%").is_err());
+        assert_eq!(parse_bytes_arg("512M"), Ok(512 << 20));
+        assert!(parse_bytes_arg("50%").is_err());
+    }
+
+    #[test]
+    fn help_names_the_survey_format_by_what_it_is() {
+        use clap::CommandFactory;
+        let mut c = crate::cli::Cli::command();
+        let help = c
+            .find_subcommand_mut("fleet")
+            .and_then(|f| f.find_subcommand_mut("analyze"))
+            .map(|a| a.render_long_help().to_string())
+            .unwrap();
+        assert!(help.contains("(Kirkland, 2016)"), "{help}");
+        assert!(!help.to_lowercase().contains("seed"), "{help}");
+    }
+}

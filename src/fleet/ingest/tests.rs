@@ -1,0 +1,295 @@
+use super::*;
+use anyhow::Result;
+
+fn read(name: &str, text: &str, skip_bad: bool) -> Result<(Fleet, IngestReport)> {
+    let mut f = Fleet::default();
+    let mut r = IngestReport::default();
+    let opts = IngestOptions {
+        skip_bad,
+        threads: 2,
+        ..Default::default()
+    };
+    ingest(name, Box::new(text.as_bytes()), &opts, &mut f, &mut r)?;
+    r.finish();
+    Ok((f, r))
+}
+
+#[test]
+fn kirkland_columns_are_kib_and_available_is_estimated() {
+    let (f, r) = read(
+        "k.tsv",
+        "1\t16\t4000000\t3000000\t1000000\t100\t200\t300\t2000\t0\t2000\t42\n",
+        false,
+    )
+    .unwrap();
+    assert_eq!(r.files[0].format, Format::Kirkland);
+    let h = f.record(0);
+    assert_eq!(h.host, "1");
+    assert_eq!(h.tmp_used_bytes, 16 * 1024);
+    assert_eq!(h.mem_total_bytes, 4_000_000 * 1024);
+    assert_eq!(h.mem_available_bytes, Some((1_000_000 + 200 + 300) * 1024));
+    assert_eq!(h.swap_free_bytes, Some(2000 * 1024));
+    assert_eq!(h.tmp_inodes, Some(42));
+}
+
+#[test]
+fn kirkland_header_row_is_skipped_but_not_later_ones() {
+    let text = "host\ttmp\ttotal\tused\tfree\tshared\tbuffers\tcached\tst\tsu\tsf\tinodes\n\
+                    a\t4\t1000\t500\t500\t0\t0\t0\t0\t0\t0\t1\n\
+                    host\ttmp\ttotal\tused\tfree\tshared\tbuffers\tcached\tst\tsu\tsf\tinodes\n";
+    let e = read("k", text, false).unwrap_err().to_string();
+    assert!(e.starts_with("k:3: not a number: /tmp KiB \"tmp\""), "{e}");
+}
+
+#[test]
+fn json_snapshot_picks_the_chosen_path() {
+    let l = r#"{"schema_version":1,"host":"h\u00e9","timestamp_unix_s":5,"kernel":"x","paths":[{"path":"/var/tmp","used_bytes":9,"inodes":1},{"path":"/tmp","used_bytes":4096,"inodes":3}],"mem_total_bytes":1000000,"mem_available_bytes":500000,"swap_total_bytes":0,"swap_free_bytes":0}"#;
+    let (f, _) = read("j", l, false).unwrap();
+    let h = f.record(0);
+    assert_eq!(
+        (h.host.as_str(), h.tmp_used_bytes, h.tmp_inodes),
+        ("hé", 4096, Some(3))
+    );
+    assert_eq!(h.timestamp_unix_s, Some(5));
+}
+
+#[test]
+fn malformed_json_names_file_line_and_problem() {
+    let good = r#"{"host":"a","tmp_used_bytes":1,"mem_total_bytes":10}"#;
+    let text = format!(
+        "{good}\n\n{good}\n{{\"host\":\"b\",\"tmp_used_bytes\":\"x\",\"mem_total_bytes\":10}}\n"
+    );
+    let e = read("in.jsonl", &text, false).unwrap_err().to_string();
+    assert!(
+        e.starts_with("in.jsonl:4: wrong or missing JSON field: invalid type"),
+        "{e}"
+    );
+    assert!(e.contains("--skip-bad"));
+    let (f, r) = read("in.jsonl", &format!("{text}{{not json\n"), true).unwrap();
+    assert_eq!(f.len(), 2);
+    assert_eq!(r.skipped, 2);
+    assert_eq!(r.skip_reasons.len(), 2);
+    assert!(
+        r.skip_reasons
+            .iter()
+            .any(|s| s.first.starts_with("in.jsonl:5: ")),
+        "{:?}",
+        r.skip_reasons
+    );
+}
+
+#[test]
+fn line_numbers_survive_block_boundaries() {
+    // Enough lines to span several 4 MiB blocks and both threads.
+    let good =
+        r#"{"host":"hostname-padding-padding-padding","tmp_used_bytes":1,"mem_total_bytes":10}"#;
+    let n = 200_000;
+    let mut text = String::new();
+    for _ in 0..n {
+        text.push_str(good);
+        text.push('\n');
+    }
+    text.push_str("{\"host\":\"z\",\"mem_total_bytes\":10}\n");
+    let e = read("big", &text, false).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!("big:{}: no usage figure", n + 1)),
+        "{e}"
+    );
+    let (f, r) = read("big", &text, true).unwrap();
+    assert_eq!(f.len(), n);
+    assert_eq!(r.files[0].lines, n as u64 + 1);
+}
+
+#[test]
+fn csv_with_header_any_order_and_kb_columns() {
+    let text = "mem_total_kb,host,tmp_used_bytes,swap_total_bytes,swap_used_bytes,extra\n\
+                    1000,\"web,1\",4096,100,40,zzz\n\
+                    1000,web2,,100,40,zzz\n";
+    let e = read("c.csv", text, false).unwrap_err().to_string();
+    assert!(e.starts_with("c.csv:3: missing value"), "{e}");
+    let (f, r) = read("c.csv", text, true).unwrap();
+    assert_eq!(r.files[0].format, Format::Csv);
+    let h = f.record(0);
+    assert_eq!(h.host, "web,1");
+    assert_eq!(h.mem_total_bytes, 1_024_000);
+    assert_eq!(h.swap_free_bytes, Some(60));
+    assert!(
+        read("c.csv", "a,b\n1,2\n", false)
+            .unwrap_err()
+            .to_string()
+            .contains("must name at least")
+    );
+}
+
+#[test]
+fn inconsistent_figures_are_rejected() {
+    let e = read("j", r#"{"host":"a","tmp_used_bytes":1,"mem_total_bytes":10,"swap_total_bytes":1,"swap_free_bytes":5}"#, false)
+            .unwrap_err()
+            .to_string();
+    assert!(e.contains("inconsistent swap"), "{e}");
+    let e = read(
+        "j",
+        r#"{"host":"a","tmp_used_bytes":1,"mem_total_bytes":0}"#,
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("zero RAM"), "{e}");
+    let e = read("j", "what is this\n", false).unwrap_err().to_string();
+    assert!(e.contains("cannot tell the format"), "{e}");
+}
+
+#[test]
+fn dedup_in_hash_slices_matches_dedup_in_one_go() {
+    let mut text = String::new();
+    for i in 0..3000u64 {
+        // Names repeat 1..=4 times, timestamps tie or differ, some have none.
+        let h = i % 1300;
+        let ts = if i % 7 == 0 {
+            String::new()
+        } else {
+            format!(",\"timestamp_unix_s\":{}", (i * 37) % 11)
+        };
+        text.push_str(&format!(
+            "{{\"host\":\"h{h}\"{ts},\"tmp_used_bytes\":{i},\"mem_total_bytes\":10}}\n"
+        ));
+    }
+    let (mut one, _) = read("d", &text, false).unwrap();
+    let (n1, ex1) = one.dedup_sliced(50, usize::MAX);
+    assert_eq!(n1, 3000 - 1300);
+    assert_eq!(ex1.len(), 50);
+    for keys in [1, 100, 1000] {
+        let (mut sliced, _) = read("d", &text, false).unwrap();
+        assert_eq!(sliced.dedup_sliced(50, keys), (n1, ex1.clone()), "{keys}");
+        let all = |f: &Fleet| (0..f.len()).map(|i| f.record(i)).collect::<Vec<_>>();
+        assert_eq!(all(&sliced), all(&one), "{keys}");
+    }
+}
+
+#[test]
+fn duplicate_examples_name_the_right_lines_across_gaps_and_files() {
+    let mut f = Fleet::default();
+    let mut r = IngestReport::default();
+    let opts = IngestOptions {
+        skip_bad: true,
+        threads: 2,
+        ..Default::default()
+    };
+    let j = |h: &str, t: u64| {
+        format!(
+            "{{\"host\":\"{h}\",\"timestamp_unix_s\":{t},\"tmp_used_bytes\":1,\"mem_total_bytes\":10}}\n"
+        )
+    };
+    // Lines 1, 2 (blank), 3 (comment), 4, 5 (bad), 6.
+    let a = format!(
+        "{}\n# note\n{}not json\n{}",
+        j("x", 1),
+        j("y", 1),
+        j("z", 1)
+    );
+    ingest("a", Box::new(a.as_bytes()), &opts, &mut f, &mut r).unwrap();
+    // A quoted name over two lines: the next record starts on line 4.
+    let c = "host,tmp_used_bytes,mem_total_bytes,timestamp_unix_s\n\"multi\nline\",1,10,1\nz,1,10,5\ny,1,10,0\n";
+    ingest("c", Box::new(c.as_bytes()), &opts, &mut f, &mut r).unwrap();
+    f.push(
+        &HostRecord {
+            host: "x".into(),
+            timestamp_unix_s: Some(9),
+            tmp_used_bytes: 1,
+            tmp_inodes: None,
+            mem_total_bytes: 10,
+            mem_available_bytes: None,
+            swap_total_bytes: None,
+            swap_free_bytes: None,
+        },
+        "prometheus",
+        0,
+    )
+    .unwrap();
+    let (n, mut ex) = f.dedup(10);
+    assert_eq!(n, 3);
+    ex.sort();
+    assert_eq!(
+        ex,
+        [
+            "x: kept prometheus:0 (t=9), dropped older a:1",
+            "y: kept a:4 (t=1), dropped older c:5",
+            "z: kept c:4 (t=5), dropped older a:6",
+        ]
+    );
+    assert_eq!(f.record(0).timestamp_unix_s, None, "timestamps are freed");
+}
+
+#[test]
+fn row_stays_small() {
+    // 10 million hosts: each byte here is 10 MB of peak memory.
+    assert_eq!(std::mem::size_of::<Row>(), 56);
+}
+
+#[test]
+fn duplicates_keep_the_newest_then_the_last_read() {
+    let text = r#"{"host":"a","timestamp_unix_s":20,"tmp_used_bytes":2,"mem_total_bytes":10}
+{"host":"b","tmp_used_bytes":1,"mem_total_bytes":10}
+{"host":"a","timestamp_unix_s":10,"tmp_used_bytes":1,"mem_total_bytes":10}
+{"host":"b","tmp_used_bytes":3,"mem_total_bytes":10}
+"#;
+    let (mut f, _) = read("d", text, false).unwrap();
+    let (n, ex) = f.dedup(10);
+    assert_eq!(n, 2);
+    assert_eq!(f.len(), 2);
+    let mut got: Vec<(String, u64)> = (0..2)
+        .map(|i| (f.record(i).host, f.record(i).tmp_used_bytes))
+        .collect();
+    got.sort();
+    assert_eq!(got, [("a".to_string(), 2), ("b".to_string(), 3)]);
+    assert!(
+        ex.iter()
+            .any(|e| e.starts_with("a: kept d:1 (t=20), dropped older d:3")),
+        "{ex:?}"
+    );
+}
+
+#[test]
+fn a_bad_first_survey_line_is_a_bad_line_not_a_header() {
+    let rest = "b\t4\t1000\t500\t500\t0\t0\t0\t0\t0\t0\t1\n";
+    for bad in ["-1", "NaN", "1e400"] {
+        let text = format!("a\t{bad}\t1000\t500\t500\t0\t0\t0\t0\t0\t0\t1\n{rest}");
+        let e = read("k.tsv", &text, false).unwrap_err().to_string();
+        assert!(e.starts_with("k.tsv:1: not a number: /tmp KiB"), "{e}");
+        let (f, r) = read("k.tsv", &text, true).unwrap();
+        assert_eq!((f.len(), r.skipped), (1, 1), "{bad}");
+        assert!(r.skip_reasons[0].first.starts_with("k.tsv:1: "));
+    }
+}
+
+#[test]
+fn errors_quote_binary_garbage_short_and_escaped() {
+    let mut garbage: Vec<u8> = (0u8..=255).cycle().take(600).collect();
+    garbage.retain(|b| *b != b'\n' && *b != b',' && *b != b'"');
+    // A CSV header of garbage, and a survey line with a garbage figure.
+    let csv = [b"host,".as_slice(), &garbage, b"\n"].concat();
+    let tsv = [
+        b"h\t".as_slice(),
+        &garbage
+            .iter()
+            .map(|b| if *b == b'\t' || *b == b' ' { b'x' } else { *b })
+            .collect::<Vec<_>>(),
+        b"\t1000\t500\t500\t0\t0\t0\t0\t0\t0\t1\n",
+    ]
+    .concat();
+    for (name, input) in [("g.csv", csv), ("g.tsv", tsv)] {
+        let mut f = Fleet::default();
+        let mut r = IngestReport::default();
+        let e = ingest(
+            name,
+            Box::new(&input[..]),
+            &IngestOptions::default(),
+            &mut f,
+            &mut r,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.len() < 400, "{name}: {} bytes: {e}", e.len());
+        assert!(!e.chars().any(|c| c.is_control()), "{name}: {e:?}");
+    }
+}

@@ -1,0 +1,285 @@
+//! What a run reports: the one-line summary on stderr and the `--json`
+//! document, and where that document goes.
+
+use std::os::fd::BorrowedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+
+use super::scratch::{DEFAULT_SIZE_TEXT, Mode};
+use crate::context::ExitCode;
+use crate::units::{fmt_bytes, fmt_ns};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The summary, on stderr as one line and with `--json` as this document.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub schema_version: u32,
+    pub command: Vec<String>,
+    pub mode: Mode,
+    pub path: String,
+    pub ram_backed: bool,
+    /// The cap: tmpfs size (enforced) or the watched limit of a plain directory.
+    pub size_bytes: u64,
+    /// Where the cap came from: `--size 64M` or the default rule.
+    pub size_source: String,
+    pub cap_enforced: bool,
+    /// Highest usage seen (samples plus the one when CMD exited), empty scratch = 0.
+    pub peak_used_bytes: u64,
+    pub peak_inodes: u64,
+    /// Usage when CMD exited.
+    pub final_used_bytes: u64,
+    pub final_inodes: u64,
+    /// Readings taken: the periodic samples plus the one when CMD exited.
+    pub samples: u64,
+    /// The fast sampling interval (while usage changes or the scratch is nearly full).
+    pub sample_interval_ns: u64,
+    /// The slowest interval, reached while usage stays unchanged.
+    pub sample_interval_max_ns: u64,
+    /// The scratch was seen full: CMD got (or would get) ENOSPC.
+    pub full: bool,
+    /// Plain directory only: usage went past the soft cap.
+    pub over_soft_cap: bool,
+    pub wall_ns: u64,
+    /// CMD's exit code, or null when it was killed by a signal.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// tmpfsctl's own exit status (CMD's, or 128+signal).
+    pub status: u8,
+    pub removed: bool,
+    pub kept_at: Option<String>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonDest {
+    File(PathBuf),
+    Fd(i32),
+}
+
+pub fn parse_json_dest(s: &str) -> Result<JsonDest> {
+    if let Some(n) = s.strip_prefix("fd:") {
+        let fd: i32 = n.parse().ok().filter(|&n| n >= 0).with_context(|| {
+            format!("--json {s}: {n:?} is not a file descriptor number; write e.g. fd:3")
+        })?;
+        return Ok(JsonDest::Fd(fd));
+    }
+    if s.is_empty() {
+        bail!("--json needs a FILE or fd:N");
+    }
+    Ok(JsonDest::File(PathBuf::from(s)))
+}
+
+/// Fail before anything runs if the summary could not be written later.
+pub fn check_json_dest(d: &JsonDest) -> Result<()> {
+    match d {
+        JsonDest::Fd(n) => {
+            // SAFETY: only used for fcntl within this function; a closed fd
+            // makes fcntl fail with EBADF, which is what we check.
+            let fd = unsafe { BorrowedFd::borrow_raw(*n) };
+            let flags = rustix::io::fcntl_getfd(fd).map_err(|e| {
+                anyhow::anyhow!("--json fd:{n}: {e}; open it for tmpfsctl, e.g. `3>summary.json`")
+            })?;
+            // CMD should not inherit a descriptor that was opened for us.
+            if *n > 2 {
+                rustix::io::fcntl_setfd(fd, flags | rustix::io::FdFlags::CLOEXEC)?;
+            }
+        }
+        JsonDest::File(p) => {
+            if p.is_dir() {
+                bail!("--json {}: is a directory; give a file name", p.display());
+            }
+            let parent = match p.parent() {
+                Some(q) if !q.as_os_str().is_empty() => q.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            if !parent.is_dir() {
+                bail!(
+                    "--json {}: directory {} does not exist; create it first",
+                    p.display(),
+                    parent.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn write_json(d: &JsonDest, s: &RunSummary) -> Result<()> {
+    let mut buf = serde_json::to_vec_pretty(s)?;
+    buf.push(b'\n');
+    match d {
+        JsonDest::File(p) => {
+            std::fs::write(p, &buf).with_context(|| format!("writing --json {}", p.display()))
+        }
+        JsonDest::Fd(n) => {
+            // SAFETY: checked open in check_json_dest; borrowed, never closed here.
+            let fd = unsafe { BorrowedFd::borrow_raw(*n) };
+            let mut rest = &buf[..];
+            while !rest.is_empty() {
+                match rustix::io::write(fd, rest) {
+                    Ok(0) => bail!("writing --json fd:{n}: wrote nothing"),
+                    Ok(k) => rest = &rest[k..],
+                    Err(rustix::io::Errno::INTR) => {}
+                    Err(e) => bail!("writing --json fd:{n}: {e}"),
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn signal_name(n: i32) -> String {
+    let name = match n {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        _ => return format!("signal {n}"),
+    };
+    name.to_string()
+}
+
+/// tmpfsctl's exit status for CMD's: its code, or 128+N when killed by signal N.
+pub fn status_of(st: ExitStatus) -> (u8, Option<i32>, Option<i32>) {
+    match (st.code(), st.signal()) {
+        (Some(c), _) => ((c & 0xff) as u8, Some(c), None),
+        (None, Some(s)) => ((128 + s).clamp(0, 255) as u8, None, Some(s)),
+        (None, None) => (ExitCode::Error.code(), None, None),
+    }
+}
+
+/// The one-line human summary (stderr).
+pub fn summary_line(s: &RunSummary) -> String {
+    let pct = if s.size_bytes > 0 {
+        format!(
+            " ({:.0}%)",
+            s.peak_used_bytes as f64 * 100.0 / s.size_bytes as f64
+        )
+    } else {
+        String::new()
+    };
+    let how = match (s.exit_code, s.signal) {
+        (Some(c), _) => format!("exit {c}"),
+        (None, Some(n)) => format!("killed by {} (status {})", signal_name(n), s.status),
+        (None, None) => format!("not run (status {})", s.status),
+    };
+    let fate = match (&s.kept_at, s.removed) {
+        (Some(_), _) => "kept",
+        (None, true) => "removed",
+        (None, false) => "NOT removed",
+    };
+    let cap_kind = match (s.cap_enforced, s.size_source.starts_with("default")) {
+        (true, false) => String::new(),
+        (false, false) => " soft cap".to_string(),
+        (enforced, true) => format!(
+            " {}cap (default: {DEFAULT_SIZE_TEXT})",
+            if enforced { "" } else { "soft " }
+        ),
+    };
+    format!(
+        "tmpfsctl: scratch peak {}{pct} of {}{}, {} inode{}; {}; CMD {how}; {} {} {fate}",
+        fmt_bytes(s.peak_used_bytes),
+        fmt_bytes(s.size_bytes),
+        cap_kind,
+        s.peak_inodes,
+        if s.peak_inodes == 1 { "" } else { "s" },
+        fmt_ns(s.wall_ns as f64),
+        s.mode.describe(),
+        s.path,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_destinations() {
+        assert_eq!(parse_json_dest("fd:3").unwrap(), JsonDest::Fd(3));
+        assert_eq!(
+            parse_json_dest("out.json").unwrap(),
+            JsonDest::File("out.json".into())
+        );
+        assert!(
+            parse_json_dest("fd:x")
+                .unwrap_err()
+                .to_string()
+                .contains("fd:3")
+        );
+        assert!(parse_json_dest("fd:-1").is_err());
+        assert!(parse_json_dest("").is_err());
+        let e = check_json_dest(&JsonDest::File("/no/such/dir/x.json".into())).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        // A descriptor far above anything a test process has open.
+        let e = check_json_dest(&JsonDest::Fd(987_654)).unwrap_err();
+        assert!(e.to_string().contains("fd:987654"), "{e}");
+    }
+
+    #[test]
+    fn exit_status_mapping() {
+        assert_eq!(status_of(ExitStatus::from_raw(3 << 8)), (3, Some(3), None));
+        assert_eq!(
+            status_of(ExitStatus::from_raw(libc::SIGTERM)),
+            (143, None, Some(15))
+        );
+        assert_eq!(
+            status_of(ExitStatus::from_raw(libc::SIGKILL)),
+            (137, None, Some(9))
+        );
+    }
+
+    #[test]
+    fn summary_line_says_what_happened() {
+        let s = RunSummary {
+            schema_version: SCHEMA_VERSION,
+            command: vec!["true".into()],
+            mode: Mode::PrivateMount,
+            path: "/run/tmpfsctl".into(),
+            ram_backed: true,
+            size_bytes: 64 << 20,
+            size_source: "--size 64 MiB".into(),
+            cap_enforced: true,
+            peak_used_bytes: 16 << 20,
+            peak_inodes: 3,
+            final_used_bytes: 0,
+            final_inodes: 0,
+            samples: 5,
+            sample_interval_ns: 10_000_000,
+            sample_interval_max_ns: 250_000_000,
+            full: false,
+            over_soft_cap: false,
+            wall_ns: 1_500_000_000,
+            exit_code: None,
+            signal: Some(15),
+            status: 143,
+            removed: true,
+            kept_at: None,
+            notes: vec![],
+        };
+        let l = summary_line(&s);
+        assert!(l.contains("peak 16.0 MiB (25%) of 64.0 MiB,"), "{l}");
+        assert!(l.contains("killed by SIGTERM (status 143)"), "{l}");
+        assert!(l.ends_with("/run/tmpfsctl removed"), "{l}");
+        let d = RunSummary {
+            size_source: "default: 50% of MemAvailable (8 GiB)".into(),
+            ..s
+        };
+        let l = summary_line(&d);
+        assert!(
+            l.contains("of 64.0 MiB cap (default: 50% of MemAvailable),"),
+            "{l}"
+        );
+    }
+}

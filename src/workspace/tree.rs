@@ -1,0 +1,648 @@
+//! CMD's whole process tree lives and dies with the run.
+//!
+//! Three layers, because each alone has a hole:
+//! * `PR_SET_PDEATHSIG(SIGKILL)` in CMD: the kernel kills CMD the moment
+//!   tmpfsctl dies, however it dies (kill -9 included). It covers CMD only:
+//!   the setting is cleared in CMD's own children, and when CMD is a setuid
+//!   program.
+//! * A cgroup v2 of its own, which CMD is born in (`clone3` with
+//!   `CLONE_INTO_CGROUP`; before Linux 5.7 it moves in between fork and
+//!   exec), so every process CMD starts (double-forked, setsid daemons too) is
+//!   in it and an unprivileged one cannot leave it. When CMD ends, whatever is still in the
+//!   cgroup is listed, reported and killed (`cgroup.kill`), before the scratch
+//!   is torn down.
+//! * A guard process, forked from tmpfsctl before CMD starts and outside the
+//!   cgroup, blocked reading a pipe whose only writer is tmpfsctl. When
+//!   tmpfsctl ends normally it writes one byte and the guard exits; when it
+//!   dies any other way the pipe reads EOF and the guard kills the cgroup and
+//!   removes it. The guard is what makes kill -9 of tmpfsctl take CMD's
+//!   daemons along.
+//!
+//! Without a usable cgroup v2 (an unprivileged user without a delegated
+//! subtree, a kernel without cgroup2 mounted) tmpfsctl becomes a child
+//! subreaper instead: orphans of CMD are reparented to tmpfsctl rather than
+//! to init, so at the end it finds them as its own children and kills them.
+//! A kill -9 of tmpfsctl then still takes CMD, but not what CMD left running;
+//! the note at start says so.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rustix::fs::{Mode as FsMode, OFlags};
+use rustix::process::{Pid, Signal};
+
+/// Prefix of the per-run cgroups, followed by tmpfsctl's pid.
+const CGROUP_PREFIX: &str = "tmpfsctl-run-";
+
+/// How long the end of a run waits for killed processes to be gone: a bound
+/// against a process stuck in the kernel, not an expected duration.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+
+/// A process CMD left running when it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leftover {
+    pub pid: i32,
+    pub comm: String,
+}
+
+/// What the end of the run did to CMD's tree.
+#[derive(Debug, Default)]
+pub struct Ended {
+    /// Processes still running when CMD ended, all killed.
+    pub killed: Vec<Leftover>,
+    pub notes: Vec<String>,
+}
+
+struct Cgroup {
+    path: PathBuf,
+    /// The cgroup directory, for `clone3(CLONE_INTO_CGROUP)`.
+    dir: OwnedFd,
+    /// `cgroup.procs`, for kernels without `CLONE_INTO_CGROUP`: the child
+    /// joins with one write(2) between fork and exec.
+    procs: OwnedFd,
+}
+
+struct Guard {
+    pid: libc::pid_t,
+    /// The write end of the guard's pipe; one byte means "done, stand down".
+    tell: OwnedFd,
+}
+
+/// The leash on CMD's process tree, from before CMD starts to after it ends.
+pub struct Tree {
+    cgroup: Option<Cgroup>,
+    guard: Option<Guard>,
+    /// Set when there is no cgroup: orphans come back to tmpfsctl.
+    subreaper: bool,
+    parent: Pid,
+    pub notes: Vec<String>,
+}
+
+impl Tree {
+    /// Set up the cgroup and its guard, or the subreaper fallback. Call
+    /// before anything else forks, and before leaving the user namespace
+    /// tmpfsctl started in (the cgroup files are opened here).
+    pub fn new() -> Tree {
+        let parent = rustix::process::getpid();
+        let mut notes = Vec::new();
+        let (cgroup, guard) = match make_cgroup(parent) {
+            Ok(cg) => match start_guard(&cg) {
+                Ok(g) => (Some(cg), Some(g)),
+                Err(e) => {
+                    notes.push(format!(
+                        "no guard process ({e}): if tmpfsctl is killed, what CMD started keeps running"
+                    ));
+                    (Some(cg), None)
+                }
+            },
+            Err(why) => {
+                notes.push(format!(
+                    "no cgroup for CMD ({why}): what CMD leaves running is killed at the end, but not if tmpfsctl itself is killed"
+                ));
+                (None, None)
+            }
+        };
+        let subreaper =
+            cgroup.is_none() && rustix::process::set_child_subreaper(Some(parent)).is_ok();
+        Tree {
+            cgroup,
+            guard,
+            subreaper,
+            parent,
+            notes,
+        }
+    }
+
+    /// Start `cmd` in the tree, dying with tmpfsctl; returns its pid. The
+    /// caller waits for it with waitpid.
+    pub fn spawn(&self, cmd: &mut std::process::Command) -> io::Result<i32> {
+        use std::os::unix::process::CommandExt;
+        let parent = self.parent;
+        // SAFETY: the closure runs between fork and exec and makes only
+        // async-signal-safe system calls (prctl, getppid, _exit).
+        unsafe {
+            cmd.pre_exec(move || {
+                rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+                // tmpfsctl may have died between fork and prctl: then nobody
+                // would send the signal, so act as if it had been sent.
+                if rustix::process::getppid() != Some(parent) {
+                    libc::_exit(128 + libc::SIGKILL);
+                }
+                Ok(())
+            });
+        }
+        let Some(cg) = &self.cgroup else {
+            return Ok(cmd.spawn()?.id() as i32);
+        };
+        // Born in the cgroup: moving a process into one takes a lock whose
+        // writer waits for an RCU grace period, 10-20 ms per run.
+        if single_threaded() {
+            match clone_into(&cg.dir, cmd) {
+                Err(Clone3::Unsupported) => {}
+                Err(Clone3::Failed(e)) => return Err(e),
+                Ok(pid) => return Ok(pid),
+            }
+        }
+        let procs: RawFd = cg.procs.as_raw_fd();
+        // SAFETY: as above (write); the descriptor stays open in the parent
+        // for as long as `self` lives.
+        unsafe {
+            cmd.pre_exec(move || {
+                // "0" is the writing process itself.
+                if libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Ok(cmd.spawn()?.id() as i32)
+    }
+
+    /// CMD has ended: kill and report whatever it left running, remove the
+    /// cgroup and stand the guard down.
+    pub fn end(mut self) -> Ended {
+        let mut out = Ended::default();
+        if let Some(cg) = self.cgroup.take() {
+            end_cgroup(&cg, &mut out);
+        } else if self.subreaper {
+            end_orphans(self.parent, &mut out);
+        }
+        if let Some(g) = self.guard.take() {
+            stand_down(g);
+        }
+        if !out.killed.is_empty() {
+            let n = out.killed.len();
+            let list: Vec<String> = out
+                .killed
+                .iter()
+                .map(|l| format!("{} ({})", l.pid, crate::render::term::safe(&l.comm)))
+                .collect();
+            out.notes.insert(
+                0,
+                format!(
+                    "CMD left {n} process{} running when it ended, killed: {}",
+                    if n == 1 { "" } else { "es" },
+                    list.join(", ")
+                ),
+            );
+        }
+        out
+    }
+}
+
+impl Drop for Tree {
+    /// Reached without `end` only on an early error: still leave nothing.
+    fn drop(&mut self) {
+        if let Some(cg) = self.cgroup.take() {
+            end_cgroup(&cg, &mut Ended::default());
+        }
+        if let Some(g) = self.guard.take() {
+            stand_down(g);
+        }
+    }
+}
+
+fn open_path(p: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::open(
+        p,
+        flags | OFlags::CLOEXEC,
+        FsMode::empty(),
+    )?)
+}
+
+/// Where cgroup v2 is mounted and which cgroup this process is in.
+fn own_cgroup_dir() -> Result<PathBuf, String> {
+    let text =
+        std::fs::read("/proc/self/mountinfo").map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    let (mounts, _) = crate::sys::mountinfo::parse(&text);
+    let m = mounts
+        .iter()
+        .find(|m| m.fstype == "cgroup2")
+        .ok_or("cgroup v2 is not mounted")?;
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("/proc/self/cgroup: {e}"))?;
+    let rel = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .ok_or("no cgroup v2 line in /proc/self/cgroup")?;
+    let rel = Path::new(rel)
+        .strip_prefix(&m.root)
+        .map_err(|_| format!("own cgroup {rel} is outside the cgroup2 mount"))?;
+    Ok(m.mount_point.join(rel))
+}
+
+fn make_cgroup(own: Pid) -> Result<Cgroup, String> {
+    let base = own_cgroup_dir()?;
+    sweep_cgroups(&base);
+    let path = base.join(format!("{CGROUP_PREFIX}{}", own.as_raw_nonzero()));
+    match std::fs::create_dir(&path) {
+        Ok(()) => {}
+        // Left by an earlier tmpfsctl with this pid and already empty.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            std::fs::remove_dir(&path)
+                .and_then(|()| std::fs::create_dir(&path))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        Err(e) => return Err(format!("mkdir {}: {e}", path.display())),
+    }
+    let opened = open_path(&path, OFlags::RDONLY | OFlags::DIRECTORY).and_then(|dir| {
+        let procs = open_path(&path.join("cgroup.procs"), OFlags::WRONLY)?;
+        Ok((dir, procs))
+    });
+    match opened {
+        Ok((dir, procs)) => Ok(Cgroup { path, dir, procs }),
+        Err(e) => {
+            let _ = std::fs::remove_dir(&path);
+            Err(format!("{}: {e}", path.display()))
+        }
+    }
+}
+
+/// Remove the cgroups of runs whose tmpfsctl and guard were both killed,
+/// killing what is still in them: nobody is left to answer for it.
+fn sweep_cgroups(base: &Path) {
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(CGROUP_PREFIX))
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if Pid::from_raw(pid).is_some_and(|p| rustix::process::test_kill_process(p).is_ok()) {
+            continue;
+        }
+        let _ = kill_and_remove(&e.path());
+    }
+}
+
+/// Whether `cgroup.events` (read whole from offset 0) says "populated 0".
+fn unpopulated(events: &[u8]) -> bool {
+    let key = b"populated ";
+    events
+        .windows(key.len() + 1)
+        .any(|w| w.starts_with(key) && w[key.len()] == b'0')
+}
+
+/// Wait, with the bound of [`KILL_WAIT`], until the cgroup has no process.
+/// Only system calls: the guard runs it after fork.
+fn wait_empty(events: &OwnedFd) -> bool {
+    let step = Duration::from_millis(2);
+    let mut buf = [0u8; 256];
+    for _ in 0..(KILL_WAIT.as_millis() / step.as_millis()) {
+        match rustix::io::pread(events, &mut buf, 0) {
+            Ok(n) if unpopulated(&buf[..n]) => return true,
+            Ok(_) => {}
+            // The cgroup is gone.
+            Err(_) => return true,
+        }
+        let ts = rustix::thread::Timespec {
+            tv_sec: 0,
+            tv_nsec: step.as_nanos() as _,
+        };
+        let _ = rustix::thread::nanosleep(&ts);
+    }
+    false
+}
+
+fn read_comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// `dir` and every cgroup below it (CMD, as root, may have made some),
+/// parents before children.
+fn cgroup_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    let mut i = 0;
+    while i < out.len() {
+        if let Ok(rd) = std::fs::read_dir(&out[i]) {
+            out.extend(
+                rd.flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+        i += 1;
+    }
+    out
+}
+
+fn pids_in(dirs: &[PathBuf]) -> Vec<i32> {
+    dirs.iter()
+        .flat_map(|d| {
+            let text = std::fs::read_to_string(d.join("cgroup.procs")).unwrap_or_default();
+            text.lines()
+                .filter_map(|l| l.trim().parse::<i32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Kill everything in the cgroup at `path` (and below), wait until it is
+/// empty and remove it; returns who was in it, and what went wrong.
+fn kill_and_remove(path: &Path) -> (Vec<Leftover>, Option<String>) {
+    let dirs = cgroup_dirs(path);
+    let killed: Vec<Leftover> = pids_in(&dirs)
+        .into_iter()
+        .map(|pid| Leftover {
+            pid,
+            comm: read_comm(pid),
+        })
+        .collect();
+    let by_kill_file = match open_path(&path.join("cgroup.kill"), OFlags::WRONLY) {
+        Ok(fd) => rustix::io::write(&fd, b"1").is_ok(),
+        Err(_) => false,
+    };
+    if !by_kill_file {
+        // Kernels before 5.14 have no cgroup.kill: one by one, until empty.
+        for _ in 0..100 {
+            let pids = pids_in(&cgroup_dirs(path));
+            if pids.is_empty() {
+                break;
+            }
+            for p in pids.into_iter().filter_map(Pid::from_raw) {
+                let _ = rustix::process::kill_process(p, Signal::KILL);
+            }
+        }
+    }
+    let empty = match open_path(&path.join("cgroup.events"), OFlags::RDONLY) {
+        Ok(ev) => wait_empty(&ev),
+        Err(_) => true,
+    };
+    let shown = crate::render::term::safe_path(path);
+    if !empty {
+        let why = format!(
+            "processes CMD started were still exiting after {} s; cgroup {shown} left in place",
+            KILL_WAIT.as_secs()
+        );
+        return (killed, Some(why));
+    }
+    for d in cgroup_dirs(path).iter().rev() {
+        if let Err(e) = std::fs::remove_dir(d) {
+            let d = crate::render::term::safe_path(d);
+            return (killed, Some(format!("cannot remove cgroup {d}: {e}")));
+        }
+    }
+    (killed, None)
+}
+
+fn end_cgroup(cg: &Cgroup, out: &mut Ended) {
+    let (killed, err) = kill_and_remove(&cg.path);
+    out.killed = killed;
+    out.notes.extend(err);
+}
+
+/// The parent pid of `pid`, from /proc/PID/stat (after the command name,
+/// which may itself contain spaces and parentheses).
+fn ppid_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Subreaper fallback: kill every child of tmpfsctl (orphans of CMD, handed
+/// to us), reap them, and repeat for their children, handed to us in turn.
+fn end_orphans(me: Pid, out: &mut Ended) {
+    let me = me.as_raw_nonzero().get();
+    for _ in 0..100 {
+        let Ok(rd) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let children: Vec<i32> = rd
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&p| ppid_of(p) == Some(me))
+            .collect();
+        if children.is_empty() {
+            return;
+        }
+        for pid in children {
+            out.killed.push(Leftover {
+                pid,
+                comm: read_comm(pid),
+            });
+            if let Some(p) = Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(p, Signal::KILL);
+                let _ = rustix::process::waitpid(Some(p), rustix::process::WaitOptions::empty());
+            }
+        }
+    }
+}
+
+/// `struct clone_args` of clone3(2), up to `cgroup` (the kernel's
+/// CLONE_ARGS_SIZE_VER2, the same on every architecture).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+enum Clone3 {
+    /// Nothing was started: the kernel has no clone3 or no CLONE_INTO_CGROUP.
+    Unsupported,
+    Failed(io::Error),
+}
+
+/// Only one thread: then the child of a raw clone may allocate (no other
+/// thread can hold the allocator's lock), which `Command::exec` does.
+fn single_threaded() -> bool {
+    std::fs::read_dir("/proc/self/task").is_ok_and(|d| d.count() == 1)
+}
+
+/// Start `cmd` as a child born in the cgroup `dir`, the way std does it: the
+/// child runs `Command::exec` and, should that fail, sends the error number
+/// over a close-on-exec pipe (which reads empty once exec succeeded).
+fn clone_into(dir: &OwnedFd, cmd: &mut std::process::Command) -> Result<i32, Clone3> {
+    use std::os::unix::process::CommandExt;
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Clone3::Failed(io::Error::last_os_error()));
+    }
+    // SAFETY: both descriptors were just created and are owned only here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let args = CloneArgs {
+        flags: CLONE_INTO_CGROUP,
+        exit_signal: libc::SIGCHLD as u64,
+        cgroup: dir.as_raw_fd() as u64,
+        ..Default::default()
+    };
+    // SAFETY: clone3 without a new stack continues like fork in both
+    // processes; the arguments live across the call. The process has one
+    // thread (checked by the caller), so the child may allocate.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENOSYS | libc::EINVAL | libc::E2BIG | libc::EOPNOTSUPP) => {
+                Clone3::Unsupported
+            }
+            _ => Clone3::Failed(e),
+        });
+    }
+    if r == 0 {
+        drop(rd);
+        let e = cmd.exec();
+        let code = e.raw_os_error().unwrap_or(libc::EINVAL).to_ne_bytes();
+        // SAFETY: writes our own buffer, then leaves without running the
+        // parent's exit handlers or destructors.
+        unsafe {
+            libc::write(wr.as_raw_fd(), code.as_ptr().cast(), code.len());
+            libc::_exit(127)
+        }
+    }
+    drop(wr);
+    let pid = r as i32;
+    let mut code = [0u8; 4];
+    let mut got = 0;
+    while got < code.len() {
+        match rustix::io::read(&rd, &mut code[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(Clone3::Failed(e.into())),
+        }
+    }
+    if got == 0 {
+        return Ok(pid);
+    }
+    // exec failed: reap the child, report why.
+    let mut st = 0;
+    // SAFETY: waits for our own child, into a local.
+    unsafe { libc::waitpid(pid, &mut st, 0) };
+    Err(Clone3::Failed(io::Error::from_raw_os_error(
+        i32::from_ne_bytes(code),
+    )))
+}
+
+/// Fork the guard (see the module doc). Everything it needs is opened first,
+/// so after fork it makes only system calls.
+fn start_guard(cg: &Cgroup) -> io::Result<Guard> {
+    let kill = open_path(&cg.path.join("cgroup.kill"), OFlags::WRONLY)?;
+    let events = open_path(&cg.path.join("cgroup.events"), OFlags::RDONLY)?;
+    let parent_dir = cg.path.parent().unwrap_or(Path::new("/"));
+    let parent = open_path(parent_dir, OFlags::PATH | OFlags::DIRECTORY)?;
+    let name = CString::new(cg.path.file_name().unwrap_or_default().as_bytes())?;
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned only here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: the child runs guard_main, which makes only async-signal-safe
+    // system calls and never returns.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => guard_main(&rd, &kill, &events, &parent, &name),
+        pid => Ok(Guard { pid, tell: wr }),
+    }
+}
+
+fn guard_main(
+    rd: &OwnedFd,
+    kill: &OwnedFd,
+    events: &OwnedFd,
+    parent: &OwnedFd,
+    name: &CString,
+) -> ! {
+    // SAFETY (whole function): after fork only async-signal-safe calls, on
+    // descriptors and memory the parent prepared.
+    unsafe {
+        // No signal from the terminal or tmpfsctl's process group may stop
+        // the guard; only SIGKILL can.
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        // Hold nothing of tmpfsctl's: its stdout/stderr pipes would stay open
+        // for whoever reads them, and its cwd busy.
+        let mut keep = [
+            rd.as_raw_fd(),
+            kill.as_raw_fd(),
+            events.as_raw_fd(),
+            parent.as_raw_fd(),
+        ];
+        keep.sort_unstable();
+        let mut from: libc::c_uint = 0;
+        for k in keep {
+            if (k as libc::c_uint) > from {
+                libc::syscall(libc::SYS_close_range, from, k as libc::c_uint - 1, 0);
+            }
+            from = k as libc::c_uint + 1;
+        }
+        libc::syscall(libc::SYS_close_range, from, libc::c_uint::MAX, 0);
+        libc::chdir(c"/".as_ptr());
+        let mut b = 0u8;
+        loop {
+            match libc::read(rd.as_raw_fd(), (&mut b as *mut u8).cast(), 1) {
+                1 => libc::_exit(0),
+                -1 if *libc::__errno_location() == libc::EINTR => continue,
+                _ => break,
+            }
+        }
+        // tmpfsctl is gone without standing us down: take CMD's tree with it.
+        libc::write(kill.as_raw_fd(), b"1".as_ptr().cast(), 1);
+        wait_empty(events);
+        libc::unlinkat(parent.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR);
+        libc::_exit(0)
+    }
+}
+
+fn stand_down(g: Guard) {
+    let _ = rustix::io::write(&g.tell, b"x");
+    drop(g.tell);
+    let mut st = 0;
+    // SAFETY: waits for our own child, into a local.
+    unsafe {
+        libc::waitpid(g.pid, &mut st, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn populated_is_read_from_cgroup_events() {
+        assert!(unpopulated(b"populated 0\nfrozen 0\n"));
+        assert!(!unpopulated(b"populated 1\nfrozen 0\n"));
+        assert!(!unpopulated(b""));
+    }
+
+    #[test]
+    fn parent_pid_survives_odd_command_names() {
+        let me = std::process::id() as i32;
+        let parent = rustix::process::getppid().map(|p| p.as_raw_nonzero().get());
+        assert_eq!(ppid_of(me), parent);
+        assert_eq!(ppid_of(-5), None);
+    }
+}
