@@ -6,11 +6,13 @@ pub mod advise;
 pub mod bench;
 pub mod cli;
 pub mod context;
+pub mod explain;
 pub mod fleet;
 pub mod mounts;
 pub mod render;
 pub mod status;
 pub mod sys;
+pub mod top;
 pub mod units;
 pub mod workspace;
 
@@ -49,6 +51,8 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
         Command::Run(a) => workspace::run(&ctx, &a.request()?),
         Command::Shell(a) => workspace::run(&ctx, &a.request()),
         Command::Advise(a) => advise::run(&ctx, &a),
+        Command::Top(a) => top::run(&ctx, &a.query()),
+        Command::Explain(a) => explain::run(&ctx, &a.query()),
         Command::Completions(a) => cli::docs::completions(&a),
         Command::Man(a) => cli::docs::man(&a),
         Command::Help(a) => cli::docs::help(&a),

@@ -3,9 +3,11 @@
 
 pub mod bench;
 pub mod docs;
+pub mod explain;
 pub mod fleet;
 pub mod mounts;
 pub mod status;
+pub mod top;
 pub mod workspace;
 
 use std::path::PathBuf;
@@ -59,6 +61,10 @@ pub enum Command {
     Shell(workspace::ShellArgs),
     /// Tell me what to do with tmpfs on this machine
     Advise(crate::advise::AdviseArgs),
+    /// Where RAM-backed storage goes: per mount, owner, directory, process, cgroup
+    Top(top::TopArgs),
+    /// Why a write at PATH fails or would fail, and what tmpfiles will delete there
+    Explain(explain::ExplainArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions(docs::CompletionsArgs),
     /// Print the man page (roff), or a command's page: `tmpfsctl man apply`

@@ -3,14 +3,18 @@
 //! `--sysroot DIR` can point them at fixtures or a mounted image.
 
 pub mod atomic;
+pub mod cgroup;
 pub mod du;
 pub mod fstab;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod procfd;
 pub mod resolve;
 pub mod signals;
 pub mod statfs;
 pub mod systemd;
+pub mod sysvshm;
+pub mod tmpfiles;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,45 @@
+//! `tmpfsctl explain` arguments.
+
+use std::path::PathBuf;
+
+use crate::explain::{ExplainQuery, Writer};
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  tmpfsctl explain /tmp\n  tmpfsctl explain /dev/shm/job --pid 4242\n  tmpfsctl explain /run/app --cgroup /system.slice/app.service --json\n\n\
+Causes, in the order they bind: read_only, bytes_full, inodes_full, quota, cgroup_memory, memory_pressure; \
+not_ram_backed when PATH is on a disk (then it is that disk that is full); ok when nothing binds.\n\
+Exit codes: 0 nothing binds, 1 something binds, 2 error."
+)]
+pub struct ExplainArgs {
+    /// The file or directory a write fails at (or would be made in)
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// The writing process: its memory cgroup and uid are checked (default: the caller's)
+    #[arg(long, value_name = "PID", conflicts_with = "cgroup")]
+    pub pid: Option<u32>,
+    /// The writer's cgroup, as in /proc/PID/cgroup (e.g. /system.slice/app.service)
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
+    /// Read tmpfiles.d rules from DIR instead of /etc, /run, /usr/local/lib and /usr/lib tmpfiles.d (repeat; first wins by name)
+    #[arg(long = "tmpfiles-dir", value_name = "DIR")]
+    pub tmpfiles_dirs: Vec<PathBuf>,
+    /// Print a JSON document (schema_version 1)
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ExplainArgs {
+    pub fn query(&self) -> ExplainQuery {
+        ExplainQuery {
+            path: self.path.clone(),
+            writer: match (&self.pid, &self.cgroup) {
+                (Some(p), _) => Writer::Pid(*p),
+                (None, Some(c)) => Writer::Cgroup(c.clone()),
+                (None, None) => Writer::Caller,
+            },
+            tmpfiles_dirs: self.tmpfiles_dirs.clone(),
+            json: self.json,
+        }
+    }
+}

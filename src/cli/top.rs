@@ -1,0 +1,58 @@
+//! `tmpfsctl top` arguments.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::top::{Mode, TopQuery};
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  tmpfsctl top\n  tmpfsctl top --once /tmp\n  tmpfsctl top --json | jq '.mounts[] | {mountpoint, deleted_open}'\n\n\
+used_bytes, size_bytes and the inode counts agree with `df -B1` and `df -i`. deleted_open lists files that were \
+deleted but are still held open (the bytes `du` cannot see). accounted_bytes is what the report attributes of \
+meminfo's Shmem; the rest is stated as unattributed."
+)]
+pub struct TopArgs {
+    /// Only the mounts holding these paths (default: every tmpfs and ramfs)
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Print one snapshot and exit (the default when output is not a terminal)
+    #[arg(long)]
+    pub once: bool,
+    /// Print one snapshot as JSON (schema_version 1); implies --once
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds between refreshes
+    #[arg(short = 'd', long = "delay", value_name = "SECS", default_value = "2", value_parser = parse_interval)]
+    pub delay: Duration,
+    /// Rows per list (largest directories, processes)
+    #[arg(short = 'n', long = "top", value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
+    pub top: u16,
+}
+
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds; give e.g. 2 or 0.5"))?;
+    if !(0.1..=3600.0).contains(&v) {
+        return Err(format!("{s} s is out of range; give 0.1 to 3600 seconds"));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+impl TopArgs {
+    pub fn query(&self) -> TopQuery {
+        TopQuery {
+            paths: self.paths.clone(),
+            top_n: usize::from(self.top),
+            interval: self.delay,
+            mode: if self.json {
+                Mode::Json
+            } else if self.once {
+                Mode::Once
+            } else {
+                Mode::Live
+            },
+        }
+    }
+}

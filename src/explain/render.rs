@@ -1,0 +1,112 @@
+//! Human output for `explain`: the answer first, then its numbers, then what
+//! the next tmpfiles clean would delete.
+
+use std::fmt::Write;
+
+use super::ExplainReport;
+use crate::render::color::{Tone, paint};
+use crate::render::term::safe;
+use crate::units::fmt_bytes;
+
+pub fn text(r: &ExplainReport) -> String {
+    let mut s = String::new();
+    let first = r.causes.iter().find(|c| c.binds).map(|c| c.kind.as_str());
+    let verdict = if first == Some("memory_pressure") {
+        paint(
+            Tone::Bad,
+            "a write may succeed now, but this mount can grow past the RAM left",
+        )
+    } else if first == Some("cgroup_memory") {
+        paint(Tone::Bad, "the next write gets its writer OOM-killed")
+    } else if r.binds {
+        paint(Tone::Bad, "a write here fails")
+    } else {
+        paint(Tone::Good, "a write here succeeds")
+    };
+    let _ = writeln!(
+        s,
+        "{}: {} ({} at {})",
+        safe(&r.resolved),
+        verdict,
+        safe(&r.fstype),
+        safe(&r.mountpoint)
+    );
+    for (n, c) in r.causes.iter().enumerate() {
+        let tag = if c.binds {
+            paint(Tone::Bad, &c.kind)
+        } else {
+            paint(Tone::Strong, &c.kind)
+        };
+        let lead = if n == 0 && c.binds {
+            "binds first"
+        } else if c.binds {
+            "also binds"
+        } else {
+            ""
+        };
+        let _ = writeln!(s, "\n{tag} {}", paint(Tone::Dim, lead));
+        let _ = writeln!(s, "  {}", safe(&c.detail));
+        let _ = writeln!(s, "  fix: {}", safe(&c.fix));
+    }
+    if r.tmpfiles_rules.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nNo tmpfiles.d age rule covers this path: nothing ages it out."
+        );
+    } else {
+        let _ = writeln!(s, "\n{}", paint(Tone::Strong, "tmpfiles.d rules"));
+        for t in &r.tmpfiles_rules {
+            let age = t.age_s.map_or("-".into(), |a| format!("{a}s"));
+            let _ = writeln!(
+                s,
+                "  {} {} age {} ({}:{})",
+                t.kind,
+                safe(&t.path),
+                age,
+                safe(&t.source),
+                t.line
+            );
+        }
+        if r.will_be_cleaned.is_empty() {
+            let _ = writeln!(s, "  the next clean deletes nothing under this path");
+        } else {
+            let total: u64 = r.will_be_cleaned.iter().map(|c| c.bytes).sum();
+            let _ = writeln!(
+                s,
+                "  the next clean deletes {} entries ({}):",
+                r.will_be_cleaned.len(),
+                fmt_bytes(total)
+            );
+            for c in r.will_be_cleaned.iter().take(20) {
+                let open: Vec<String> = c
+                    .open_by
+                    .iter()
+                    .map(|o| format!("pid {} ({})", o.pid, safe(&o.comm)))
+                    .collect();
+                let open = if open.is_empty() {
+                    String::new()
+                } else {
+                    paint(Tone::Warn, &format!(" — open now by {}", open.join(", ")))
+                };
+                let _ = writeln!(
+                    s,
+                    "    {} (unused {} days){open}",
+                    safe(&c.path),
+                    c.age_s / 86_400
+                );
+            }
+        }
+    }
+    match &r.tmpfiles_clean_next {
+        Some(n) => {
+            let _ = writeln!(s, "  systemd-tmpfiles-clean.timer runs next: {}", safe(n));
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "  (no systemd running here: no timer cleans by these rules unless something else runs systemd-tmpfiles --clean)"
+            );
+        }
+    }
+    s
+}
