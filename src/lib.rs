@@ -8,6 +8,7 @@ pub mod cli;
 pub mod context;
 pub mod fleet;
 pub mod mounts;
+pub mod persist;
 pub mod render;
 pub mod status;
 pub mod sys;
@@ -47,6 +48,7 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
         Command::Run(a) => workspace::run_cmd(&ctx, &a),
         Command::Shell(a) => workspace::shell_cmd(&ctx, &a),
         Command::Advise(a) => advise::run(&ctx, &a),
+        Command::Persist(a) => a.run(&ctx),
         Command::Completions(a) => cli::docs::completions(&a),
         Command::Man(a) => cli::docs::man(&a),
         Command::Help(a) => cli::docs::help(&a),

@@ -2,6 +2,7 @@
 //! the code that implements it; this file only lists the commands.
 
 pub mod docs;
+pub mod persist;
 pub mod status;
 
 use std::path::PathBuf;
@@ -55,6 +56,8 @@ pub enum Command {
     Shell(crate::workspace::ShellArgs),
     /// Tell me what to do with tmpfs on this machine
     Advise(crate::advise::AdviseArgs),
+    /// Keep a directory in RAM with a crash-safe copy on disk
+    Persist(persist::PersistArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions(docs::CompletionsArgs),
     /// Print the man page (roff), or a command's page: `tmpfsctl man apply`

@@ -1,0 +1,379 @@
+//! Writing one generation: walk DIR, hard-link what is unchanged from the
+//! current generation, copy what changed, fsync everything written, write the
+//! manifest, rename the generation into place, switch `current`, prune.
+//!
+//! A file that keeps changing while it is copied (its size, mtime or ctime
+//! differ after the copy, or a recently touched file hashes differently on a
+//! second read) is retried a few times; if it never holds still, the new
+//! generation keeps its previous version. So each file in a generation is a
+//! version that existed as a whole, never a torn mix; across files a
+//! generation is not one instant (see docs/persist.md).
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
+use super::fsops::{self, Obj};
+use super::manifest::{self, Entry, Kind};
+use super::scan::{self, Verdict, show};
+use super::store::{Store, gen_name};
+
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct SyncReport {
+    pub generation: u64,
+    pub previous_generation: Option<u64>,
+    pub entries: u64,
+    pub files: u64,
+    pub bytes: u64,
+    pub copied_files: u64,
+    pub copied_bytes: u64,
+    pub linked_files: u64,
+    /// Files that changed throughout the sync: their previous version kept.
+    pub unsettled: Vec<String>,
+    pub skipped_mounts: Vec<String>,
+    pub pruned: Vec<u64>,
+    pub swept_partials: usize,
+    pub duration_ns: u64,
+}
+
+pub fn now_unix_ns() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0)
+}
+
+/// Files fsynced in batches after they are written: by the time the first
+/// fsync of a batch runs, the filesystem commits them all in one journal
+/// transaction, and the rest of the batch costs little.
+struct Flush {
+    files: Vec<OwnedFd>,
+}
+
+impl Flush {
+    const BATCH: usize = 256;
+
+    fn push(&mut self, f: OwnedFd) -> Result<()> {
+        self.files.push(f);
+        if self.files.len() >= Self::BATCH {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self) -> Result<()> {
+        for f in self.files.drain(..) {
+            rustix::fs::fsync(&f).context("fsync of a file in the store")?;
+        }
+        Ok(())
+    }
+}
+
+struct Ctx<'a> {
+    src: BorrowedFd<'a>,
+    data: BorrowedFd<'a>,
+    prev_data: Option<BorrowedFd<'a>>,
+    buf: Vec<u8>,
+    flush: Flush,
+    cancel: &'a AtomicBool,
+}
+
+enum Copied {
+    Done(Entry),
+    /// Deleted or replaced by a non-file since the walk.
+    Gone,
+    /// Never held still long enough to copy whole.
+    Unsettled,
+}
+
+/// How recently a file must have changed for its copy to be checked by a
+/// second read: a write in flight when we read could leave the size, mtime
+/// and ctime of the first fstat unchanged (tmpfs updates them at the start
+/// of a write), so only a second identical read proves the bytes settled.
+const RECENT: Duration = Duration::from_secs(2);
+
+fn recent(st: &rustix::fs::Stat) -> bool {
+    let ct = st.st_ctime as i128 * 1_000_000_000 + st.st_ctime_nsec as i128;
+    now_unix_ns() - ct < RECENT.as_nanos() as i128
+}
+
+fn same_stat(a: &rustix::fs::Stat, b: &rustix::fs::Stat) -> bool {
+    a.st_size == b.st_size
+        && a.st_ino == b.st_ino
+        && fsops::stat_times(a)[1..] == fsops::stat_times(b)[1..]
+}
+
+impl Ctx<'_> {
+    /// Copy one regular file into the new generation, with its metadata
+    /// taken from the same fstat as its content.
+    fn copy_file(&mut self, rel: &[u8]) -> Result<Copied> {
+        for attempt in 0..5u64 {
+            if attempt > 0 {
+                std::thread::sleep(Duration::from_millis(5 * attempt));
+            }
+            let (fd, pre) = match fsops::open_regular(self.src, rel) {
+                Ok(x) => x,
+                Err(Errno::NOENT | Errno::NOTSUP | Errno::LOOP | Errno::XDEV | Errno::NOTDIR) => {
+                    return Ok(Copied::Gone);
+                }
+                Err(e) => return Err(e).with_context(|| format!("open {}", show(rel))),
+            };
+            let xattrs = Obj::Fd(fd.as_fd())
+                .all()
+                .with_context(|| format!("xattrs of {}", show(rel)))?;
+            let dst = rustix::fs::openat(
+                self.data,
+                fsops::os(rel),
+                OFlags::WRONLY
+                    | OFlags::CREATE
+                    | OFlags::TRUNC
+                    | OFlags::NOFOLLOW
+                    | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )
+            .with_context(|| format!("store: create data for {}", show(rel)))?;
+            let hash = fsops::copy_hash(fd.as_fd(), &pre, Some(dst.as_fd()), &mut self.buf)
+                .with_context(|| format!("copying {} into the store", show(rel)))?;
+            let post = rustix::fs::fstat(&fd)?;
+            if !same_stat(&pre, &post) {
+                continue;
+            }
+            if recent(&post) {
+                let again = fsops::copy_hash(fd.as_fd(), &post, None, &mut self.buf)?;
+                let after = rustix::fs::fstat(&fd)?;
+                if again != hash || !same_stat(&post, &after) {
+                    continue;
+                }
+            }
+            self.flush.push(dst)?;
+            let mut e = scan::entry_from_stat(rel.to_vec(), &pre);
+            e.hash = Some(hash);
+            e.xattrs = xattrs;
+            return Ok(Copied::Done(e));
+        }
+        Ok(Copied::Unsettled)
+    }
+
+    fn link_prev(&self, rel: &[u8]) -> rustix::io::Result<()> {
+        let Some(prev) = self.prev_data else {
+            return Err(Errno::NOENT);
+        };
+        let p = fsops::os(rel);
+        rustix::fs::linkat(prev, p, self.data, p, rustix::fs::AtFlags::empty())
+    }
+
+    /// Hash the source without copying (for a file whose stat moved but
+    /// whose content may not have): the entry when it equals `prev`.
+    fn same_content(&mut self, rel: &[u8], cur: &Entry, prev: &Entry) -> Result<Option<Entry>> {
+        let Ok((fd, st)) = fsops::open_regular(self.src, rel) else {
+            return Ok(None);
+        };
+        let xattrs = Obj::Fd(fd.as_fd()).all()?;
+        let h = fsops::copy_hash(fd.as_fd(), &st, None, &mut self.buf)?;
+        let after = rustix::fs::fstat(&fd)?;
+        if Some(h) != prev.hash || xattrs != prev.xattrs || !same_stat(&st, &after) {
+            return Ok(None);
+        }
+        let mut e = scan::entry_from_stat(rel.to_vec(), &after);
+        if !e.same_meta(prev) && (e.size, e.mtime) != (cur.size, cur.mtime) {
+            return Ok(None);
+        }
+        e.hash = prev.hash;
+        e.xattrs = xattrs;
+        Ok(Some(e))
+    }
+}
+
+/// Write a new generation of the tree under `src` into `store`.
+pub fn sync(
+    src: BorrowedFd<'_>,
+    store: &Store,
+    keep: usize,
+    cancel: &AtomicBool,
+) -> Result<SyncReport> {
+    let t0 = Instant::now();
+    let _lock = store.lock()?;
+    let swept = store.sweep()?;
+    let prev_gen = store.newest_complete()?;
+    let (prev_entries, _) = match prev_gen {
+        Some(g) => store.manifest(g)?,
+        None => (Vec::new(), 0),
+    };
+    let prev_map: HashMap<&[u8], &Entry> = prev_entries
+        .iter()
+        .map(|e| (e.path.as_slice(), e))
+        .collect();
+    let prev_data = prev_gen.map(|g| store.data_fd(g)).transpose()?;
+    let scan = scan::walk(src)?;
+    let live = match prev_gen {
+        Some(g) => store.live_index(g, scan.dev),
+        None => Default::default(),
+    };
+    let g = store.next_gen()?;
+    let partial = Store::partial_name(g);
+    let sfd = store.fd();
+    rustix::fs::mkdirat(sfd, partial.as_str(), Mode::from_raw_mode(0o700))
+        .with_context(|| format!("store {}: mkdir {partial}", store.path.display()))?;
+    let result = (|| -> Result<(Vec<Entry>, SyncReport)> {
+        rustix::fs::mkdirat(
+            sfd,
+            format!("{partial}/data").as_str(),
+            Mode::from_raw_mode(0o700),
+        )?;
+        let data = fsops::open_dir_beneath(sfd, format!("{partial}/data").as_bytes())?;
+        let mut cx = Ctx {
+            src,
+            data: data.as_fd(),
+            prev_data: prev_data.as_ref().map(|d| d.as_fd()),
+            buf: Vec::new(),
+            flush: Flush { files: Vec::new() },
+            cancel,
+        };
+        let (entries, mut rep) = write_entries(&mut cx, &scan, &prev_map, &live)?;
+        cx.flush.drain()?;
+        // Directories last, after every entry in them exists.
+        for e in entries.iter().filter(|e| e.kind == Kind::Dir) {
+            let d = fsops::open_dir_beneath(data.as_fd(), &e.path)?;
+            rustix::fs::fsync(&d).context("fsync of a directory in the store")?;
+        }
+        let bytes = manifest::encode(&entries, now_unix_ns());
+        let mf = rustix::fs::openat(
+            sfd,
+            format!("{partial}/manifest").as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        let mut off = 0;
+        while off < bytes.len() {
+            off += rustix::io::pwrite(&mf, &bytes[off..], off as u64)?;
+        }
+        rustix::fs::fsync(&mf).context("fsync of the manifest")?;
+        let pd = fsops::open_dir_beneath(sfd, partial.as_bytes())?;
+        rustix::fs::fsync(&pd)?;
+        rep.skipped_mounts = scan.skipped_mounts.iter().map(|p| show(p)).collect();
+        Ok((entries, rep))
+    })();
+    let (entries, mut rep) = match result {
+        Ok(x) => x,
+        Err(e) => {
+            // The previous generation was only ever read; remove our partial
+            // one so a full disk is not fuller for the next try.
+            if let Ok(n) = CString::new(partial.clone()) {
+                let _ = fsops::remove_tree(sfd, &n);
+            }
+            return Err(e.context(format!(
+                "sync failed; nothing switched, the store still holds {}",
+                prev_gen.map_or("no generation".to_string(), gen_name)
+            )));
+        }
+    };
+    rustix::fs::renameat(sfd, partial.as_str(), sfd, gen_name(g).as_str())
+        .context("renaming the new generation into place")?;
+    store.fsync_dir()?;
+    store.switch(g)?;
+    rep.pruned = store.prune(keep)?;
+    rep.generation = g;
+    rep.previous_generation = prev_gen;
+    rep.entries = entries.len() as u64;
+    rep.swept_partials = swept;
+    rep.duration_ns = t0.elapsed().as_nanos() as u64;
+    Ok(rep)
+}
+
+fn write_entries(
+    cx: &mut Ctx<'_>,
+    scan: &scan::Scan,
+    prev: &HashMap<&[u8], &Entry>,
+    live: &scan::LiveIndex,
+) -> Result<(Vec<Entry>, SyncReport)> {
+    let mut rep = SyncReport::default();
+    let mut out = Vec::with_capacity(scan.found.len());
+    // First name written for each multiply-linked inode.
+    let mut links: HashMap<u64, Vec<u8>> = HashMap::new();
+    for f in &scan.found {
+        if cx.cancel.load(Ordering::Relaxed) {
+            bail!(crate::sys::signals::Interrupted);
+        }
+        let cur = &f.e;
+        let rel = cur.path.as_slice();
+        match cur.kind {
+            Kind::Dir => {
+                if !rel.is_empty() {
+                    rustix::fs::mkdirat(cx.data, fsops::os(rel), Mode::from_raw_mode(0o700))
+                        .with_context(|| format!("store: mkdir {}", show(rel)))?;
+                }
+                out.push(cur.clone());
+                continue;
+            }
+            Kind::File => {}
+            _ => {
+                out.push(cur.clone());
+                continue;
+            }
+        }
+        if f.nlink > 1
+            && let Some(first) = links.get(&cur.ino)
+        {
+            let (a, b) = (fsops::os(first), fsops::os(rel));
+            rustix::fs::linkat(cx.data, a, cx.data, b, rustix::fs::AtFlags::empty())
+                .with_context(|| format!("store: link {}", show(rel)))?;
+            let mut e = cur.clone();
+            e.kind = Kind::HardLink(first.clone());
+            out.push(e);
+            continue;
+        }
+        let p = prev.get(rel).copied();
+        let mut verdict = scan::classify(cur, p, live);
+        let mut entry = None;
+        if verdict == Verdict::SameIfContent
+            && let Some(p) = p
+        {
+            match cx.same_content(rel, cur, p)? {
+                Some(e) => {
+                    verdict = Verdict::Same;
+                    entry = Some(e);
+                }
+                None => verdict = Verdict::Changed,
+            }
+        }
+        let e = match (verdict, p) {
+            (Verdict::Same, Some(p)) if cx.link_prev(rel).is_ok() => {
+                rep.linked_files += 1;
+                // The walk does not read a file's xattrs; unchanged, they are
+                // the previous generation's (setting one moves the ctime).
+                let mut e = entry.unwrap_or_else(|| cur.clone());
+                e.hash = p.hash;
+                e.xattrs = p.xattrs.clone();
+                e
+            }
+            _ => match cx.copy_file(rel)? {
+                Copied::Done(e) => {
+                    rep.copied_files += 1;
+                    rep.copied_bytes += e.size;
+                    e
+                }
+                Copied::Gone => continue,
+                Copied::Unsettled => {
+                    rep.unsettled.push(show(rel));
+                    match p {
+                        Some(p) if p.is_file() && cx.link_prev(rel).is_ok() => p.clone(),
+                        _ => continue,
+                    }
+                }
+            },
+        };
+        if f.nlink > 1 {
+            links.insert(cur.ino, rel.to_vec());
+        }
+        rep.files += 1;
+        rep.bytes += e.size;
+        out.push(e);
+    }
+    Ok((out, rep))
+}
