@@ -92,6 +92,43 @@ enum Copied {
     Unsettled,
 }
 
+/// Tries at a read lease before copying without one.
+const LEASE_TRIES: u64 = 3;
+
+/// A read lease (fcntl F_SETLEASE) on a file being copied. The kernel grants
+/// it only when no one has the file open for writing, and while we hold it
+/// an open for writing or a truncate blocks until we let go: the bytes we
+/// copy are one version, whatever the writer's timing. Released on drop.
+struct Lease<'f>(BorrowedFd<'f>);
+
+impl<'f> Lease<'f> {
+    fn take(fd: &'f OwnedFd) -> Option<Lease<'f>> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fcntl on an fd we own, with integer arguments only.
+        let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) };
+        (r == 0).then(|| Lease(fd.as_fd()))
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: as in take().
+        unsafe {
+            libc::fcntl(self.0.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK);
+        }
+    }
+}
+
+/// A lease break is announced with SIGIO, whose default action kills; the
+/// break itself needs no handling (we let go right after the copy).
+fn ignore_sigio() {
+    // SAFETY: SIG_IGN is always a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGIO, libc::SIG_IGN);
+    }
+}
+
 /// How recently a file must have changed for its copy to be checked by a
 /// second read: a write in flight when we read could leave the size, mtime
 /// and ctime of the first fstat unchanged (tmpfs updates them at the start
@@ -113,17 +150,26 @@ impl Ctx<'_> {
     /// Copy one regular file into the new generation, with its metadata
     /// taken from the same fstat as its content.
     fn copy_file(&mut self, rel: &[u8]) -> Result<Copied> {
-        for attempt in 0..5u64 {
-            if attempt > 0 {
-                std::thread::sleep(Duration::from_millis(5 * attempt));
-            }
-            let (fd, pre) = match fsops::open_regular(self.src, rel) {
+        let mut lease_misses = 0;
+        for attempt in 0..8u64 {
+            let (fd, _) = match fsops::open_regular(self.src, rel) {
                 Ok(x) => x,
                 Err(Errno::NOENT | Errno::NOTSUP | Errno::LOOP | Errno::XDEV | Errno::NOTDIR) => {
                     return Ok(Copied::Gone);
                 }
                 Err(e) => return Err(e).with_context(|| format!("open {}", show(rel))),
             };
+            let leased = Lease::take(&fd);
+            if leased.is_none() && lease_misses < LEASE_TRIES {
+                // Open for writing right now: give the writer a moment to
+                // close it rather than copy under its pen.
+                lease_misses += 1;
+                drop(leased);
+                drop(fd);
+                std::thread::sleep(Duration::from_millis(lease_misses));
+                continue;
+            }
+            let pre = rustix::fs::fstat(&fd)?;
             let xattrs = Obj::Fd(fd.as_fd())
                 .all()
                 .with_context(|| format!("xattrs of {}", show(rel)))?;
@@ -141,15 +187,19 @@ impl Ctx<'_> {
             let hash = fsops::copy_hash(fd.as_fd(), &pre, Some(dst.as_fd()), &mut self.buf)
                 .with_context(|| format!("copying {} into the store", show(rel)))?;
             let post = rustix::fs::fstat(&fd)?;
-            if !same_stat(&pre, &post) {
-                continue;
-            }
-            if recent(&post) {
+            let mut settled = same_stat(&pre, &post);
+            if settled && leased.is_none() && recent(&post) {
+                // No lease (a writer keeps it open): only a second identical
+                // read after a pause says no write was in flight.
+                std::thread::sleep(Duration::from_millis(2));
                 let again = fsops::copy_hash(fd.as_fd(), &post, None, &mut self.buf)?;
                 let after = rustix::fs::fstat(&fd)?;
-                if again != hash || !same_stat(&post, &after) {
-                    continue;
-                }
+                settled = again == hash && same_stat(&post, &after);
+            }
+            drop(leased);
+            if !settled {
+                std::thread::sleep(Duration::from_millis(5 * attempt));
+                continue;
             }
             self.flush.push(dst)?;
             let mut e = scan::entry_from_stat(rel.to_vec(), &pre);
@@ -198,6 +248,7 @@ pub fn sync(
     cancel: &AtomicBool,
 ) -> Result<SyncReport> {
     let t0 = Instant::now();
+    ignore_sigio();
     let _lock = store.lock()?;
     let swept = store.sweep()?;
     let prev_gen = store.newest_complete()?;

@@ -10,5 +10,6 @@ mod bench;
 mod cli;
 mod fleet;
 mod mounts;
+mod persist;
 mod status;
 mod workspace;
