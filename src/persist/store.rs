@@ -212,9 +212,8 @@ impl Store {
             fsops::remove_tree(self.fd(), &name)
                 .with_context(|| format!("removing old generation {}", gen_name(g)))?;
         }
-        if !older.is_empty() {
-            self.fsync_dir()?;
-        }
+        // No fsync: a removal lost to a crash only leaves an old generation
+        // for the next prune; `current` is already durable.
         Ok(older)
     }
 
