@@ -115,6 +115,16 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
         .keep
         .or(entry.as_ref().map(|e| e.keep))
         .unwrap_or(DEFAULT_KEEP);
+    if entry.is_some() && mount::tmpfs_at(&mounts, &dir).is_none() {
+        // A persisted DIR without its tmpfs is the stale tree on disk (after
+        // a reboot, before the restore): syncing it would bury the newest data.
+        bail!(
+            "{} is persisted but no tmpfs is mounted on it (rebooted or crashed?); \
+             run `tmpfsctl persist restore {}` first",
+            safe_path(&dir),
+            safe_path(&dir)
+        );
+    }
     let dfd = open_dir(&dir)?;
     if !req.allow_empty && fsops::names(dfd.as_fd())?.is_empty() {
         // An empty DIR over a store with data is almost always a tmpfs that

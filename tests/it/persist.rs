@@ -280,6 +280,14 @@ fn enable_sync_restore_keep_everything() {
             .unwrap()
             .success()
     );
+    // The stale tree on disk is never synced over the store.
+    let o = w.sync();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("persist restore"),
+        "{}",
+        show(&o)
+    );
     w.ok(&["persist", "restore", s(&w.dir)]);
     assert_eq!(fstype(&w.dir), "tmpfs");
     assert_eq!(tree(&w.dir, true), synced);
