@@ -69,8 +69,13 @@ done
 median() { printf "%s\n" "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 pm=$(median "${p_all[@]}"); rm_=$(median "${r_all[@]}")
 awk -v p="$pm" -v q="$rm_" 'BEGIN { printf "median: persist sync %.1f ms, rsync -a --delete + sync -f %.1f ms, ratio %.2f (target <= 1.0, aim 0.5)\n", p / 1e6, q / 1e6, p / q }'
-# Same tree on both sides at the end (persist's newest generation vs the copy).
-if ! diff -rq "$work/store/current/data" "$work/copy" >/dev/null; then
-  echo "persist-vs-rsync.sh: the store's current generation and rsync's copy differ" >&2
+# Same tree on both sides at the end: the store's newest generation,
+# restored into a fresh tmpfs, against rsync's copy.
+mkdir -p "$work/check"
+"$bin" persist restore "$work/check" --store "$work/store" >/dev/null
+trap 'umount "$work/check" 2>/dev/null || true; cleanup' EXIT
+if ! diff -r "$work/check" "$work/copy" >/dev/null; then
+  echo "persist-vs-rsync.sh: the store's newest generation and rsync's copy differ" >&2
   exit 1
 fi
+echo "check: the store's newest generation, restored, equals rsync's copy"

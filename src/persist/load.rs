@@ -66,7 +66,6 @@ impl Parents<'_> {
 /// what was loaded and the inode/ctime of each file for the live index.
 pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, LiveIndex)> {
     let (entries, _) = store.manifest(g)?;
-    let data = store.data_fd(g)?;
     let mut rep = LoadReport {
         generation: g,
         entries: entries.len() as u64,
@@ -91,8 +90,11 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
                 rustix::fs::mkdirat(pfd, os(name), Mode::from_raw_mode(0o700)).with_context(ctx)?
             }
             Kind::File => {
-                let src = fsops::open_beneath(data.as_fd(), &e.path, OFlags::RDONLY)
-                    .with_context(|| format!("store: open data of {}", show(&e.path)))?;
+                let src = e
+                    .hash
+                    .ok_or_else(|| anyhow::anyhow!("manifest: file without content identity"))
+                    .and_then(|h| Ok(store.open_object(&h)?))
+                    .with_context(|| format!("store: open the content of {}", show(&e.path)))?;
                 let st = rustix::fs::fstat(&src)?;
                 let f = rustix::fs::openat(
                     pfd,
@@ -274,12 +276,15 @@ pub fn diff(dir: BorrowedFd<'_>, store: &Store, g: Option<u64>) -> Result<Diff> 
 /// (after writing generation 1 from DIR on disk, before DIR is covered).
 pub fn verify(store: &Store, g: u64) -> Result<u64> {
     let (entries, _) = store.manifest(g)?;
-    let data = store.data_fd(g)?;
     let mut buf = Vec::new();
     let mut n = 0;
     for e in entries.iter().filter(|e| e.is_file()) {
-        let (fd, st) = fsops::open_regular(data.as_fd(), &e.path)
-            .with_context(|| format!("verify: open {}", show(&e.path)))?;
+        let fd = e
+            .hash
+            .ok_or_else(|| anyhow::anyhow!("manifest: file without content identity"))
+            .and_then(|h| Ok(store.open_object(&h)?))
+            .with_context(|| format!("verify: open the content of {}", show(&e.path)))?;
+        let st = rustix::fs::fstat(&fd)?;
         let h = fsops::copy_hash(fd.as_fd(), &st, None, &mut buf)?;
         if Some(h) != e.hash {
             bail!(

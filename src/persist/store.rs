@@ -1,16 +1,21 @@
-//! The generation store: STORE/gen-NNNNNN directories (each a `data/` tree
-//! holding file contents only, and a `manifest` holding everything else) and
-//! one `current` symlink naming the newest complete generation.
+//! The generation store: STORE/gen-NNNNNN directories (each holding the
+//! generation's `manifest`: every entry of DIR with its metadata and the
+//! identity of its content), STORE/objects (file contents, one file per
+//! distinct content, named by its identity and shared by every generation
+//! that holds that content) and one `current` symlink naming the newest
+//! complete generation.
 //!
 //! The pointer is switched the only way that survives a power cut at any
 //! instant: a new symlink under a temp name, rename(2) over `current`, fsync
 //! of STORE. A generation is written under `.partial-gen-NNNNNN`, fsynced
 //! (files and directories), renamed to `gen-NNNNNN`, and only then pointed
 //! to; a `.partial-*` left by a kill is never read and is swept by the next
-//! sync. Store files hold content only (mode 0600, owned by whoever syncs):
+//! sync. Objects hold content only (mode 0600, owned by whoever syncs):
 //! modes, owners, times and xattrs live in the manifest, so an unchanged file
-//! can be shared by hard link between generations whatever its metadata does.
+//! is shared between generations whatever its metadata does, and a sync or
+//! a prune touches only what changed, never one entry per file of DIR.
 
+use std::collections::HashSet;
 use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -29,6 +34,20 @@ const CURRENT_TMP: &str = ".current.tmp";
 const PARTIAL: &str = ".partial-gen-";
 const LIVE_INDEX: &str = "live-index";
 const LOCK: &str = "lock";
+pub const OBJECTS: &str = "objects";
+/// Prefix of an object being written (renamed to its hash when complete).
+pub const OBJECT_TMP: &str = ".tmp-";
+
+/// `objects/ab/abcd…`: a content object by identity, fanned out over 256
+/// directories so none grows huge.
+pub fn object_rel(h: &[u8; 16]) -> String {
+    format!("{OBJECTS}/{}", object_name(h))
+}
+
+/// `ab/abcd…` under STORE/objects.
+pub fn object_name(h: &[u8; 16]) -> String {
+    format!("{:02x}/{}", h[0], hex(h))
+}
 
 pub struct Store {
     pub path: PathBuf,
@@ -152,13 +171,26 @@ impl Store {
         manifest::decode(&bytes).with_context(|| format!("{}", p.display()))
     }
 
-    pub fn data_fd(&self, g: u64) -> Result<OwnedFd> {
-        let rel = format!("{}/data", gen_name(g));
-        fsops::open_dir_beneath(self.fd(), rel.as_bytes())
-            .with_context(|| format!("store {}: open {rel}", self.path.display()))
+    /// STORE/objects, created when missing.
+    pub fn objects_fd(&self) -> Result<OwnedFd> {
+        match rustix::fs::mkdirat(&self.fd, OBJECTS, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("store {}: mkdir objects", self.path.display()));
+            }
+        }
+        fsops::open_dir_beneath(self.fd(), OBJECTS.as_bytes())
+            .with_context(|| format!("store {}: open objects", self.path.display()))
     }
 
-    /// Remove what a killed sync left: `.partial-gen-*` and a pointer temp.
+    /// The content object with identity `h`, opened for reading.
+    pub fn open_object(&self, h: &[u8; 16]) -> rustix::io::Result<OwnedFd> {
+        fsops::open_beneath(self.fd(), object_rel(h).as_bytes(), OFlags::RDONLY)
+    }
+
+    /// Remove what a killed sync left: `.partial-gen-*`, a pointer temp and
+    /// objects never finished (`objects/.tmp-*`).
     pub fn sweep(&self) -> Result<usize> {
         let mut n = 0;
         for name in fsops::names(self.fd())? {
@@ -166,6 +198,13 @@ impl Store {
             if b.starts_with(PARTIAL.as_bytes()) || b == CURRENT_TMP.as_bytes() {
                 fsops::remove_tree(self.fd(), &name)
                     .with_context(|| format!("removing leftover {}", String::from_utf8_lossy(b)))?;
+                n += 1;
+            }
+        }
+        let objects = self.objects_fd()?;
+        for name in fsops::names(objects.as_fd())? {
+            if name.to_bytes().starts_with(OBJECT_TMP.as_bytes()) {
+                fsops::remove_tree(objects.as_fd(), &name)?;
                 n += 1;
             }
         }
@@ -197,8 +236,12 @@ impl Store {
     }
 
     /// Remove generations beyond the newest `keep` (the current one always
-    /// stays). Called only after the new pointer is durable.
-    pub fn prune(&self, keep: usize) -> Result<Vec<u64>> {
+    /// stays), then the content objects no kept generation refers to. Called
+    /// only after the new pointer is durable. `full` also scans every object
+    /// (after a killed sync, which may have left unreferenced ones); else
+    /// only the objects of the removed generations are candidates, so a
+    /// prune costs what changed, not what the tree holds.
+    pub fn prune(&self, keep: usize, full: bool) -> Result<Vec<u64>> {
         let Some(cur) = self.current()? else {
             return Ok(Vec::new());
         };
@@ -207,13 +250,51 @@ impl Store {
         let keep_older = keep.max(1) - 1;
         let cut = older.len().saturating_sub(keep_older);
         older.truncate(cut);
+        let mut candidates: HashSet<[u8; 16]> = HashSet::new();
         for &g in &older {
+            // A generation whose manifest cannot be read offers no candidates
+            // (its objects are found by the next full scan).
+            if let Ok((entries, _)) = self.manifest(g) {
+                candidates.extend(entries.iter().filter_map(|e| e.hash));
+            }
             let name = CString::new(gen_name(g))?;
             fsops::remove_tree(self.fd(), &name)
                 .with_context(|| format!("removing old generation {}", gen_name(g)))?;
         }
-        // No fsync: a removal lost to a crash only leaves an old generation
-        // for the next prune; `current` is already durable.
+        if candidates.is_empty() && !full {
+            return Ok(older);
+        }
+        let mut referenced: HashSet<[u8; 16]> = HashSet::new();
+        for g in self.generations()? {
+            let (entries, _) = self.manifest(g)?;
+            referenced.extend(entries.iter().filter_map(|e| e.hash));
+        }
+        let objects = self.objects_fd()?;
+        let drop = |name: &str| {
+            let _ = rustix::fs::unlinkat(&objects, name, AtFlags::empty());
+        };
+        if full {
+            for sub in fsops::names(objects.as_fd())? {
+                let Ok(d) = fsops::open_dir_beneath(objects.as_fd(), sub.to_bytes()) else {
+                    continue;
+                };
+                for n in fsops::names(d.as_fd())? {
+                    let keep_it = unhex(&n.to_string_lossy())
+                        .ok()
+                        .and_then(|v| <[u8; 16]>::try_from(v.as_slice()).ok())
+                        .is_some_and(|h| referenced.contains(&h));
+                    if !keep_it {
+                        let _ = rustix::fs::unlinkat(&d, &n, AtFlags::empty());
+                    }
+                }
+            }
+        } else {
+            for h in candidates.difference(&referenced) {
+                drop(&object_name(h));
+            }
+        }
+        // No fsync: a removal lost to a crash only leaves garbage for a later
+        // full scan; `current` is already durable.
         Ok(older)
     }
 

@@ -1,6 +1,7 @@
-//! Writing one generation: walk DIR, hard-link what is unchanged from the
-//! current generation, copy what changed, fsync everything written, write the
-//! manifest, rename the generation into place, switch `current`, prune.
+//! Writing one generation: walk DIR, refer to the current generation's
+//! object for what is unchanged (never copied again), copy what changed into
+//! new objects, fsync everything written, write the manifest, rename the
+//! generation into place, switch `current`, prune.
 //!
 //! A file that keeps changing while it is copied (its size, mtime or ctime
 //! differ after the copy, or a recently touched file hashes differently on a
@@ -16,13 +17,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
 use super::fsops::{self, Obj};
 use super::manifest::{self, Entry, Kind};
 use super::scan::{self, Verdict, show};
-use super::store::{Store, gen_name};
+use super::store::{OBJECT_TMP, Store, gen_name, object_name};
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct SyncReport {
@@ -77,11 +78,16 @@ impl Flush {
 
 struct Ctx<'a> {
     src: BorrowedFd<'a>,
-    data: BorrowedFd<'a>,
-    prev_data: Option<BorrowedFd<'a>>,
+    /// STORE/objects.
+    objects: BorrowedFd<'a>,
     buf: Vec<u8>,
     flush: Flush,
     cancel: &'a AtomicBool,
+    /// Objects this sync added (removed again if it fails).
+    created: Vec<String>,
+    /// Fan-out directories that got a new entry (fsynced before the switch).
+    dirty_dirs: std::collections::BTreeSet<String>,
+    tmp_seq: u64,
 }
 
 enum Copied {
@@ -173,17 +179,15 @@ impl Ctx<'_> {
             let xattrs = Obj::Fd(fd.as_fd())
                 .all()
                 .with_context(|| format!("xattrs of {}", show(rel)))?;
+            self.tmp_seq += 1;
+            let tmp = format!("{OBJECT_TMP}{}-{}", std::process::id(), self.tmp_seq);
             let dst = rustix::fs::openat(
-                self.data,
-                fsops::os(rel),
-                OFlags::WRONLY
-                    | OFlags::CREATE
-                    | OFlags::TRUNC
-                    | OFlags::NOFOLLOW
-                    | OFlags::CLOEXEC,
+                self.objects,
+                tmp.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
                 Mode::from_raw_mode(0o600),
             )
-            .with_context(|| format!("store: create data for {}", show(rel)))?;
+            .with_context(|| format!("store: create the object for {}", show(rel)))?;
             let hash = fsops::copy_hash(fd.as_fd(), &pre, Some(dst.as_fd()), &mut self.buf)
                 .with_context(|| format!("copying {} into the store", show(rel)))?;
             let post = rustix::fs::fstat(&fd)?;
@@ -198,9 +202,11 @@ impl Ctx<'_> {
             }
             drop(leased);
             if !settled {
+                let _ = rustix::fs::unlinkat(self.objects, tmp.as_str(), AtFlags::empty());
                 std::thread::sleep(Duration::from_millis(5 * attempt));
                 continue;
             }
+            self.publish(&tmp, &hash)?;
             self.flush.push(dst)?;
             let mut e = scan::entry_from_stat(rel.to_vec(), &pre);
             e.hash = Some(hash);
@@ -210,12 +216,37 @@ impl Ctx<'_> {
         Ok(Copied::Unsettled)
     }
 
-    fn link_prev(&self, rel: &[u8]) -> rustix::io::Result<()> {
-        let Some(prev) = self.prev_data else {
-            return Err(Errno::NOENT);
-        };
-        let p = fsops::os(rel);
-        rustix::fs::linkat(prev, p, self.data, p, rustix::fs::AtFlags::empty())
+    /// Give the finished temp object its name (its content identity). An
+    /// object of that name already holds the same content: it is kept (it
+    /// may be referenced and is durable) and the temp one dropped.
+    fn publish(&mut self, tmp: &str, h: &[u8; 16]) -> Result<()> {
+        let sub = format!("{:02x}", h[0]);
+        match rustix::fs::mkdirat(self.objects, sub.as_str(), Mode::from_raw_mode(0o700)) {
+            Ok(()) => {
+                self.dirty_dirs.insert(String::new());
+            }
+            Err(Errno::EXIST) => {}
+            Err(e) => return Err(e).context("store: mkdir in objects"),
+        }
+        let name = object_name(h);
+        match rustix::fs::renameat_with(
+            self.objects,
+            tmp,
+            self.objects,
+            name.as_str(),
+            RenameFlags::NOREPLACE,
+        ) {
+            Ok(()) => {
+                self.created.push(name);
+                self.dirty_dirs.insert(sub);
+                Ok(())
+            }
+            Err(Errno::EXIST) => {
+                rustix::fs::unlinkat(self.objects, tmp, AtFlags::empty())?;
+                Ok(())
+            }
+            Err(e) => Err(e).context("store: naming an object"),
+        }
     }
 
     /// Hash the source without copying (for a file whose stat moved but
@@ -260,7 +291,6 @@ pub fn sync(
         .iter()
         .map(|e| (e.path.as_slice(), e))
         .collect();
-    let prev_data = prev_gen.map(|g| store.data_fd(g)).transpose()?;
     let scan = scan::walk(src)?;
     let live = match prev_gen {
         Some(g) => store.live_index(g, scan.dev),
@@ -269,29 +299,27 @@ pub fn sync(
     let g = store.next_gen()?;
     let partial = Store::partial_name(g);
     let sfd = store.fd();
-    rustix::fs::mkdirat(sfd, partial.as_str(), Mode::from_raw_mode(0o700))
-        .with_context(|| format!("store {}: mkdir {partial}", store.path.display()))?;
+    let objects = store.objects_fd()?;
+    let mut cx = Ctx {
+        src,
+        objects: objects.as_fd(),
+        buf: Vec::new(),
+        flush: Flush { files: Vec::new() },
+        cancel,
+        created: Vec::new(),
+        dirty_dirs: Default::default(),
+        tmp_seq: 0,
+    };
     let result = (|| -> Result<(Vec<Entry>, SyncReport)> {
-        rustix::fs::mkdirat(
-            sfd,
-            format!("{partial}/data").as_str(),
-            Mode::from_raw_mode(0o700),
-        )?;
-        let data = fsops::open_dir_beneath(sfd, format!("{partial}/data").as_bytes())?;
-        let mut cx = Ctx {
-            src,
-            data: data.as_fd(),
-            prev_data: prev_data.as_ref().map(|d| d.as_fd()),
-            buf: Vec::new(),
-            flush: Flush { files: Vec::new() },
-            cancel,
-        };
+        rustix::fs::mkdirat(sfd, partial.as_str(), Mode::from_raw_mode(0o700))
+            .with_context(|| format!("store {}: mkdir {partial}", store.path.display()))?;
         let (entries, mut rep) = write_entries(&mut cx, &scan, &prev_map, &live)?;
         cx.flush.drain()?;
-        // Directories last, after every entry in them exists.
-        for e in entries.iter().filter(|e| e.kind == Kind::Dir) {
-            let d = fsops::open_dir_beneath(data.as_fd(), &e.path)?;
-            rustix::fs::fsync(&d).context("fsync of a directory in the store")?;
+        // The directories that got new objects, after every object in them
+        // is named, so each name is as durable as its data.
+        for d in &cx.dirty_dirs {
+            let fd = fsops::open_dir_beneath(cx.objects, d.as_bytes())?;
+            rustix::fs::fsync(&fd).context("fsync of an objects directory")?;
         }
         let bytes = manifest::encode(&entries, now_unix_ns());
         let mf = rustix::fs::openat(
@@ -314,10 +342,15 @@ pub fn sync(
         Ok(x) => x,
         Err(e) => {
             // The previous generation was only ever read; remove our partial
-            // one so a full disk is not fuller for the next try.
+            // one and the objects only it would have used, so a full disk is
+            // not fuller for the next try.
             if let Ok(n) = CString::new(partial.clone()) {
                 let _ = fsops::remove_tree(sfd, &n);
             }
+            for o in &cx.created {
+                let _ = rustix::fs::unlinkat(&objects, o.as_str(), AtFlags::empty());
+            }
+            let _ = store.sweep();
             return Err(e.context(format!(
                 "sync failed; nothing switched, the store still holds {}",
                 prev_gen.map_or("no generation".to_string(), gen_name)
@@ -328,7 +361,7 @@ pub fn sync(
         .context("renaming the new generation into place")?;
     store.fsync_dir()?;
     store.switch(g)?;
-    rep.pruned = store.prune(keep)?;
+    rep.pruned = store.prune(keep, swept > 0)?;
     rep.generation = g;
     rep.previous_generation = prev_gen;
     rep.entries = entries.len() as u64;
@@ -354,14 +387,6 @@ fn write_entries(
         let cur = &f.e;
         let rel = cur.path.as_slice();
         match cur.kind {
-            Kind::Dir => {
-                if !rel.is_empty() {
-                    rustix::fs::mkdirat(cx.data, fsops::os(rel), Mode::from_raw_mode(0o700))
-                        .with_context(|| format!("store: mkdir {}", show(rel)))?;
-                }
-                out.push(cur.clone());
-                continue;
-            }
             Kind::File => {}
             _ => {
                 out.push(cur.clone());
@@ -371,9 +396,8 @@ fn write_entries(
         if f.nlink > 1
             && let Some(first) = links.get(&cur.ino)
         {
-            let (a, b) = (fsops::os(first), fsops::os(rel));
-            rustix::fs::linkat(cx.data, a, cx.data, b, rustix::fs::AtFlags::empty())
-                .with_context(|| format!("store: link {}", show(rel)))?;
+            // Another name of a file already in this generation: the
+            // manifest says so; a restore links it.
             let mut e = cur.clone();
             e.kind = Kind::HardLink(first.clone());
             out.push(e);
@@ -394,7 +418,8 @@ fn write_entries(
             }
         }
         let e = match (verdict, p) {
-            (Verdict::Same, Some(p)) if cx.link_prev(rel).is_ok() => {
+            // Unchanged: the new generation refers to the same object.
+            (Verdict::Same, Some(p)) if p.hash.is_some() => {
                 rep.linked_files += 1;
                 // The walk does not read a file's xattrs; unchanged, they are
                 // the previous generation's (setting one moves the ctime).
@@ -413,7 +438,7 @@ fn write_entries(
                 Copied::Unsettled => {
                     rep.unsettled.push(show(rel));
                     match p {
-                        Some(p) if p.is_file() && cx.link_prev(rel).is_ok() => p.clone(),
+                        Some(p) if p.is_file() && p.hash.is_some() => p.clone(),
                         _ => continue,
                     }
                 }
