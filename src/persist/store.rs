@@ -7,10 +7,9 @@
 //!
 //! The pointer is switched the only way that survives a power cut at any
 //! instant: a new symlink under a temp name, rename(2) over `current`, fsync
-//! of STORE. A generation is written under `.partial-gen-NNNNNN`, fsynced
-//! (files and directories), renamed to `gen-NNNNNN`, and only then pointed
-//! to; a `.partial-*` left by a kill is never read and is swept by the next
-//! sync. Objects hold content only (mode 0600, owned by whoever syncs):
+//! of STORE. A generation is written in full and made durable before the
+//! pointer names it; a generation newer than `current` (left by a kill) is
+//! never read and is swept by the next sync. Objects hold content only (mode 0600, owned by whoever syncs):
 //! modes, owners, times and xattrs live in the manifest, so an unchanged file
 //! is shared between generations whatever its metadata does, and a sync or
 //! a prune touches only what changed, never one entry per file of DIR.
@@ -150,19 +149,11 @@ impl Store {
         Ok(v)
     }
 
-    /// The newest complete generation: the one `current` names, or when
-    /// there is no pointer (a first sync killed between its rename and the
-    /// pointer switch) the newest whose manifest reads back whole.
+    /// The newest complete generation: the one `current` names. A
+    /// generation is complete only once the pointer names it (it is written
+    /// and made durable first); any newer one is a sync that did not finish.
     pub fn newest_complete(&self) -> Result<Option<u64>> {
-        if let Some(g) = self.current()? {
-            return Ok(Some(g));
-        }
-        for g in self.generations()?.into_iter().rev() {
-            if self.manifest(g).is_ok() {
-                return Ok(Some(g));
-            }
-        }
-        Ok(None)
+        self.current()
     }
 
     pub fn manifest(&self, g: u64) -> Result<(Vec<Entry>, i128)> {
@@ -189,13 +180,16 @@ impl Store {
         fsops::open_beneath(self.fd(), object_rel(h).as_bytes(), OFlags::RDONLY)
     }
 
-    /// Remove what a killed sync left: `.partial-gen-*`, a pointer temp and
-    /// objects never finished (`objects/.tmp-*`).
+    /// Remove what a killed sync left: generations newer than `current` (or
+    /// any, when there is no pointer yet), a pointer temp and objects never
+    /// finished (`objects/.tmp-*`).
     pub fn sweep(&self) -> Result<usize> {
+        let cur = self.current()?;
         let mut n = 0;
         for name in fsops::names(self.fd())? {
             let b = name.to_bytes();
-            if b.starts_with(PARTIAL.as_bytes()) || b == CURRENT_TMP.as_bytes() {
+            let unfinished = parse_gen(b).is_some_and(|g| cur.is_none_or(|c| g > c));
+            if unfinished || b.starts_with(PARTIAL.as_bytes()) || b == CURRENT_TMP.as_bytes() {
                 fsops::remove_tree(self.fd(), &name)
                     .with_context(|| format!("removing leftover {}", String::from_utf8_lossy(b)))?;
                 n += 1;
@@ -214,10 +208,6 @@ impl Store {
     pub fn next_gen(&self) -> Result<u64> {
         let max_dir = self.generations()?.last().copied().unwrap_or(0);
         Ok(max_dir.max(self.current()?.unwrap_or(0)) + 1)
-    }
-
-    pub fn partial_name(g: u64) -> String {
-        format!("{PARTIAL}{g:06}")
     }
 
     pub fn fsync_dir(&self) -> Result<()> {
