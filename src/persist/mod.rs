@@ -153,19 +153,60 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
         }
         Err(e) => return Err(e),
     };
-    if req.json {
-        crate::render::print_json(&rep)?;
+    report_sync(&dir, &store_path, &rep, req.json)?;
+    if !rep.pruned.is_empty() {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        empty_trash_in_background(&store_path);
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// Free the pruned generations' space after this command returns: the new
+/// generation is durable and current already, and freeing blocks costs a
+/// journal round trip per file on ext4. A detached child does it (stdio on
+/// /dev/null, every other fd closed, so no pipe or lock is held open); if it
+/// is killed, the next sync empties the trash first.
+fn empty_trash_in_background(store: &Path) {
+    // SAFETY: tmpfsctl's sync path is single-threaded, so the child may
+    // allocate; fork failure (-1) just leaves the trash to the next sync.
+    let pid = unsafe { libc::fork() };
+    if pid != 0 {
+        return;
+    }
+    // SAFETY: plain syscalls on fds this child owns; _exit skips the
+    // parent's atexit handlers and buffered output.
+    unsafe {
+        libc::setsid();
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if null >= 0 {
+            for fd in 0..3 {
+                libc::dup2(null, fd);
+            }
+        }
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+    }
+    if let Ok(s) = Store::open(store) {
+        let _ = s.empty_trash(true);
+    }
+    // SAFETY: see above.
+    unsafe { libc::_exit(0) }
+}
+
+fn report_sync(dir: &Path, store_path: &Path, rep: &sync::SyncReport, json: bool) -> Result<()> {
+    if json {
+        crate::render::print_json(rep)?;
     } else {
         println!(
-            "{}: {} written to {} ({} files, {}): {} changed file(s) copied ({}), {} unchanged linked, in {:.3} s",
-            safe_path(&dir),
+            "{}: {} written to {} ({} files, {}): {} changed file(s) copied ({}), {} unchanged shared, in {:.3} s",
+            safe_path(dir),
             gen_name(rep.generation),
-            safe_path(&store_path),
+            safe_path(store_path),
             rep.files,
             fmt_bytes(rep.bytes),
             rep.copied_files,
             fmt_bytes(rep.copied_bytes),
-            rep.linked_files,
+            rep.shared_files,
             rep.duration_ns as f64 / 1e9
         );
         for p in &rep.unsettled {
@@ -181,7 +222,7 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
             );
         }
     }
-    Ok(ExitCode::Ok)
+    Ok(())
 }
 
 #[derive(Debug, serde::Serialize)]

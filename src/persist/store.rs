@@ -15,7 +15,6 @@
 //! a prune touches only what changed, never one entry per file of DIR.
 
 use std::collections::HashSet;
-use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -34,6 +33,8 @@ const PARTIAL: &str = ".partial-gen-";
 const LIVE_INDEX: &str = "live-index";
 const LOCK: &str = "lock";
 pub const OBJECTS: &str = "objects";
+const TRASH: &str = "trash";
+const TRASH_LOCK: &str = "trash.lock";
 /// Prefix of an object being written (renamed to its hash when complete).
 pub const OBJECT_TMP: &str = ".tmp-";
 
@@ -240,6 +241,7 @@ impl Store {
         let keep_older = keep.max(1) - 1;
         let cut = older.len().saturating_sub(keep_older);
         older.truncate(cut);
+        let trash = self.trash_fd()?;
         let mut candidates: HashSet<[u8; 16]> = HashSet::new();
         for &g in &older {
             // A generation whose manifest cannot be read offers no candidates
@@ -247,8 +249,7 @@ impl Store {
             if let Ok((entries, _)) = self.manifest(g) {
                 candidates.extend(entries.iter().filter_map(|e| e.hash));
             }
-            let name = CString::new(gen_name(g))?;
-            fsops::remove_tree(self.fd(), &name)
+            rustix::fs::renameat(&self.fd, gen_name(g).as_str(), &trash, gen_name(g).as_str())
                 .with_context(|| format!("removing old generation {}", gen_name(g)))?;
         }
         if candidates.is_empty() && !full {
@@ -260,8 +261,11 @@ impl Store {
             referenced.extend(entries.iter().filter_map(|e| e.hash));
         }
         let objects = self.objects_fd()?;
-        let drop = |name: &str| {
-            let _ = rustix::fs::unlinkat(&objects, name, AtFlags::empty());
+        // Into the trash by rename: freeing a file's blocks costs a journal
+        // round trip each on ext4 (more with `discard`), a rename does not;
+        // the trash is emptied after the sync has returned.
+        let discard = |dir: BorrowedFd<'_>, name: &str, hexname: &str| {
+            let _ = rustix::fs::renameat(dir, name, &trash, hexname);
         };
         if full {
             for sub in fsops::names(objects.as_fd())? {
@@ -269,23 +273,54 @@ impl Store {
                     continue;
                 };
                 for n in fsops::names(d.as_fd())? {
-                    let keep_it = unhex(&n.to_string_lossy())
+                    let name = n.to_string_lossy().into_owned();
+                    let keep_it = unhex(&name)
                         .ok()
                         .and_then(|v| <[u8; 16]>::try_from(v.as_slice()).ok())
                         .is_some_and(|h| referenced.contains(&h));
                     if !keep_it {
-                        let _ = rustix::fs::unlinkat(&d, &n, AtFlags::empty());
+                        discard(d.as_fd(), &name, &name);
                     }
                 }
             }
         } else {
             for h in candidates.difference(&referenced) {
-                drop(&object_name(h));
+                discard(objects.as_fd(), &object_name(h), &hex(h));
             }
         }
         // No fsync: a removal lost to a crash only leaves garbage for a later
         // full scan; `current` is already durable.
         Ok(older)
+    }
+
+    /// STORE/trash, created when missing.
+    fn trash_fd(&self) -> Result<OwnedFd> {
+        match rustix::fs::mkdirat(&self.fd, TRASH, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(e).context("store: mkdir trash"),
+        }
+        Ok(fsops::open_dir_beneath(self.fd(), TRASH.as_bytes())?)
+    }
+
+    /// Free what prune put in the trash, unless another process is at it.
+    pub fn empty_trash(&self, wait: bool) -> Result<()> {
+        let lock = rustix::fs::openat(
+            &self.fd,
+            TRASH_LOCK,
+            OFlags::RDWR | OFlags::CREATE | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::from_raw_mode(0o600),
+        )?;
+        let op = if wait {
+            FlockOperation::LockExclusive
+        } else {
+            FlockOperation::NonBlockingLockExclusive
+        };
+        if rustix::fs::flock(&lock, op).is_err() {
+            return Ok(());
+        }
+        let trash = self.trash_fd()?;
+        fsops::clear_dir(trash.as_fd()).context("emptying the store's trash")?;
+        Ok(())
     }
 
     /// Inode and ctime of each file as the last restore of generation `g`

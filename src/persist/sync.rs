@@ -34,7 +34,7 @@ pub struct SyncReport {
     pub bytes: u64,
     pub copied_files: u64,
     pub copied_bytes: u64,
-    pub linked_files: u64,
+    pub shared_files: u64,
     /// Files that changed throughout the sync: their previous version kept.
     pub unsettled: Vec<String>,
     pub skipped_mounts: Vec<String>,
@@ -249,6 +249,9 @@ pub fn sync(
     ignore_sigio();
     let _lock = store.lock()?;
     let swept = store.sweep()?;
+    // What a previous prune left for a background emptier that did not run
+    // (killed with its service, say): freed now, before writing.
+    store.empty_trash(false)?;
     let prev_gen = store.newest_complete()?;
     let (prev_entries, _) = match prev_gen {
         Some(g) => store.manifest(g)?,
@@ -380,7 +383,7 @@ fn write_entries(
         let e = match (verdict, p) {
             // Unchanged: the new generation refers to the same object.
             (Verdict::Same, Some(p)) if p.hash.is_some() => {
-                rep.linked_files += 1;
+                rep.shared_files += 1;
                 // The walk does not read a file's xattrs; unchanged, they are
                 // the previous generation's (setting one moves the ctime).
                 let mut e = entry.unwrap_or_else(|| cur.clone());
