@@ -14,7 +14,10 @@
 # rewrites CHANGED_PCT % of the files (new random content, same size) and
 # then runs both syncs, in alternating order, so each sees exactly the same
 # change since its own last sync and a busy spell on the machine hits both.
-# Prints each round, the medians and their ratio.
+# Prints each round, the medians and their ratio. persist's time is until the
+# command returns (the new generation durable and current); the freeing of
+# pruned generations it leaves to a detached child is waited for, untimed,
+# before the next command runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-9}
@@ -44,6 +47,9 @@ done
 changed=$(( (FILES * PCT + 99) / 100 ))
 export TMPFSCTL_PERSIST_REGISTRY="$work/registry.json"
 psync() { "$bin" persist sync "$work/hot" --store "$work/store" >/dev/null; }
+# persist frees pruned generations in a detached child after it returns; wait
+# for that (untimed) so it never overlaps the next command's timing.
+settle() { while [ -n "$(ls -A "$work/store/trash" 2>/dev/null)" ]; do sleep 0.01; done; }
 rsync_flush() { rsync -a --delete "$work/hot/" "$work/copy/" && sync -f "$work/copy"; }
 ns() { date +%s%N; }
 psync
@@ -57,10 +63,10 @@ for r in $(seq 1 "$ROUNDS"); do
     head -c "$((per_kib * 1024))" /dev/urandom > "$work/hot/d$((i % 16))/f$i"
   done
   if (( r % 2 )); then
-    t0=$(ns); psync; t1=$(ns); rsync_flush; t2=$(ns)
-    p=$((t1 - t0)); q=$((t2 - t1))
+    t0=$(ns); psync; t1=$(ns); settle; t2=$(ns); rsync_flush; t3=$(ns)
+    p=$((t1 - t0)); q=$((t3 - t2))
   else
-    t0=$(ns); rsync_flush; t1=$(ns); psync; t2=$(ns)
+    t0=$(ns); rsync_flush; t1=$(ns); psync; t2=$(ns); settle
     q=$((t1 - t0)); p=$((t2 - t1))
   fi
   p_all+=("$p"); r_all+=("$q")
