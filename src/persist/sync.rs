@@ -79,11 +79,18 @@ const LEASE_TRIES: u64 = 3;
 struct Lease<'f>(BorrowedFd<'f>);
 
 impl<'f> Lease<'f> {
-    fn take(fd: &'f OwnedFd) -> Option<Lease<'f>> {
+    /// The lease, or whether trying again may get one (EAGAIN: open for
+    /// writing now; anything else, such as EACCES for a file someone else
+    /// owns when not root, will not change).
+    fn take(fd: &'f OwnedFd) -> Result<Lease<'f>, bool> {
         use std::os::fd::AsRawFd;
         // SAFETY: fcntl on an fd we own, with integer arguments only.
         let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) };
-        (r == 0).then(|| Lease(fd.as_fd()))
+        if r == 0 {
+            Ok(Lease(fd.as_fd()))
+        } else {
+            Err(std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN))
+        }
     }
 }
 
@@ -137,7 +144,7 @@ impl Ctx<'_> {
                 Err(e) => return Err(e).with_context(|| format!("open {}", show(rel))),
             };
             let leased = Lease::take(&fd);
-            if leased.is_none() && lease_misses < LEASE_TRIES {
+            if leased.as_ref().is_err_and(|&busy| busy) && lease_misses < LEASE_TRIES {
                 // Open for writing right now: give the writer a moment to
                 // close it rather than copy under its pen.
                 lease_misses += 1;
@@ -163,7 +170,7 @@ impl Ctx<'_> {
                 .with_context(|| format!("copying {} into the store", show(rel)))?;
             let post = rustix::fs::fstat(&fd)?;
             let mut settled = same_stat(&pre, &post);
-            if settled && leased.is_none() && recent(&post) {
+            if settled && leased.is_err() && recent(&post) {
                 // No lease (a writer keeps it open): only a second identical
                 // read after a pause says no write was in flight.
                 std::thread::sleep(Duration::from_millis(2));
