@@ -118,6 +118,65 @@ fn fstab_escape(p: &Path) -> String {
     s
 }
 
+/// What enable will write to make the setup survive a reboot, all checked
+/// before anything changes: the fstab line (DIR must have no entry yet) and
+/// the units (verified with `systemd-analyze verify`).
+struct Boot {
+    fstab_line: Option<String>,
+    units: Vec<(String, String)>,
+    units_verified: bool,
+}
+
+fn plan_boot(req: &EnableRequest, dir: &Path, store: &Path, size: Option<&str>) -> Result<Boot> {
+    let mut b = Boot {
+        fstab_line: None,
+        units: Vec::new(),
+        units_verified: false,
+    };
+    if req.via == PersistVia::Fstab {
+        check_no_fstab_entry(&req.fstab, dir)?;
+        b.fstab_line = Some(format!(
+            "tmpfs {} tmpfs {}nosuid,nodev 0 0",
+            fstab_escape(dir),
+            size.map_or(String::new(), |s| format!("size={s},"))
+        ));
+    }
+    if req.via != PersistVia::None {
+        let spec = units::UnitSpec {
+            dir: dir.to_path_buf(),
+            store: store.to_path_buf(),
+            interval_s: req.interval_s,
+            bin: std::env::current_exe().context("cannot tell where tmpfsctl is installed")?,
+            registry: (req.registry != Path::new(super::registry::DEFAULT_PATH))
+                .then(|| req.registry.clone()),
+            fstab_mount: req.via == PersistVia::Fstab,
+        };
+        b.units = units::render(&spec).to_vec();
+        b.units_verified = units::verify(&b.units)?;
+    }
+    Ok(b)
+}
+
+/// Write the fstab line and units; on failure undo what was written.
+fn install_boot(req: &EnableRequest, dir: &Path, boot: &Boot) -> Result<Vec<PathBuf>> {
+    if let Some(line) = &boot.fstab_line {
+        add_fstab_line(&req.fstab, dir, line)?;
+    }
+    if boot.units.is_empty() {
+        return Ok(Vec::new());
+    }
+    let r = std::fs::create_dir_all(&req.unit_dir)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| units::install(&req.unit_dir, &boot.units));
+    if r.is_err() {
+        let _ = units::remove(&req.unit_dir, dir);
+        if let Some(line) = &boot.fstab_line {
+            let _ = remove_fstab_line(&req.fstab, line);
+        }
+    }
+    r
+}
+
 pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     if !rustix::process::geteuid().is_root() {
         bail!("`tmpfsctl persist enable` needs root: it mounts a tmpfs; run it with sudo");
@@ -132,10 +191,12 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
             safe_path(&dir)
         );
     }
-    let store_path = req.store.clone().unwrap_or_else(|| default_store(&dir));
+    let store_path = std::path::absolute(req.store.clone().unwrap_or_else(|| default_store(&dir)))?;
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let already_tmpfs = mount::tmpfs_at(&mounts, &dir).is_some();
     let (mem, _) = ctx.sysroot.meminfo()?;
+    let size = req.size.map(size_option);
+    let boot = plan_boot(req, &dir, &store_path, size.as_deref())?;
     confirm(
         &format!(
             "Keep {} in RAM (tmpfs) with its durable copy in {}?",
@@ -145,7 +206,6 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
         req.yes,
     )?;
     let store = Store::create(&store_path)?;
-    let store_path = std::fs::canonicalize(&store_path)?;
     store::check_store(&store_path, &dir, &mounts)?;
     let dfd = open_dir(&dir)?;
     let never = AtomicBool::new(false);
@@ -163,7 +223,6 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
             gen_name(rep.generation)
         );
     }
-    let size = req.size.map(size_option);
     if !already_tmpfs {
         let mut live = None;
         mount::mount_dir(&dir, size.as_deref(), |root| {
@@ -176,7 +235,39 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
             store.write_live_index(rep.generation, dev, &l)?;
         }
     }
-    let mut out = EnableReport {
+    let installed = install_boot(req, &dir, &boot).and_then(|u| {
+        reg.put(Registered {
+            dir: dir.clone(),
+            store: store_path.clone(),
+            size: size.clone(),
+            interval_s: req.interval_s,
+            keep: req.keep,
+            persist: req.via.name().into(),
+            unit_dir: (req.via != PersistVia::None).then(|| req.unit_dir.clone()),
+            fstab: (req.via == PersistVia::Fstab).then(|| req.fstab.clone()),
+            fstab_line: boot.fstab_line.clone(),
+        });
+        reg.save(&req.registry)?;
+        Ok(u)
+    });
+    let units_written = match installed {
+        Ok(u) => u,
+        Err(e) => {
+            // The tmpfs holds exactly generation 1 (nothing has written to it
+            // yet): unmounting it loses nothing and leaves DIR as it was.
+            if !already_tmpfs {
+                let _ = mount::unmount(&dir);
+            }
+            if req.via != PersistVia::None {
+                let _ = units::remove(&req.unit_dir, &dir);
+            }
+            if let Some(line) = &boot.fstab_line {
+                let _ = remove_fstab_line(&req.fstab, line);
+            }
+            return Err(e.context("enable failed; DIR is back as it was (the store is kept)"));
+        }
+    };
+    let out = EnableReport {
         dir: dir.clone(),
         store: store_path.clone(),
         generation: rep.generation,
@@ -184,49 +275,10 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
         bytes: rep.bytes,
         mounted: !already_tmpfs,
         persist: req.via.name(),
-        units: Vec::new(),
-        units_verified: false,
-        fstab: None,
-    };
-    let mut fstab_line = None;
-    if req.via == PersistVia::Fstab {
-        let line = format!(
-            "tmpfs {} tmpfs {}nosuid,nodev 0 0",
-            fstab_escape(&dir),
-            size.as_ref()
-                .map_or(String::new(), |s| format!("size={s},"))
-        );
-        add_fstab_line(&req.fstab, &dir, &line)?;
-        out.fstab = Some(req.fstab.clone());
-        fstab_line = Some(line);
-    }
-    if req.via != PersistVia::None {
-        let spec = units::UnitSpec {
-            dir: dir.clone(),
-            store: store_path.clone(),
-            interval_s: req.interval_s,
-            bin: std::env::current_exe().context("cannot tell where tmpfsctl is installed")?,
-            registry: (req.registry != Path::new(super::registry::DEFAULT_PATH))
-                .then(|| req.registry.clone()),
-            fstab_mount: req.via == PersistVia::Fstab,
-        };
-        let u = units::render(&spec);
-        out.units_verified = units::verify(&u)?;
-        std::fs::create_dir_all(&req.unit_dir)?;
-        out.units = units::install(&req.unit_dir, &u)?;
-    }
-    reg.put(Registered {
-        dir: dir.clone(),
-        store: store_path.clone(),
-        size,
-        interval_s: req.interval_s,
-        keep: req.keep,
-        persist: req.via.name().into(),
-        unit_dir: (req.via != PersistVia::None).then(|| req.unit_dir.clone()),
+        units: units_written,
+        units_verified: boot.units_verified,
         fstab: (req.via == PersistVia::Fstab).then(|| req.fstab.clone()),
-        fstab_line,
-    });
-    reg.save(&req.registry)?;
+    };
     if req.json {
         crate::render::print_json(&out)?;
     } else {
@@ -259,13 +311,16 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-fn add_fstab_line(fstab: &Path, dir: &Path, line: &str) -> Result<()> {
-    let text = match std::fs::read(fstab) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e).with_context(|| format!("--fstab {}", fstab.display())),
-    };
-    let f = crate::sys::fstab::Fstab::parse(&text);
+fn read_fstab(fstab: &Path) -> Result<Vec<u8>> {
+    match std::fs::read(fstab) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("--fstab {}", fstab.display())),
+    }
+}
+
+fn check_no_fstab_entry(fstab: &Path, dir: &Path) -> Result<()> {
+    let f = crate::sys::fstab::Fstab::parse(&read_fstab(fstab)?);
     if let Some(e) = f.entry_for(dir) {
         bail!(
             "--fstab {} already has an entry for {} ({} {}); remove it or use --persist systemd",
@@ -275,7 +330,12 @@ fn add_fstab_line(fstab: &Path, dir: &Path, line: &str) -> Result<()> {
             e.vfstype
         );
     }
-    let mut new = text.clone();
+    Ok(())
+}
+
+fn add_fstab_line(fstab: &Path, dir: &Path, line: &str) -> Result<()> {
+    check_no_fstab_entry(fstab, dir)?;
+    let mut new = read_fstab(fstab)?;
     if !new.is_empty() && !new.ends_with(b"\n") {
         new.push(b'\n');
     }

@@ -78,9 +78,11 @@ pub fn render(spec: &UnitSpec) -> [(String, String); 3] {
     let [main, sync, timer] = names(&spec.dir);
     let shown = crate::render::term::safe_path(&spec.dir).replace('%', "%%");
     let head = "# Written by `tmpfsctl persist enable`; `tmpfsctl persist disable` removes it.\n";
+    // With an fstab line DIR's tmpfs is a mount unit systemd generates at
+    // boot: restore after it (RequiresMountsFor also names it when it does
+    // not exist yet, so the unit verifies before the next daemon-reload).
     let mount_dep = if spec.fstab_mount {
-        let m = crate::sys::systemd::mount_unit_name(&spec.dir);
-        format!("Requires={m}\nAfter={m}\n")
+        format!("RequiresMountsFor={}\n", quote(&spec.dir))
     } else {
         String::new()
     };
