@@ -104,6 +104,18 @@ impl Drop for Lease<'_> {
     }
 }
 
+/// Wait until no write to the file is in flight. A write holds the inode
+/// lock from before it updates mtime/ctime until its last byte is in, and
+/// lseek(SEEK_DATA) takes that lock (tmpfs exclusively, ext4 shared), so it
+/// returns only after a write in progress has finished. Between a barrier
+/// and our fstat, then, the file is whole; a write that starts after that
+/// fstat moves mtime/ctime (multigrain timestamps make even one within the
+/// same clock tick visible once a stat has read them), which the fstat after
+/// the closing barrier sees. The result of the seek is irrelevant.
+fn write_barrier(fd: &OwnedFd) {
+    let _ = rustix::fs::seek(fd, rustix::fs::SeekFrom::Data(0));
+}
+
 /// A lease break is announced with SIGIO, whose default action kills; the
 /// break itself needs no handling (we let go right after the copy).
 fn ignore_sigio() {
@@ -153,6 +165,7 @@ impl Ctx<'_> {
                 std::thread::sleep(Duration::from_millis(lease_misses));
                 continue;
             }
+            write_barrier(&fd);
             let pre = rustix::fs::fstat(&fd)?;
             let xattrs = Obj::Fd(fd.as_fd())
                 .all()
@@ -168,13 +181,16 @@ impl Ctx<'_> {
             .with_context(|| format!("store: create the object for {}", show(rel)))?;
             let hash = fsops::copy_hash(fd.as_fd(), &pre, Some(dst.as_fd()), &mut self.buf)
                 .with_context(|| format!("copying {} into the store", show(rel)))?;
+            write_barrier(&fd);
             let post = rustix::fs::fstat(&fd)?;
             let mut settled = same_stat(&pre, &post);
             if settled && leased.is_err() && recent(&post) {
-                // No lease (a writer keeps it open): only a second identical
-                // read after a pause says no write was in flight.
+                // No lease (a writer keeps it open) and changed just now: a
+                // second identical read after a pause as well, in case the
+                // filesystem's timestamps are too coarse to show a write.
                 std::thread::sleep(Duration::from_millis(2));
                 let again = fsops::copy_hash(fd.as_fd(), &post, None, &mut self.buf)?;
+                write_barrier(&fd);
                 let after = rustix::fs::fstat(&fd)?;
                 settled = again == hash && same_stat(&post, &after);
             }

@@ -22,17 +22,30 @@ fn concurrent_writer_each_file_is_old_or_new_never_torn() {
     let dir = w.dir.clone();
     let st = stop.clone();
     // In-place rewrites (no truncate, one pwrite of the whole file): every
-    // version is one byte repeated, so a torn copy shows two bytes.
+    // version is one byte repeated, so a torn copy shows two bytes. Files
+    // f1.. are opened for each write (a read lease protects their copies);
+    // f0 stays open for writing the whole time, like a log (no lease: the
+    // write barrier and the stat checks protect it).
     let writer = std::thread::spawn(move || {
+        let held = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("f0"))
+            .unwrap();
         let mut v = 0u8;
         let mut n = 0u64;
         while !st.load(std::sync::atomic::Ordering::Relaxed) {
             v = v.wrapping_add(1);
-            let f = std::fs::OpenOptions::new()
-                .write(true)
-                .open(dir.join(format!("f{}", v as usize % N)))
-                .unwrap();
-            rustix::io::pwrite(&f, &vec![b'a' + v % 26; LEN], 0).unwrap();
+            let i = v as usize % N;
+            let data = vec![b'a' + v % 26; LEN];
+            if i == 0 {
+                rustix::io::pwrite(&held, &data, 0).unwrap();
+            } else {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(dir.join(format!("f{i}")))
+                    .unwrap();
+                rustix::io::pwrite(&f, &data, 0).unwrap();
+            }
             n += 1;
         }
         n
