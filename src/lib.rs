@@ -9,6 +9,7 @@ pub mod context;
 pub mod explain;
 pub mod fleet;
 pub mod mounts;
+pub mod persist;
 pub mod render;
 pub mod status;
 pub mod sys;
@@ -53,6 +54,7 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
         Command::Advise(a) => advise::run(&ctx, &a),
         Command::Top(a) => top::run(&ctx, &a.query()),
         Command::Explain(a) => explain::run(&ctx, &a.query()),
+        Command::Persist(a) => a.run(&ctx),
         Command::Completions(a) => cli::docs::completions(&a),
         Command::Man(a) => cli::docs::man(&a),
         Command::Help(a) => cli::docs::help(&a),

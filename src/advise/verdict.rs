@@ -94,6 +94,14 @@ pub fn decide(dir: &str, f: &Facts) -> Verdict {
     };
     let mut reasons = reasons;
     reasons.push(reason);
+    let mut risks = risks;
+    if kind == Kind::Move && !is_scratch(dir) {
+        // Scratch dirs are meant to be emptied; anything else usually is not.
+        risks.push(format!(
+            "a reboot or power loss empties a tmpfs: if {dir} must survive one, \
+             `tmpfsctl persist enable {dir}` keeps it in RAM with a crash-safe copy on disk"
+        ));
+    }
     Verdict {
         kind,
         headline,
@@ -101,6 +109,12 @@ pub fn decide(dir: &str, f: &Facts) -> Verdict {
         risks,
         size_bytes,
     }
+}
+
+/// Directories whose content is expected to vanish at a reboot (/var/tmp is
+/// not one: the FHS says it survives reboots).
+fn is_scratch(dir: &str) -> bool {
+    matches!(dir.trim_end_matches('/'), "/tmp" | "/dev/shm" | "/run")
 }
 
 /// What is said whatever the verdict: usage, swap, inodes, measured speed-ups.

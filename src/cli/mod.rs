@@ -6,6 +6,7 @@ pub mod docs;
 pub mod explain;
 pub mod fleet;
 pub mod mounts;
+pub mod persist;
 pub mod status;
 pub mod top;
 pub mod workspace;
@@ -65,6 +66,8 @@ pub enum Command {
     Top(top::TopArgs),
     /// Why a write at PATH fails or would fail, and what tmpfiles will delete there
     Explain(explain::ExplainArgs),
+    /// Keep a directory in RAM with a crash-safe copy on disk
+    Persist(persist::PersistArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions(docs::CompletionsArgs),
     /// Print the man page (roff), or a command's page: `tmpfsctl man apply`

@@ -11,6 +11,7 @@ mod cli;
 mod explain;
 mod fleet;
 mod mounts;
+mod persist;
 mod status;
 mod top;
 mod workspace;

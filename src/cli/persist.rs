@@ -1,0 +1,229 @@
+//! `tmpfsctl persist` arguments; each subcommand converts to the plain
+//! request the library takes.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use crate::persist::admin::{DisableRequest, EnableRequest, PersistVia};
+use crate::persist::status::StatusRequest;
+use crate::persist::{RestoreRequest, SyncRequest, parse_duration, registry};
+use crate::units::Size;
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  sudo tmpfsctl persist enable /var/log --store /var/lib/tmpfsctl/persist/log --size 256M --yes\n  \
+sudo tmpfsctl persist sync /var/log\n  tmpfsctl persist status --json\n  sudo tmpfsctl persist disable /var/log --yes\n\n\
+The store always holds one complete generation: a sync writes what changed into a new one, \
+hard-links the rest, fsyncs, then switches one pointer. See docs/persist.md."
+)]
+pub struct PersistArgs {
+    /// The list of persisted directories (JSON)
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "TMPFSCTL_PERSIST_REGISTRY",
+        default_value = registry::DEFAULT_PATH
+    )]
+    pub registry: PathBuf,
+    #[command(subcommand)]
+    pub cmd: PersistCmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PersistCmd {
+    /// Put DIR on tmpfs with a durable, crash-safe copy in STORE
+    Enable(EnableArgs),
+    /// Write a new generation of DIR into its store now
+    Sync(SyncArgs),
+    /// Mount the tmpfs if missing and load the newest complete generation
+    Restore(RestoreArgs),
+    /// Age of the last good sync and what a power loss would cost now
+    Status(StatusArgs),
+    /// Sync, unmount and put DIR's final tree back on disk
+    Disable(DisableArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PersistWith {
+    /// An fstab line for the tmpfs, plus the units
+    Fstab,
+    /// systemd units: restore at boot, sync on a timer and at shutdown
+    Systemd,
+    /// The live mount only (tests, one-off use)
+    None,
+}
+
+fn duration(s: &str) -> Result<u64, String> {
+    parse_duration(s)
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EnableArgs {
+    pub dir: PathBuf,
+    /// Directory on disk for the generations [default: /var/lib/tmpfsctl/persist/<escaped DIR>]
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<PathBuf>,
+    /// tmpfs size (512M, 2G, 50% of RAM) [default: the kernel's, 50%]
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<Size>,
+    /// Time between timer syncs (10min, 1h, 600)
+    #[arg(long, value_name = "DURATION", default_value = "10min", value_parser = duration)]
+    pub interval: u64,
+    /// Generations kept in the store (at least 1)
+    #[arg(long, value_name = "N", default_value_t = crate::persist::DEFAULT_KEEP)]
+    pub keep: usize,
+    /// How the setup survives a reboot
+    #[arg(long, value_name = "HOW", default_value = "systemd")]
+    pub persist: PersistWith,
+    /// fstab to edit with --persist fstab
+    #[arg(long, value_name = "FILE", default_value = "/etc/fstab")]
+    pub fstab: PathBuf,
+    /// Where to write the systemd units
+    #[arg(long, value_name = "DIR", default_value = "/etc/systemd/system")]
+    pub unit_dir: PathBuf,
+    /// Do not ask for confirmation
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SyncArgs {
+    pub dir: PathBuf,
+    /// The store [default: DIR's, from the registry]
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<PathBuf>,
+    /// Generations kept [default: as enabled, else 2]
+    #[arg(long, value_name = "N")]
+    pub keep: Option<usize>,
+    /// Sync even when DIR is empty and the store is not
+    #[arg(long)]
+    pub allow_empty: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RestoreArgs {
+    pub dir: PathBuf,
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<PathBuf>,
+    /// tmpfs size when a tmpfs has to be mounted [default: as enabled]
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<Size>,
+    /// Replace DIR's content even when it differs from the store (it is lost)
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// One persisted directory [default: all in the registry]
+    pub dir: Option<PathBuf>,
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<PathBuf>,
+    /// The sync interval to judge staleness by [default: as enabled, else 10min]
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub interval: Option<u64>,
+    /// Also write node_exporter textfile metrics to FILE (atomically)
+    #[arg(long, value_name = "FILE")]
+    pub prom: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DisableArgs {
+    pub dir: PathBuf,
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn size_text(s: Size) -> String {
+    match s {
+        Size::Bytes(b) => crate::units::tmpfs_size_option(b),
+        Size::PercentOfRam(p) => format!("{p}%"),
+    }
+}
+
+impl PersistArgs {
+    pub fn run(&self, ctx: &crate::context::Context) -> anyhow::Result<crate::context::ExitCode> {
+        let registry = self.registry.clone();
+        match &self.cmd {
+            PersistCmd::Enable(a) => {
+                if a.keep == 0 {
+                    anyhow::bail!("--keep 0: the store must keep at least the current generation");
+                }
+                crate::persist::admin::enable_cmd(
+                    ctx,
+                    &EnableRequest {
+                        dir: a.dir.clone(),
+                        store: a.store.clone(),
+                        size: a.size,
+                        interval_s: a.interval,
+                        keep: a.keep,
+                        via: match a.persist {
+                            PersistWith::Fstab => PersistVia::Fstab,
+                            PersistWith::Systemd => PersistVia::Systemd,
+                            PersistWith::None => PersistVia::None,
+                        },
+                        fstab: a.fstab.clone(),
+                        unit_dir: a.unit_dir.clone(),
+                        registry,
+                        yes: a.yes,
+                        json: a.json,
+                    },
+                )
+            }
+            PersistCmd::Sync(a) => crate::persist::sync_cmd(
+                ctx,
+                &SyncRequest {
+                    dir: a.dir.clone(),
+                    store: a.store.clone(),
+                    keep: a.keep.map(|k| k.max(1)),
+                    allow_empty: a.allow_empty,
+                    registry,
+                    json: a.json,
+                },
+            ),
+            PersistCmd::Restore(a) => crate::persist::restore_cmd(
+                ctx,
+                &RestoreRequest {
+                    dir: a.dir.clone(),
+                    store: a.store.clone(),
+                    size: a.size.map(size_text),
+                    force: a.force,
+                    registry,
+                    json: a.json,
+                },
+            ),
+            PersistCmd::Status(a) => crate::persist::status::status_cmd(
+                ctx,
+                &StatusRequest {
+                    dir: a.dir.clone(),
+                    store: a.store.clone(),
+                    interval_s: a.interval,
+                    registry,
+                    json: a.json,
+                    prom: a.prom.clone(),
+                },
+            ),
+            PersistCmd::Disable(a) => crate::persist::admin::disable_cmd(
+                ctx,
+                &DisableRequest {
+                    dir: a.dir.clone(),
+                    registry,
+                    yes: a.yes,
+                    json: a.json,
+                },
+            ),
+        }
+    }
+}

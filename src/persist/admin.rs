@@ -1,0 +1,455 @@
+//! `persist enable` and `persist disable`.
+//!
+//! enable: generation 1 is written from DIR on disk first and read back
+//! (verified), and only then is a tmpfs filled from it and mounted over DIR:
+//! at no moment is DIR's data only in RAM. disable: a last sync, unmount,
+//! the final tree written back into DIR on disk, units and registry entry
+//! removed; the store is kept (it is the user's backup; they delete it).
+
+use std::io::IsTerminal;
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context as _, Result, bail};
+
+use super::registry::{Registered, Registry};
+use super::store::{Store, gen_name};
+use super::{load, mount, open_dir, resolve_dir, store, sync, units};
+use crate::context::{Context, ExitCode};
+use crate::render::term::safe_path;
+use crate::sys::atomic::AtomicWrite;
+use crate::units::{Size, fmt_bytes};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersistVia {
+    Fstab,
+    Systemd,
+    None,
+}
+
+impl PersistVia {
+    pub fn name(self) -> &'static str {
+        match self {
+            PersistVia::Fstab => "fstab",
+            PersistVia::Systemd => "systemd",
+            PersistVia::None => "none",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct EnableRequest {
+    pub dir: PathBuf,
+    pub store: Option<PathBuf>,
+    pub size: Option<Size>,
+    pub interval_s: u64,
+    pub keep: usize,
+    pub via: PersistVia,
+    pub fstab: PathBuf,
+    pub unit_dir: PathBuf,
+    pub registry: PathBuf,
+    pub yes: bool,
+    pub json: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct DisableRequest {
+    pub dir: PathBuf,
+    pub registry: PathBuf,
+    pub yes: bool,
+    pub json: bool,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct EnableReport {
+    pub dir: PathBuf,
+    pub store: PathBuf,
+    pub generation: u64,
+    pub files: u64,
+    pub bytes: u64,
+    /// A tmpfs was mounted on DIR (false: DIR already was one).
+    pub mounted: bool,
+    pub persist: &'static str,
+    pub units: Vec<PathBuf>,
+    pub units_verified: bool,
+    pub fstab: Option<PathBuf>,
+}
+
+fn confirm(question: &str, yes: bool) -> Result<()> {
+    if yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("stdin is not a terminal, so I cannot ask for confirmation; pass --yes to go ahead");
+    }
+    eprint!("{question} [y/N] ");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    if matches!(line.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
+        Ok(())
+    } else {
+        bail!("not confirmed; nothing changed")
+    }
+}
+
+/// The default store for DIR: /var/lib/tmpfsctl/persist/<escaped DIR>.
+pub fn default_store(dir: &Path) -> PathBuf {
+    Path::new("/var/lib/tmpfsctl/persist").join(units::escaped(dir))
+}
+
+fn size_option(s: Size) -> String {
+    match s {
+        Size::Bytes(b) => crate::units::tmpfs_size_option(b),
+        Size::PercentOfRam(p) => format!("{p}%"),
+    }
+}
+
+fn fstab_escape(p: &Path) -> String {
+    let mut s = String::new();
+    for &b in p.as_os_str().as_bytes() {
+        if b.is_ascii_graphic() && b != b'\\' {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("\\{b:03o}"));
+        }
+    }
+    s
+}
+
+/// What enable will write to make the setup survive a reboot, all checked
+/// before anything changes: the fstab line (DIR must have no entry yet) and
+/// the units (verified with `systemd-analyze verify`).
+struct Boot {
+    fstab_line: Option<String>,
+    units: Vec<(String, String)>,
+    units_verified: bool,
+}
+
+fn plan_boot(req: &EnableRequest, dir: &Path, store: &Path, size: Option<&str>) -> Result<Boot> {
+    let mut b = Boot {
+        fstab_line: None,
+        units: Vec::new(),
+        units_verified: false,
+    };
+    if req.via == PersistVia::Fstab {
+        check_no_fstab_entry(&req.fstab, dir)?;
+        b.fstab_line = Some(format!(
+            "tmpfs {} tmpfs {}nosuid,nodev 0 0",
+            fstab_escape(dir),
+            size.map_or(String::new(), |s| format!("size={s},"))
+        ));
+    }
+    if req.via != PersistVia::None {
+        let spec = units::UnitSpec {
+            dir: dir.to_path_buf(),
+            store: store.to_path_buf(),
+            interval_s: req.interval_s,
+            bin: std::env::current_exe().context("cannot tell where tmpfsctl is installed")?,
+            registry: (req.registry != Path::new(super::registry::DEFAULT_PATH))
+                .then(|| req.registry.clone()),
+            fstab_mount: req.via == PersistVia::Fstab,
+        };
+        b.units = units::render(&spec).to_vec();
+        b.units_verified = units::verify(&b.units)?;
+    }
+    Ok(b)
+}
+
+/// Write the fstab line and units; on failure undo what was written.
+fn install_boot(req: &EnableRequest, dir: &Path, boot: &Boot) -> Result<Vec<PathBuf>> {
+    if let Some(line) = &boot.fstab_line {
+        add_fstab_line(&req.fstab, dir, line)?;
+    }
+    if boot.units.is_empty() {
+        return Ok(Vec::new());
+    }
+    let r = std::fs::create_dir_all(&req.unit_dir)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| units::install(&req.unit_dir, &boot.units));
+    if r.is_err() {
+        let _ = units::remove(&req.unit_dir, dir);
+        if let Some(line) = &boot.fstab_line {
+            let _ = remove_fstab_line(&req.fstab, line);
+        }
+    }
+    r
+}
+
+pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
+    if !rustix::process::geteuid().is_root() {
+        bail!("`tmpfsctl persist enable` needs root: it mounts a tmpfs; run it with sudo");
+    }
+    let dir = resolve_dir(&req.dir)?;
+    let mut reg = Registry::load(&req.registry)?;
+    if let Some(e) = reg.get(&dir) {
+        bail!(
+            "{} is already persisted to {}; `tmpfsctl persist disable {}` first to change it",
+            safe_path(&dir),
+            safe_path(&e.store),
+            safe_path(&dir)
+        );
+    }
+    let store_path = std::path::absolute(req.store.clone().unwrap_or_else(|| default_store(&dir)))?;
+    let (mounts, _) = ctx.sysroot.mountinfo()?;
+    let already_tmpfs = mount::tmpfs_at(&mounts, &dir).is_some();
+    let (mem, _) = ctx.sysroot.meminfo()?;
+    let size = req.size.map(size_option);
+    let boot = plan_boot(req, &dir, &store_path, size.as_deref())?;
+    confirm(
+        &format!(
+            "Keep {} in RAM (tmpfs) with its durable copy in {}?",
+            safe_path(&dir),
+            safe_path(&store_path)
+        ),
+        req.yes,
+    )?;
+    let store = Store::create(&store_path)?;
+    store::check_store(&store_path, &dir, &mounts)?;
+    let dfd = open_dir(&dir)?;
+    let never = AtomicBool::new(false);
+    let rep = sync::sync(dfd.as_fd(), &store, req.keep, &never)?;
+    load::verify(&store, rep.generation)?;
+    if let Some(s) = req.size
+        && !already_tmpfs
+        && s.resolve(mem.mem_total_bytes) < rep.bytes
+    {
+        bail!(
+            "--size {}: {} holds {}; give a larger size (nothing mounted; the store keeps {})",
+            s,
+            safe_path(&dir),
+            fmt_bytes(rep.bytes),
+            gen_name(rep.generation)
+        );
+    }
+    if !already_tmpfs {
+        let mut live = None;
+        mount::mount_dir(&dir, size.as_deref(), |root| {
+            let st = rustix::fs::fstat(root)?;
+            let (_, l) = load::load(&store, rep.generation, root)?;
+            live = Some((l, st.st_dev));
+            Ok(())
+        })?;
+        if let Some((l, dev)) = live {
+            store.write_live_index(rep.generation, dev, &l)?;
+        }
+    }
+    let installed = install_boot(req, &dir, &boot).and_then(|u| {
+        reg.put(Registered {
+            dir: dir.clone(),
+            store: store_path.clone(),
+            size: size.clone(),
+            interval_s: req.interval_s,
+            keep: req.keep,
+            persist: req.via.name().into(),
+            unit_dir: (req.via != PersistVia::None).then(|| req.unit_dir.clone()),
+            fstab: (req.via == PersistVia::Fstab).then(|| req.fstab.clone()),
+            fstab_line: boot.fstab_line.clone(),
+        });
+        reg.save(&req.registry)?;
+        Ok(u)
+    });
+    let units_written = match installed {
+        Ok(u) => u,
+        Err(e) => {
+            // The tmpfs holds exactly generation 1 (nothing has written to it
+            // yet): unmounting it loses nothing and leaves DIR as it was.
+            if !already_tmpfs {
+                let _ = mount::unmount(&dir);
+            }
+            if req.via != PersistVia::None {
+                let _ = units::remove(&req.unit_dir, &dir);
+            }
+            if let Some(line) = &boot.fstab_line {
+                let _ = remove_fstab_line(&req.fstab, line);
+            }
+            return Err(e.context("enable failed; DIR is back as it was (the store is kept)"));
+        }
+    };
+    let out = EnableReport {
+        dir: dir.clone(),
+        store: store_path.clone(),
+        generation: rep.generation,
+        files: rep.files,
+        bytes: rep.bytes,
+        mounted: !already_tmpfs,
+        persist: req.via.name(),
+        units: units_written,
+        units_verified: boot.units_verified,
+        fstab: (req.via == PersistVia::Fstab).then(|| req.fstab.clone()),
+    };
+    if req.json {
+        crate::render::print_json(&out)?;
+    } else {
+        println!(
+            "{} is {} with its durable copy in {}: {} ({} files, {}, written from disk and verified before mounting)",
+            safe_path(&dir),
+            if out.mounted {
+                "now on tmpfs"
+            } else {
+                "on tmpfs"
+            },
+            safe_path(&store_path),
+            gen_name(out.generation),
+            out.files,
+            fmt_bytes(out.bytes)
+        );
+        for u in &out.units {
+            println!("  wrote {}", safe_path(u));
+        }
+        if let Some(f) = &out.fstab {
+            println!("  added the tmpfs line to {}", safe_path(f));
+        }
+        if req.via == PersistVia::None {
+            println!(
+                "  --persist none: no units; run `tmpfsctl persist sync {}` yourself (after a reboot: `persist restore`)",
+                safe_path(&dir)
+            );
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+fn read_fstab(fstab: &Path) -> Result<Vec<u8>> {
+    match std::fs::read(fstab) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("--fstab {}", fstab.display())),
+    }
+}
+
+fn check_no_fstab_entry(fstab: &Path, dir: &Path) -> Result<()> {
+    let f = crate::sys::fstab::Fstab::parse(&read_fstab(fstab)?);
+    if let Some(e) = f.entry_for(dir) {
+        bail!(
+            "--fstab {} already has an entry for {} ({} {}); remove it or use --persist systemd",
+            fstab.display(),
+            safe_path(dir),
+            e.spec,
+            e.vfstype
+        );
+    }
+    Ok(())
+}
+
+fn add_fstab_line(fstab: &Path, dir: &Path, line: &str) -> Result<()> {
+    check_no_fstab_entry(fstab, dir)?;
+    let mut new = read_fstab(fstab)?;
+    if !new.is_empty() && !new.ends_with(b"\n") {
+        new.push(b'\n');
+    }
+    new.extend_from_slice(line.as_bytes());
+    new.push(b'\n');
+    AtomicWrite::config("--fstab").write(fstab, &new)
+}
+
+fn remove_fstab_line(fstab: &Path, line: &str) -> Result<bool> {
+    let Ok(text) = std::fs::read(fstab) else {
+        return Ok(false);
+    };
+    let mut out = Vec::with_capacity(text.len());
+    let mut removed = false;
+    for l in text.split_inclusive(|&b| b == b'\n') {
+        if !removed && l.strip_suffix(b"\n").unwrap_or(l) == line.as_bytes() {
+            removed = true;
+            continue;
+        }
+        out.extend_from_slice(l);
+    }
+    if removed {
+        AtomicWrite::config("--fstab").write(fstab, &out)?;
+    }
+    Ok(removed)
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct DisableReport {
+    pub dir: PathBuf,
+    pub store: PathBuf,
+    pub generation: u64,
+    pub unmounted: bool,
+    /// The final tree was written into DIR on disk.
+    pub written_back: bool,
+    pub removed: Vec<PathBuf>,
+}
+
+pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
+    if !rustix::process::geteuid().is_root() {
+        bail!("`tmpfsctl persist disable` needs root: it unmounts a tmpfs; run it with sudo");
+    }
+    let dir = resolve_dir(&req.dir)?;
+    let mut reg = Registry::load(&req.registry)?;
+    let Some(e) = reg.get(&dir).cloned() else {
+        bail!(
+            "{} is not a persisted directory (not in {})",
+            safe_path(&dir),
+            safe_path(&req.registry)
+        );
+    };
+    confirm(
+        &format!(
+            "Sync {}, unmount its tmpfs and put its files back on disk?",
+            safe_path(&dir)
+        ),
+        req.yes,
+    )?;
+    let store = Store::open(&e.store)?;
+    let (mounts, _) = ctx.sysroot.mountinfo()?;
+    let mounted = mount::tmpfs_at(&mounts, &dir).is_some();
+    let never = AtomicBool::new(false);
+    let g = if mounted {
+        let dfd = open_dir(&dir)?;
+        let rep = sync::sync(dfd.as_fd(), &store, e.keep, &never)?;
+        drop(dfd);
+        mount::unmount(&dir)?;
+        rep.generation
+    } else {
+        store
+            .newest_complete()?
+            .ok_or_else(|| anyhow::anyhow!("store {} holds no generation", safe_path(&e.store)))?
+    };
+    // DIR on disk now: make it the final tree, unless it already is.
+    let dfd = open_dir(&dir)?;
+    let d = load::diff(dfd.as_fd(), &store, Some(g))?;
+    let written_back = !d.is_empty();
+    if written_back {
+        let _lock = store.lock()?;
+        super::fsops::clear_dir(dfd.as_fd())
+            .with_context(|| format!("clearing {} on disk", safe_path(&dir)))?;
+        load::load(&store, g, dfd.as_fd())?;
+        rustix::fs::syncfs(&dfd).context("flushing DIR on disk")?;
+    }
+    store.drop_live_index();
+    let mut removed = Vec::new();
+    if let Some(ud) = &e.unit_dir {
+        removed.extend(units::remove(ud, &dir)?);
+    }
+    if let (Some(f), Some(line)) = (&e.fstab, &e.fstab_line)
+        && remove_fstab_line(f, line)?
+    {
+        removed.push(f.clone());
+    }
+    reg.remove(&dir);
+    reg.save(&req.registry)?;
+    let out = DisableReport {
+        dir: dir.clone(),
+        store: e.store.clone(),
+        generation: g,
+        unmounted: mounted,
+        written_back,
+        removed,
+    };
+    if req.json {
+        crate::render::print_json(&out)?;
+    } else {
+        println!(
+            "{}: {} is back on disk{}; the store {} is kept (delete it when you no longer need it)",
+            safe_path(&dir),
+            gen_name(g),
+            if mounted { ", tmpfs unmounted" } else { "" },
+            safe_path(&e.store)
+        );
+    }
+    Ok(ExitCode::Ok)
+}

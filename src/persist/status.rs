@@ -1,0 +1,267 @@
+//! `persist status`: per persisted directory, what a power loss would cost
+//! right now (the age of the last good sync, the files and bytes changed
+//! since, found exactly by comparing DIR with the generation), and whether
+//! the syncs are keeping up (exit 1 when the last good sync is older than
+//! twice the interval, for monitoring).
+
+use std::fmt::Write as _;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::registry::{Registered, Registry};
+use super::store::Store;
+use super::{DEFAULT_INTERVAL_S, DEFAULT_KEEP, load, mount, open_dir, resolve_dir, units};
+use crate::context::{Context, ExitCode};
+use crate::render::term::{safe, safe_path};
+use crate::sys::atomic::AtomicWrite;
+use crate::units::fmt_bytes;
+
+#[derive(Debug, Clone)]
+pub struct StatusRequest {
+    pub dir: Option<PathBuf>,
+    pub store: Option<PathBuf>,
+    pub interval_s: Option<u64>,
+    pub registry: PathBuf,
+    pub json: bool,
+    /// Also write node_exporter textfile metrics here.
+    pub prom: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DirStatus {
+    pub dir: PathBuf,
+    pub store: PathBuf,
+    /// A tmpfs is mounted on DIR.
+    pub mounted: bool,
+    pub persist: String,
+    pub generation: Option<u64>,
+    pub generations_kept: u64,
+    pub last_sync_unix_s: Option<u64>,
+    pub last_sync_age_s: Option<u64>,
+    pub interval_s: u64,
+    /// Never synced, or the last good sync is older than twice the interval.
+    pub stale: bool,
+    /// Entries (files, links, directories) changed, added or removed since
+    /// the last good sync: what a power loss would lose now.
+    pub changed_files: Option<u64>,
+    pub changed_bytes: Option<u64>,
+    pub timer_next_unix_s: Option<u64>,
+    /// What could not be read (store missing, DIR unreadable).
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatusReport {
+    pub schema_version: u32,
+    pub dirs: Vec<DirStatus>,
+}
+
+fn one(ctx: &Context, e: &Registered, now_s: u64) -> DirStatus {
+    let mut s = DirStatus {
+        dir: e.dir.clone(),
+        store: e.store.clone(),
+        mounted: false,
+        persist: e.persist.clone(),
+        generation: None,
+        generations_kept: 0,
+        last_sync_unix_s: None,
+        last_sync_age_s: None,
+        interval_s: e.interval_s,
+        stale: true,
+        changed_files: None,
+        changed_bytes: None,
+        timer_next_unix_s: None,
+        error: None,
+    };
+    if let Ok((m, _)) = ctx.sysroot.mountinfo() {
+        s.mounted = mount::tmpfs_at(&m, &e.dir).is_some();
+    }
+    if e.persist != "none" {
+        s.timer_next_unix_s = units::next_run_unix_s(&e.dir);
+    }
+    if let Err(err) = fill(&mut s, e, now_s) {
+        s.error = Some(format!("{err:#}"));
+    }
+    s
+}
+
+fn fill(s: &mut DirStatus, e: &Registered, now_s: u64) -> Result<()> {
+    let store = Store::open(&e.store)?;
+    s.generations_kept = store.generations()?.len() as u64;
+    let g = store.newest_complete()?;
+    s.generation = g;
+    if let Some(g) = g {
+        let (_, synced_ns) = store.manifest(g)?;
+        let t = (synced_ns / 1_000_000_000).max(0) as u64;
+        s.last_sync_unix_s = Some(t);
+        let age = now_s.saturating_sub(t);
+        s.last_sync_age_s = Some(age);
+        s.stale = age > 2 * e.interval_s;
+    }
+    let dfd = open_dir(&e.dir)?;
+    let d = load::diff(dfd.as_fd(), &store, g)?;
+    s.changed_files = Some(d.changed_files());
+    s.changed_bytes = Some(d.changed_bytes);
+    Ok(())
+}
+
+pub fn status_cmd(ctx: &Context, req: &StatusRequest) -> Result<ExitCode> {
+    let reg = Registry::load(&req.registry)?;
+    let targets: Vec<Registered> = match &req.dir {
+        Some(d) => {
+            let dir = resolve_dir(d)?;
+            let mut e = match (reg.get(&dir), &req.store) {
+                (Some(e), _) => e.clone(),
+                (None, Some(st)) => Registered {
+                    dir: dir.clone(),
+                    store: st.clone(),
+                    size: None,
+                    interval_s: DEFAULT_INTERVAL_S,
+                    keep: DEFAULT_KEEP,
+                    persist: "none".into(),
+                    unit_dir: None,
+                    fstab: None,
+                    fstab_line: None,
+                },
+                (None, None) => anyhow::bail!(
+                    "{} is not a persisted directory (not in {}); give --store",
+                    safe_path(&dir),
+                    safe_path(&req.registry)
+                ),
+            };
+            if let Some(st) = &req.store {
+                e.store = st.clone();
+            }
+            vec![e]
+        }
+        None => reg.dirs.clone(),
+    };
+    let now_s = (super::sync::now_unix_ns() / 1_000_000_000) as u64;
+    let dirs: Vec<DirStatus> = targets
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            if let Some(i) = req.interval_s {
+                e.interval_s = i;
+            }
+            one(ctx, &e, now_s)
+        })
+        .collect();
+    let report = StatusReport {
+        schema_version: 1,
+        dirs,
+    };
+    if let Some(p) = &req.prom {
+        AtomicWrite::report("--prom").write(p, prom_text(&report).as_bytes())?;
+    }
+    if req.json {
+        crate::render::print_json(&report)?;
+    } else {
+        print_human(&report);
+    }
+    let bad = report.dirs.iter().any(|d| d.stale || d.error.is_some());
+    Ok(ExitCode::problem_if(bad))
+}
+
+fn age(s: u64) -> String {
+    match s {
+        0..120 => format!("{s} s ago"),
+        120..7200 => format!("{} min ago", s / 60),
+        7200..172_800 => format!("{} h ago", s / 3600),
+        _ => format!("{} days ago", s / 86400),
+    }
+}
+
+fn print_human(r: &StatusReport) {
+    if r.dirs.is_empty() {
+        println!("no persisted directories (`tmpfsctl persist enable DIR --store STORE` adds one)");
+        return;
+    }
+    let mut t = crate::render::table(&[
+        "DIR",
+        "TMPFS",
+        "STORE",
+        "GENS",
+        "LAST SYNC",
+        "AT RISK NOW",
+        "STATE",
+    ]);
+    for d in &r.dirs {
+        let risk = match (d.changed_files, d.changed_bytes) {
+            (Some(f), Some(b)) => format!("{f} entries, {}", fmt_bytes(b)),
+            _ => "?".into(),
+        };
+        let state = match (&d.error, d.stale) {
+            (Some(e), _) => format!("error: {}", safe(e)),
+            (None, true) => format!("STALE (older than 2 x {} s)", d.interval_s),
+            (None, false) => "ok".into(),
+        };
+        t.add_row(vec![
+            safe_path(&d.dir),
+            if d.mounted { "mounted" } else { "not mounted" }.to_string(),
+            safe_path(&d.store),
+            d.generations_kept.to_string(),
+            d.last_sync_age_s.map_or("never".into(), age),
+            risk,
+            state,
+        ]);
+    }
+    println!("{t}");
+}
+
+fn label(p: &Path) -> String {
+    p.to_string_lossy()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// node_exporter textfile metrics (one sample per directory and metric).
+pub fn prom_text(r: &StatusReport) -> String {
+    let mut o = String::new();
+    type Get = fn(&DirStatus) -> Option<f64>;
+    let metrics: [(&str, &str, Get); 6] = [
+        (
+            "tmpfsctl_persist_last_sync_timestamp_seconds",
+            "Unix time of the last good sync",
+            |d| d.last_sync_unix_s.map(|v| v as f64),
+        ),
+        (
+            "tmpfsctl_persist_last_sync_age_seconds",
+            "Age of the last good sync",
+            |d| d.last_sync_age_s.map(|v| v as f64),
+        ),
+        (
+            "tmpfsctl_persist_changed_files",
+            "Entries changed since the last good sync",
+            |d| d.changed_files.map(|v| v as f64),
+        ),
+        (
+            "tmpfsctl_persist_changed_bytes",
+            "Bytes in files changed since the last good sync",
+            |d| d.changed_bytes.map(|v| v as f64),
+        ),
+        (
+            "tmpfsctl_persist_generations",
+            "Complete generations in the store",
+            |d| Some(d.generations_kept as f64),
+        ),
+        (
+            "tmpfsctl_persist_stale",
+            "1 when the last good sync is older than twice the interval",
+            |d| Some(if d.stale { 1.0 } else { 0.0 }),
+        ),
+    ];
+    for (name, help, get) in metrics {
+        let _ = writeln!(o, "# HELP {name} {help}.\n# TYPE {name} gauge");
+        for d in &r.dirs {
+            if let Some(v) = get(d) {
+                let _ = writeln!(o, "{name}{{dir=\"{}\"}} {v}", label(&d.dir));
+            }
+        }
+    }
+    o
+}

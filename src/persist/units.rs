@@ -1,0 +1,293 @@
+//! systemd units for a persisted directory, generated as text:
+//! * `tmpfsctl-persist-NAME.service`: restores DIR from the store early at
+//!   boot (before local-fs.target, so before any service can use DIR) and,
+//!   through ExecStop, syncs it at shutdown after the services that use it
+//!   have stopped (stop order is the reverse of start order).
+//! * `tmpfsctl-persist-sync-NAME.timer` + `.service`: a sync every interval;
+//!   Requisite= on the restore unit, so a DIR whose restore failed is never
+//!   synced over the good generations.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::sys::atomic::AtomicWrite;
+
+#[derive(Debug, Clone)]
+pub struct UnitSpec {
+    pub dir: PathBuf,
+    pub store: PathBuf,
+    pub interval_s: u64,
+    pub bin: PathBuf,
+    /// Passed on to the commands when not the default registry.
+    pub registry: Option<PathBuf>,
+    /// The tmpfs comes from an fstab line: order after its mount unit.
+    pub fstab_mount: bool,
+}
+
+/// The escaped name systemd would give DIR (`/srv/my cache` -> `srv-my\x20cache`).
+pub fn escaped(dir: &Path) -> String {
+    let m = crate::sys::systemd::mount_unit_name(dir);
+    m.strip_suffix(".mount").unwrap_or(&m).to_string()
+}
+
+pub fn names(dir: &Path) -> [String; 3] {
+    let e = escaped(dir);
+    [
+        format!("tmpfsctl-persist-{e}.service"),
+        format!("tmpfsctl-persist-sync-{e}.service"),
+        format!("tmpfsctl-persist-sync-{e}.timer"),
+    ]
+}
+
+/// One argument of an Exec line, quoted for systemd: `%` doubled, `"` and
+/// `\` escaped, bytes outside printable ASCII as `\xNN`.
+fn quote(p: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut s = String::from("\"");
+    for &b in p.as_os_str().as_bytes() {
+        match b {
+            b'%' => s.push_str("%%"),
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            b'$' => s.push_str("$$"),
+            0x21..=0x7e | b' ' => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s.push('"');
+    s
+}
+
+fn command(spec: &UnitSpec, verb: &str) -> String {
+    let mut c = format!(
+        "{} persist {verb} {} --store {}",
+        quote(&spec.bin),
+        quote(&spec.dir),
+        quote(&spec.store)
+    );
+    if let Some(r) = &spec.registry {
+        c.push_str(&format!(" --registry {}", quote(r)));
+    }
+    c
+}
+
+/// The three unit files: (name, text).
+pub fn render(spec: &UnitSpec) -> [(String, String); 3] {
+    let [main, sync, timer] = names(&spec.dir);
+    let shown = crate::render::term::safe_path(&spec.dir).replace('%', "%%");
+    let head = "# Written by `tmpfsctl persist enable`; `tmpfsctl persist disable` removes it.\n";
+    // With an fstab line DIR's tmpfs is a mount unit systemd generates at
+    // boot: restore after it (RequiresMountsFor also names it when it does
+    // not exist yet, so the unit verifies before the next daemon-reload).
+    let mount_dep = if spec.fstab_mount {
+        format!("RequiresMountsFor={}\n", quote(&spec.dir))
+    } else {
+        String::new()
+    };
+    let main_text = format!(
+        "{head}[Unit]\n\
+Description=tmpfsctl persist: {shown} in RAM, restored at boot and synced at shutdown\n\
+DefaultDependencies=no\n\
+RequiresMountsFor={store}\n\
+{mount_dep}After=local-fs-pre.target\n\
+Before=local-fs.target shutdown.target\n\
+Conflicts=shutdown.target\n\n\
+[Service]\n\
+Type=oneshot\n\
+RemainAfterExit=yes\n\
+ExecStart={restore}\n\
+ExecStop={syncc}\n\
+TimeoutStopSec=30min\n\n\
+[Install]\n\
+WantedBy=local-fs.target\n",
+        store = quote(&spec.store),
+        restore = command(spec, "restore"),
+        syncc = command(spec, "sync"),
+    );
+    let sync_text = format!(
+        "{head}[Unit]\n\
+Description=tmpfsctl persist: sync {shown} to its store\n\
+Requisite={main}\n\
+After={main}\n\n\
+[Service]\n\
+Type=oneshot\n\
+ExecStart={syncc}\n",
+        syncc = command(spec, "sync"),
+    );
+    let timer_text = format!(
+        "{head}[Unit]\n\
+Description=tmpfsctl persist: sync {shown} every {i}s\n\n\
+[Timer]\n\
+OnBootSec={i}s\n\
+OnUnitActiveSec={i}s\n\
+AccuracySec=1s\n\
+Unit={sync}\n\n\
+[Install]\n\
+WantedBy=timers.target\n",
+        i = spec.interval_s.max(1),
+    );
+    [(main, main_text), (sync, sync_text), (timer, timer_text)]
+}
+
+pub fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `systemd-analyze verify` on the units, written to a private temp dir.
+/// Ok(false) when systemd-analyze is not installed (said on stderr).
+pub fn verify(units: &[(String, String)]) -> Result<bool> {
+    if !have("systemd-analyze") {
+        eprintln!("tmpfsctl: note: systemd-analyze not found; units not verified");
+        return Ok(false);
+    }
+    let t = tempfile::Builder::new()
+        .prefix("tmpfsctl-verify-")
+        .tempdir()?;
+    let mut paths = Vec::new();
+    for (n, text) in units {
+        let p = t.path().join(n);
+        std::fs::write(&p, text)?;
+        paths.push(p);
+    }
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .args(&paths)
+        .output()
+        .context("cannot run systemd-analyze")?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ours: Vec<&str> = err
+        .lines()
+        .filter(|l| units.iter().any(|(n, _)| l.contains(n.as_str())))
+        .collect();
+    if !out.status.success() || !ours.is_empty() {
+        bail!("`systemd-analyze verify` rejects the generated units:\n{err}");
+    }
+    Ok(true)
+}
+
+fn systemd_running(unit_dir: &Path) -> bool {
+    unit_dir == Path::new("/etc/systemd/system") && Path::new("/run/systemd/system").is_dir()
+}
+
+/// Write the units into `unit_dir`, enable them (the `.wants/` links
+/// `systemctl enable` would make) and, on a running systemd, start them: the
+/// restore unit must be active for its ExecStop to sync at shutdown.
+pub fn install(unit_dir: &Path, units: &[(String, String)]) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for (n, text) in units {
+        let p = unit_dir.join(n);
+        AtomicWrite::report("unit").write(&p, text.as_bytes())?;
+        written.push(p);
+    }
+    let [main, _, timer] = [&units[0].0, &units[1].0, &units[2].0];
+    for (target, unit) in [
+        ("local-fs.target.wants", main),
+        ("timers.target.wants", timer),
+    ] {
+        let d = unit_dir.join(target);
+        std::fs::create_dir_all(&d)?;
+        let l = d.join(unit);
+        let _ = std::fs::remove_file(&l);
+        std::os::unix::fs::symlink(unit_dir.join(unit), &l)
+            .with_context(|| format!("enabling {unit}"))?;
+        written.push(l);
+    }
+    if systemd_running(unit_dir) {
+        systemctl(&["daemon-reload"])?;
+        systemctl(&["start", main, timer])?;
+    }
+    Ok(written)
+}
+
+/// Stop (on a running systemd) and remove the units and their links.
+pub fn remove(unit_dir: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
+    let [main, sync, timer] = names(dir);
+    if systemd_running(unit_dir) {
+        // The restore unit's ExecStop would sync; disable has just synced.
+        let _ = systemctl(&["stop", &timer, &sync]);
+        let _ = Command::new("systemctl")
+            .args(["kill", "--kill-whom=all", &main])
+            .output();
+    }
+    let mut removed = Vec::new();
+    for p in [
+        unit_dir.join("local-fs.target.wants").join(&main),
+        unit_dir.join("timers.target.wants").join(&timer),
+        unit_dir.join(&main),
+        unit_dir.join(&sync),
+        unit_dir.join(&timer),
+    ] {
+        if std::fs::symlink_metadata(&p).is_ok() {
+            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+            removed.push(p);
+        }
+    }
+    if systemd_running(unit_dir) {
+        let _ = systemctl(&["daemon-reload"]);
+    }
+    Ok(removed)
+}
+
+fn systemctl(args: &[&str]) -> Result<()> {
+    let out = Command::new("systemctl")
+        .args(args)
+        .output()
+        .context("cannot run systemctl")?;
+    if !out.status.success() {
+        bail!(
+            "systemctl {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// The timer's next run (Unix seconds), from a running systemd.
+pub fn next_run_unix_s(dir: &Path) -> Option<u64> {
+    let [_, _, timer] = names(dir);
+    let out = Command::new("systemctl")
+        .args([
+            "show",
+            "-P",
+            "NextElapseUSecRealtime",
+            "--timestamp=unix",
+            &timer,
+        ])
+        .output()
+        .ok()?;
+    let t = String::from_utf8_lossy(&out.stdout);
+    t.trim().strip_prefix('@')?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_name_the_dir_quoted_and_order_restore_before_local_fs() {
+        let spec = UnitSpec {
+            dir: PathBuf::from("/srv/my cache%"),
+            store: PathBuf::from("/var/lib/tmpfsctl/persist/x"),
+            interval_s: 600,
+            bin: PathBuf::from("/usr/bin/tmpfsctl"),
+            registry: None,
+            fstab_mount: false,
+        };
+        let u = render(&spec);
+        assert_eq!(u[0].0, "tmpfsctl-persist-srv-my\\x20cache\\x25.service");
+        assert!(
+            u[0].1
+                .contains("ExecStart=\"/usr/bin/tmpfsctl\" persist restore \"/srv/my cache%%\"")
+        );
+        assert!(u[0].1.contains("Before=local-fs.target"));
+        assert!(u[0].1.contains("ExecStop="));
+        assert!(u[2].1.contains("OnUnitActiveSec=600s"));
+        assert!(u[1].1.contains(&format!("Requisite={}", u[0].0)));
+    }
+}
