@@ -62,7 +62,7 @@ pub fn resolve_dir(root: &Sysroot, p: &Path) -> Result<PathBuf> {
 
 /// Refuse what must never go on tmpfs, with no override: the system's own
 /// directories.
-fn refuse_system_dir(dir: &Path) -> Result<()> {
+pub(crate) fn refuse_system_dir(dir: &Path) -> Result<()> {
     if resolve::is_system_dir(dir) {
         bail!(
             "refusing to put {} on tmpfs: the system keeps files there that must survive a reboot \

@@ -54,17 +54,14 @@ pub struct RestoreRequest {
     pub json: bool,
 }
 
-/// DIR as an absolute path without symlinks (what the registry and units name).
+/// DIR as an absolute path without symlinks (what the registry and units
+/// name), checked the way `apply` checks it: a symlinked DIR, a system
+/// directory, or one that a non-root user other than the caller could swap
+/// for another is refused, since persist mounts over it and writes its data
+/// back as root.
 pub fn resolve_dir(dir: &Path) -> Result<PathBuf> {
-    let p = std::fs::canonicalize(dir).with_context(|| {
-        format!(
-            "{}: no such directory; give an existing directory",
-            safe_path(dir)
-        )
-    })?;
-    if !p.is_dir() {
-        bail!("{}: not a directory", safe_path(&p));
-    }
+    let p = crate::mounts::facts::resolve_dir(&crate::sys::Sysroot::default(), dir)?;
+    crate::mounts::facts::refuse_system_dir(&p)?;
     Ok(p)
 }
 

@@ -668,3 +668,43 @@ fn fstab_mode_adds_a_verified_line_and_disable_removes_only_it() {
     );
     assert!(!is_mount(&w.dir));
 }
+
+/// persist mounts over DIR as root, so it checks DIR the way apply does: a
+/// symlinked DIR (which could be re-pointed while it works) and the system's
+/// own directories are refused before anything is written.
+#[test]
+fn enable_refuses_a_symlinked_dir_and_system_directories() {
+    crate::require_root!();
+    let w = World::new();
+    let link = w.root.path().join("link");
+    std::os::unix::fs::symlink(&w.dir, &link).unwrap();
+    let o = w.run(&[
+        "persist",
+        "enable",
+        s(&link),
+        "--store",
+        s(&w.store),
+        "--persist",
+        "none",
+        "--yes",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("symbolic link") && e.contains("hot dir"), "{e}");
+    assert!(!is_mount(&w.dir) && !w.store.exists(), "nothing done");
+    for sys in ["/etc", "/var"] {
+        let o = w.run(&[
+            "persist",
+            "enable",
+            sys,
+            "--store",
+            s(&w.store),
+            "--persist",
+            "none",
+            "--yes",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{sys}: {}", show(&o));
+        assert!(!is_mount(Path::new(sys)));
+    }
+    assert!(!w.store.exists(), "nothing written");
+}
