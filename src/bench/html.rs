@@ -22,7 +22,7 @@ const PALETTE: [&str; 6] = [
 fn target_name(r: &BenchReport, i: usize) -> String {
     let t = &r.targets[i];
     if t.private_mount {
-        "private tmpfs".into()
+        t.label()
     } else {
         format!("{} ({})", t.path, t.fstype)
     }
@@ -289,6 +289,13 @@ pub fn heatmaps(r: &BenchReport) -> Vec<(String, String)> {
 /// The whole report as one HTML document.
 pub fn html(r: &BenchReport) -> String {
     let mut s = String::new();
+    if let Some(q) = super::render::quick_line(r) {
+        let _ = write!(
+            s,
+            r#"<p class="warn quick" id="quick"><b>{}</b></p>"#,
+            esc(&q)
+        );
+    }
     let _ = write!(
         s,
         "<p>kernel {} · {} CPUs · {} RAM · last-level cache {} · {}</p>",

@@ -21,6 +21,8 @@ pub mod workload;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_marks;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -48,8 +50,9 @@ pub enum BenchRequest {
 /// A measuring run: where, what, how, and where the report goes.
 #[derive(Debug, Clone)]
 pub struct Measure {
-    /// Directories to compare; empty = a private tmpfs (root) or /dev/shm vs the default disk.
-    pub targets: Vec<PathBuf>,
+    /// Directories (or private tmpfs mounts with options) to compare; empty =
+    /// a private tmpfs (root) or /dev/shm vs the default disk.
+    pub targets: Vec<target::TargetSpec>,
     pub workloads: Vec<Workload>,
     pub options: Options,
     pub outputs: Outputs,
@@ -145,30 +148,68 @@ pub fn run(ctx: &Context, req: &BenchRequest) -> Result<ExitCode> {
     }
 }
 
+/// A private tmpfs mounted for the run, and the options it was asked for.
+type Mounted = (target::PrivateTmpfs, Option<String>);
+
+/// The target directories, mounting the private tmpfs ones (the default
+/// pair when none is named). Called on the main thread before any
+/// benchmark thread starts, as the private mount namespace needs.
+fn mount_targets(
+    ctx: &Context,
+    specs: &[target::TargetSpec],
+    workloads: &[Workload],
+) -> Result<(Vec<PathBuf>, Vec<Mounted>)> {
+    let (nb, _) = need(workloads);
+    let size = nb + target::margin_bytes(nb) + (8 << 20);
+    let root = rustix::process::geteuid().is_root();
+    let mut private: Vec<Mounted> = Vec::new();
+    let mut targets = Vec::new();
+    if specs.is_empty() {
+        let disk = target::default_disk_dir(ctx)?;
+        if root {
+            let t = target::PrivateTmpfs::mount(size)?;
+            targets.push(t.path.clone());
+            private.push((t, None));
+        } else {
+            targets.push(PathBuf::from("/dev/shm"));
+        }
+        targets.push(disk);
+        return Ok((targets, private));
+    }
+    for spec in specs {
+        match spec {
+            target::TargetSpec::Dir(d) => targets.push(d.clone()),
+            target::TargetSpec::Tmpfs(o) => {
+                anyhow::ensure!(
+                    root,
+                    "target tmpfs:{}: mounting a private tmpfs needs root; run with sudo, or name a directory",
+                    o.text
+                );
+                let t = target::PrivateTmpfs::mount_with(size, Some(o))?;
+                targets.push(t.path.clone());
+                private.push((t, Some(o.text.clone())));
+            }
+        }
+    }
+    Ok((targets, private))
+}
+
 fn measure(ctx: &Context, m: &Measure) -> Result<ExitCode> {
     let (workloads, opts) = (&m.workloads, &m.options);
     let stop = Arc::clone(&opts.stop);
     use crate::sys::signals::Interrupt;
     let _signals = Interrupt::install_on(stop, true).context("cannot install signal handlers")?;
 
-    let mut private = None;
-    let targets: Vec<PathBuf> = if m.targets.is_empty() {
-        let disk = target::default_disk_dir(ctx)?;
-        let ram: PathBuf = if rustix::process::geteuid().is_root() {
-            let (nb, _) = need(workloads);
-            let t = target::PrivateTmpfs::mount(nb + target::margin_bytes(nb) + (8 << 20))?;
-            let p = t.path.clone();
-            private = Some(t);
-            p
-        } else {
-            PathBuf::from("/dev/shm")
-        };
-        vec![ram, disk]
-    } else {
-        m.targets.clone()
-    };
-    let private_paths: Vec<PathBuf> = private.iter().map(|t| t.path.clone()).collect();
-    let res = run_suite_with(ctx, &targets, &private_paths, workloads, opts);
+    let (targets, private) = mount_targets(ctx, &m.targets, workloads)?;
+    let specs: Vec<target::PrivateSpec> = private
+        .iter()
+        .map(|(t, options)| target::PrivateSpec {
+            path: t.path.clone(),
+            options: options.clone(),
+        })
+        .collect();
+    let res = suite::run_suite_on(ctx, &targets, &specs, workloads, opts);
+    // Unmounted here, before the report is written: nothing outlives the run.
     drop(private);
     match res {
         Ok(r) => {

@@ -56,7 +56,7 @@ fn cell(r: &BenchResult, w: Option<&Workload>) -> String {
 fn target_header(r: &BenchReport, i: usize) -> String {
     let t = &r.targets[i];
     if t.private_mount {
-        return "private tmpfs (RAM)".into();
+        return format!("{} (RAM)", t.label());
     }
     format!(
         "{} ({}{})",
@@ -70,10 +70,10 @@ pub fn ratio_header(r: &BenchReport) -> Option<String> {
     let (a, b) = ratio_pair(&r.targets)?;
     let name = |i: usize| {
         let t = &r.targets[i];
-        if t.ram_backed && !r.targets[if i == a { b } else { a }].ram_backed {
+        if t.ram_backed && !r.targets[if i == a { b } else { a }].ram_backed && !t.private_mount {
             t.fstype.clone()
         } else {
-            t.path.clone()
+            t.label()
         }
     };
     Some(format!("{} vs {}", name(a), name(b)))
@@ -134,13 +134,7 @@ fn rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
 
 fn latency_rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
     let mut header = vec!["latency p50 / p99 / p99.9".to_string()];
-    header.extend(r.targets.iter().map(|t| {
-        if t.private_mount {
-            "private tmpfs".to_string()
-        } else {
-            t.path.clone()
-        }
-    }));
+    header.extend(r.targets.iter().map(|t| t.label()));
     let mut rows = Vec::new();
     for w in &r.workloads {
         let mut row = vec![w.label.clone()];
@@ -167,7 +161,24 @@ fn latency_rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
+/// How every output of a `--quick` report marks its figures.
+pub const QUICK_NOTE: &str = "quick run: figures not meaningful";
+
+/// The line that heads a `--quick` report, saying why its figures are not meaningful.
+pub fn quick_line(r: &BenchReport) -> Option<String> {
+    r.quick.then(|| {
+        format!("{QUICK_NOTE} (--quick: tiny files, no minimum time; a smoke test that the targets work, not a measurement)")
+    })
+}
+
 pub fn summary_line(r: &BenchReport) -> String {
+    if r.quick {
+        return format!(
+            "{QUICK_NOTE}: {} runs per cell on tiny files; rerun without --quick to measure; units are binary (MiB = 2^20 bytes); took {:.1} s",
+            r.min_runs,
+            r.elapsed_ns as f64 / 1e9
+        );
+    }
     let size = r
         .workloads
         .iter()
@@ -200,7 +211,8 @@ pub fn table(r: &BenchReport) -> String {
         t.add_row(row);
     }
     let (lh, lrs) = latency_rows(r);
-    let mut out = format!("{t}\n");
+    let mut out = quick_line(r).map_or(String::new(), |q| format!("{q}\n"));
+    out.push_str(&format!("{t}\n"));
     if !lrs.is_empty() {
         let hs: Vec<&str> = lh.iter().map(|s| s.as_str()).collect();
         let mut lt = crate::render::table(&hs);
@@ -215,7 +227,7 @@ pub fn table(r: &BenchReport) -> String {
 
 pub fn markdown(r: &BenchReport) -> String {
     let esc = |s: &str| s.replace('|', "\\|");
-    let mut out = String::new();
+    let mut out = quick_line(r).map_or(String::new(), |q| format!("**{q}**\n\n"));
     for (h, rs) in [rows(r), latency_rows(r)] {
         if rs.is_empty() {
             continue;

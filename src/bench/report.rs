@@ -7,11 +7,15 @@ use super::stats::Summary;
 use super::workload::Workload;
 
 /// Bumped on any incompatible change of the JSON below.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchReport {
     pub schema_version: u32,
+    /// A `--quick` smoke test: tiny sizes and no minimum time, so the figures
+    /// show that the targets work, not how fast they are.
+    #[serde(default)]
+    pub quick: bool,
     pub tool_version: String,
     pub host: HostInfo,
     /// Wall time of the whole run.
@@ -49,6 +53,10 @@ pub struct TargetInfo {
     pub ram_backed: bool,
     /// True when tmpfsctl mounted this tmpfs itself for the run (and removed it).
     pub private_mount: bool,
+    /// A private tmpfs target's mount options as given (`tmpfs:OPTIONS`,
+    /// e.g. "huge=within_size"); absent for directories and the default mount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<String>,
     pub free_bytes: u64,
     pub free_inodes: Option<u64>,
     /// Peak bytes / inodes the suite needed here (checked before writing).
@@ -59,6 +67,18 @@ pub struct TargetInfo {
     /// inode deleted in the last minutes (see the `ext4_recently_deleted` warning).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ext4_journal: Option<bool>,
+}
+
+impl TargetInfo {
+    /// The target named by what it is: a private tmpfs (with its options) by
+    /// that, not by the temporary directory it was mounted on; else its path.
+    pub fn label(&self) -> String {
+        match (&self.options, self.private_mount) {
+            (Some(o), _) => format!("private tmpfs {o}"),
+            (None, true) => "private tmpfs".into(),
+            (None, false) => self.path.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -45,6 +45,9 @@ pub struct Options {
     pub progress: bool,
     /// Set by a signal handler (or a caller) to stop early; scratch is then removed.
     pub stop: Arc<AtomicBool>,
+    /// A smoke test (`--quick`): recorded in the report, which marks every
+    /// figure as not meaningful.
+    pub quick: bool,
 }
 
 impl Default for Options {
@@ -62,6 +65,7 @@ impl Default for Options {
             runtime: None,
             progress: false,
             stop: Arc::new(AtomicBool::new(false)),
+            quick: false,
         }
     }
 }
@@ -103,6 +107,24 @@ pub fn run_suite_with(
     workloads: &[Workload],
     opts: &Options,
 ) -> Result<BenchReport> {
+    let private: Vec<target::PrivateSpec> = private
+        .iter()
+        .map(|p| target::PrivateSpec {
+            path: p.clone(),
+            options: None,
+        })
+        .collect();
+    run_suite_on(ctx, targets, &private, workloads, opts)
+}
+
+/// As [`run_suite_with`], with the mount options of each private tmpfs.
+pub fn run_suite_on(
+    ctx: &Context,
+    targets: &[PathBuf],
+    private: &[target::PrivateSpec],
+    workloads: &[Workload],
+    opts: &Options,
+) -> Result<BenchReport> {
     let started = Instant::now();
     anyhow::ensure!(!targets.is_empty(), "no targets to benchmark");
     anyhow::ensure!(!workloads.is_empty(), "no workloads to run");
@@ -112,7 +134,10 @@ pub fn run_suite_with(
     let (need_b, need_i) = need(workloads);
     let checked: Vec<Target> = targets
         .iter()
-        .map(|t| target::check(ctx, t, need_b, need_i, private.contains(t)))
+        .map(|t| {
+            let p = private.iter().find(|p| &p.path == t);
+            target::check(ctx, t, need_b, need_i, p)
+        })
         .collect::<Result<_>>()?;
 
     let (mem, _) = ctx.sysroot.meminfo()?;
@@ -179,6 +204,7 @@ pub fn run_suite_with(
 
     let mut report = BenchReport {
         schema_version: SCHEMA_VERSION,
+        quick: opts.quick,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         host,
         elapsed_ns: started.elapsed().as_nanos() as u64,
@@ -542,7 +568,7 @@ pub fn ratios(r: &BenchReport) -> Vec<Ratio> {
 /// temporary directory it was mounted on (gone when the run ends).
 pub fn target_name(r: &BenchReport, path: &str) -> String {
     match r.targets.iter().find(|t| t.path == path) {
-        Some(t) if t.private_mount => "private tmpfs (RAM)".into(),
+        Some(t) if t.private_mount => format!("{} (RAM)", t.label()),
         _ => path.to_string(),
     }
 }

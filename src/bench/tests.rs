@@ -49,7 +49,7 @@ fn need_counts_peak_not_sum() {
     assert!(i >= 10_000);
 }
 
-fn fake_report() -> BenchReport {
+pub(super) fn fake_report() -> BenchReport {
     use report::*;
     let ws = preset(Preset::TempFile, Scale::QUICK);
     let targets = vec![
@@ -59,6 +59,7 @@ fn fake_report() -> BenchReport {
             mountpoint: "/dev/shm".into(),
             ram_backed: true,
             private_mount: false,
+            options: None,
             free_bytes: 1 << 30,
             free_inodes: Some(1000),
             need_bytes: 1 << 20,
@@ -71,6 +72,7 @@ fn fake_report() -> BenchReport {
             mountpoint: "/".into(),
             ram_backed: false,
             private_mount: false,
+            options: None,
             free_bytes: 1 << 30,
             free_inodes: Some(1000),
             need_bytes: 1 << 20,
@@ -123,6 +125,7 @@ fn fake_report() -> BenchReport {
     }
     let mut r = BenchReport {
         schema_version: SCHEMA_VERSION,
+        quick: false,
         tool_version: "test".into(),
         host: HostInfo {
             kernel: "6.18".into(),

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
+use crate::bench::target::TargetSpec;
 use crate::bench::{
     BenchRequest, CacheWant, Measure, Op, Options, Outputs, Preset, Scale, Sync, Workload, preset,
 };
@@ -14,6 +15,7 @@ use crate::bench::{
 #[command(
     after_help = "Examples:\n  tmpfsctl bench                       # private tmpfs (root) or /dev/shm vs /var/tmp's disk\n  \
 tmpfsctl bench /dev/shm ~/build       # any directories\n  \
+tmpfsctl bench tmpfs:huge=within_size tmpfs:huge=never   # does huge= help here? (root)\n  \
 tmpfsctl bench --preset dd            # dd done right: buffered vs conv=fsync vs oflag=dsync\n  \
 tmpfsctl bench --rw rand-read --bs 4k --size 1G /dev/shm /var/tmp\n  \
 tmpfsctl bench --json run.json --markdown -\n  \
@@ -27,7 +29,7 @@ figure is compared with memcpy measured in the same run, and memcpy is measured 
 memory bandwidth moved. Free space and inodes are checked before anything is written. Units are binary (MiB = 2^20)."
 )]
 pub struct BenchArgs {
-    /// Directories to compare (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)
+    /// Directories to compare, or tmpfs:OPTIONS for a private tmpfs mounted for the run with the kernel's options (root; e.g. tmpfs:huge=within_size tmpfs:huge=never) (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)
     #[arg(value_name = "TARGET")]
     pub targets: Vec<PathBuf>,
 
@@ -251,7 +253,10 @@ fn workloads_from_args(a: &BenchArgs) -> Result<Vec<Workload>> {
 }
 
 fn options_from_args(a: &BenchArgs) -> Result<Options> {
-    let mut o = Options::default();
+    let mut o = Options {
+        quick: a.quick,
+        ..Options::default()
+    };
     if a.quick {
         o.min_time = Duration::ZERO;
         // Bounded on any device: a slow disk shortens op-counted runs, not the test.
@@ -306,7 +311,11 @@ impl BenchArgs {
             });
         }
         Ok(BenchRequest::Measure(Box::new(Measure {
-            targets: self.targets.clone(),
+            targets: self
+                .targets
+                .iter()
+                .map(|t| TargetSpec::parse(t))
+                .collect::<Result<_>>()?,
             workloads: workloads_from_args(self)?,
             options: options_from_args(self)?,
             outputs: self.out.outputs(),

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use crate::common::{TestMount, bin, json, tmpfsctl};
 use crate::require_root;
 
+mod targets;
+
 fn entries(p: &Path) -> Vec<String> {
     std::fs::read_dir(p)
         .unwrap()
@@ -75,7 +77,7 @@ fn quick_suite_on_tmpfs_and_disk_has_every_field_and_leaves_nothing() {
     let out = tmpfsctl(&args);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let v = json(&out);
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     let targets = v["targets"].as_array().unwrap();
     assert_eq!(targets.len(), args.len() - 4);
     assert_eq!(targets[0]["path"], mp);
@@ -285,7 +287,11 @@ fn csv_markdown_table_and_compare() {
     ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let md = String::from_utf8_lossy(&out.stdout);
-    assert!(md.starts_with("| workload |"), "{md}");
+    assert!(
+        md.starts_with("**quick run: figures not meaningful"),
+        "{md}"
+    );
+    assert!(md.contains("\n| workload |"), "{md}");
     assert!(md.contains("memory ceiling"), "{md}");
 
     let out = tmpfsctl(&["bench", "--quick", "--preset", "temp-file", mp]);

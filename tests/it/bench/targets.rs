@@ -1,0 +1,55 @@
+//! Private tmpfs targets with the kernel's options (`tmpfs:OPTIONS`), the
+//! `--quick` marks, and what is checked before anything is measured.
+
+use crate::common::{json, tmpfsctl};
+use crate::require_root;
+
+fn mounts_by_us() -> usize {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("tmpfsctl-bench"))
+        .count()
+}
+
+#[test]
+fn tmpfs_option_targets_run_side_by_side_and_record_their_options() {
+    require_root!();
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--preset",
+        "dd",
+        "--no-latency",
+        "--json",
+        "-",
+        "tmpfs:huge=within_size",
+        "tmpfs:huge=never",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["quick"], true);
+    let t = v["targets"].as_array().unwrap();
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0]["options"], "huge=within_size");
+    assert_eq!(t[1]["options"], "huge=never");
+    assert!(
+        t.iter()
+            .all(|t| t["private_mount"] == true && t["fstype"] == "tmpfs")
+    );
+    assert_eq!(mounts_by_us(), 0, "private mounts never outlive the run");
+}
+
+#[test]
+fn a_bad_tmpfs_option_exits_2_at_once_naming_it() {
+    let out = tmpfsctl(&["bench", "tmpfs:huge=never,swapiness=3", "/var/tmp"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`swapiness=3`"), "{err}");
+    assert!(out.stdout.is_empty(), "refused before measuring anything");
+}
