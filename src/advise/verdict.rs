@@ -143,6 +143,18 @@ fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, 
         }
         reasons.push(line);
     }
+    // A disk beating tmpfs at writes needs its cause, or the figure misleads.
+    if f.speedups
+        .iter()
+        .any(|(op, r, _)| op.starts_with("seq write") && *r < 1.0)
+        && crate::bench::explain::large_folios(&f.fstype)
+    {
+        reasons.push(format!(
+            "{} beat tmpfs at sequential writes: {}",
+            f.fstype,
+            crate::bench::explain::SMALL_PAGES_WHY
+        ));
+    }
     (reasons, risks)
 }
 
@@ -439,5 +451,23 @@ mod tests {
         let cited: Vec<&String> = v.reasons.iter().filter(|r| r.contains("1.0x")).collect();
         assert_eq!(cited.len(), 1, "{:?}", v.reasons);
         assert!(cited[0].contains("95% interval 0.4x..2.1x"), "{cited:?}");
+    }
+
+    #[test]
+    fn a_disk_beating_tmpfs_at_writes_is_explained() {
+        let mut f = base();
+        let why = |f: &Facts| {
+            decide("/tmp", f)
+                .reasons
+                .into_iter()
+                .find(|r| r.contains("huge=within_size"))
+        };
+        assert_eq!(why(&f), None);
+        f.speedups[0].1 = 0.55;
+        let r = why(&f).unwrap();
+        assert!(
+            r.contains("large folios") && r.contains("4 KiB pages"),
+            "{r}"
+        );
     }
 }

@@ -8,6 +8,7 @@
 
 mod ceiling;
 mod engine;
+pub mod explain;
 pub mod html;
 mod leftover;
 mod ratio;
@@ -114,7 +115,10 @@ fn output(out: &Outputs, r: &BenchReport) -> Result<()> {
         out.flush()?;
     }
     for w in &r.warnings {
-        eprintln!("warning: {}", w.message);
+        // Explanations went under the table already.
+        if stdout_taken || !explain::CODES.contains(&w.code.as_str()) {
+            eprintln!("warning: {}", w.message);
+        }
     }
     Ok(())
 }

@@ -222,6 +222,13 @@ pub fn table(r: &BenchReport) -> String {
         out.push_str(&format!("\n{lt}\n"));
     }
     out.push_str(&format!("\n{}\n", summary_line(r)));
+    for w in r
+        .warnings
+        .iter()
+        .filter(|w| super::explain::CODES.contains(&w.code.as_str()))
+    {
+        out.push_str(&format!("\nwhy: {}\n", w.message));
+    }
     out
 }
 

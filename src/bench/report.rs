@@ -57,6 +57,10 @@ pub struct TargetInfo {
     /// e.g. "huge=within_size"); absent for directories and the default mount.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<String>,
+    /// tmpfs only: its huge= setting as mounted ("never" when the kernel
+    /// shows none): whether file data sits in 4 KiB or 2 MiB pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub huge: Option<String>,
     pub free_bytes: u64,
     pub free_inodes: Option<u64>,
     /// Peak bytes / inodes the suite needed here (checked before writing).

@@ -113,6 +113,9 @@ pub fn check(
             ram_backed,
             private_mount,
             options: private.and_then(|p| p.options.clone()),
+            huge: m
+                .filter(|m| m.fstype == "tmpfs")
+                .map(|m| m.option("huge").unwrap_or("never").to_string()),
             free_bytes: st.avail_bytes,
             free_inodes,
             need_bytes: want,

@@ -49,6 +49,41 @@ fn need_counts_peak_not_sum() {
     assert!(i >= 10_000);
 }
 
+/// One result of `v` per second in the workload's unit, 3 runs, ±10%.
+pub(super) fn fake_result(w: &Workload, target: &str, v: f64) -> BenchResult {
+    BenchResult {
+        workload: w.id.clone(),
+        label: w.label.clone(),
+        target: target.to_string(),
+        unit: if w.reports_bytes() {
+            "bytes_per_s"
+        } else {
+            "ops_per_s"
+        }
+        .into(),
+        throughput_bytes_per_s: Some(v),
+        ops_per_s: (!w.reports_bytes()).then_some(v),
+        median: v,
+        min: v * 0.9,
+        max: v * 1.1,
+        spread_percent: 20.0,
+        rsd_percent: 5.0,
+        outliers: 0,
+        runs: 3,
+        samples: vec![v * 0.9, v, v * 1.1],
+        bytes_per_run: 1,
+        ops_per_run: 1,
+        latency_ns: None,
+        cache_state: "n/a".into(),
+        cache_method: String::new(),
+        tier: "ram".into(),
+        engine: "psync".into(),
+        ceiling_fraction: None,
+        cpu_wait_percent: Some(1.0),
+        flags: vec![],
+    }
+}
+
 pub(super) fn fake_report() -> BenchReport {
     use report::*;
     let ws = preset(Preset::TempFile, Scale::QUICK);
@@ -60,6 +95,7 @@ pub(super) fn fake_report() -> BenchReport {
             ram_backed: true,
             private_mount: false,
             options: None,
+            huge: None,
             free_bytes: 1 << 30,
             free_inodes: Some(1000),
             need_bytes: 1 << 20,
@@ -73,6 +109,7 @@ pub(super) fn fake_report() -> BenchReport {
             ram_backed: false,
             private_mount: false,
             options: None,
+            huge: None,
             free_bytes: 1 << 30,
             free_inodes: Some(1000),
             need_bytes: 1 << 20,
@@ -90,37 +127,9 @@ pub(super) fn fake_report() -> BenchReport {
             if i == 0 && w.reports_bytes() {
                 flags.push("above_memory_ceiling".to_string());
             }
-            results.push(BenchResult {
-                workload: w.id.clone(),
-                label: w.label.clone(),
-                target: t.path.clone(),
-                unit: if w.reports_bytes() {
-                    "bytes_per_s"
-                } else {
-                    "ops_per_s"
-                }
-                .into(),
-                throughput_bytes_per_s: Some(v),
-                ops_per_s: (!w.reports_bytes()).then_some(v),
-                median: v,
-                min: v * 0.9,
-                max: v * 1.1,
-                spread_percent: 20.0,
-                rsd_percent: 5.0,
-                outliers: 0,
-                runs: 3,
-                samples: vec![v * 0.9, v, v * 1.1],
-                bytes_per_run: 1,
-                ops_per_run: 1,
-                latency_ns: None,
-                cache_state: "n/a".into(),
-                cache_method: String::new(),
-                tier: "ram".into(),
-                engine: "psync".into(),
-                ceiling_fraction: None,
-                cpu_wait_percent: Some(1.0),
-                flags,
-            });
+            let mut x = fake_result(w, &t.path, v);
+            x.flags = flags;
+            results.push(x);
         }
     }
     let mut r = BenchReport {

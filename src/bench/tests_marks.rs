@@ -23,3 +23,41 @@ fn quick_reports_say_so_in_every_output() {
     let second = text.lines().nth(2).unwrap_or_default();
     assert_eq!(second.trim(), "\"quick\": true,", "at the top: {text:.80}");
 }
+
+#[test]
+fn buffered_dd_where_ext4_beats_small_page_tmpfs_is_explained() {
+    use super::workload::{Scale, Sync};
+    let mut r = fake_report();
+    r.workloads = preset(Preset::Dd, Scale::QUICK);
+    r.results.clear();
+    r.targets[0].huge = Some("never".into());
+    for w in &r.workloads {
+        for (i, t) in r.targets.clone().iter().enumerate() {
+            let mut x = tests::fake_result(w, &t.path, 1e9);
+            // ext4 twice as fast at buffered writes only.
+            if i == 1 && w.sync == Sync::None && w.op == Op::SeqWrite {
+                x.median = 2e9;
+            }
+            r.results.push(x);
+        }
+    }
+    let notes = explain::notes(&r);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0]
+            .message
+            .contains("dd-1m-buffered: /dev/shm is 2.0× slower than ext4"),
+        "{}",
+        notes[0].message
+    );
+    assert!(notes[0].message.contains("huge=within_size"));
+    r.warnings = notes;
+    let t = render::table(&r);
+    assert!(
+        t.contains("\nwhy: buffered writes to the disk beat tmpfs"),
+        "{t}"
+    );
+    // A tmpfs already on 2 MiB pages gets no such note.
+    r.targets[0].huge = Some("within_size".into());
+    assert!(explain::notes(&r).is_empty());
+}
