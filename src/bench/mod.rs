@@ -7,6 +7,7 @@
 //! returns a [`BenchReport`] and writes nothing but its scratch directories.
 
 mod ceiling;
+pub mod compare;
 mod engine;
 pub mod explain;
 pub mod html;
@@ -44,8 +45,12 @@ use crate::sys::signals::Interrupted;
 pub enum BenchRequest {
     /// Measure the workloads on the targets and write the report.
     Measure(Box<Measure>),
-    /// Show two saved `--json` reports side by side.
-    Compare { a: PathBuf, b: PathBuf },
+    /// Show two saved `--json` reports side by side (and write them as HTML).
+    Compare {
+        a: PathBuf,
+        b: PathBuf,
+        html: Option<PathBuf>,
+    },
 }
 
 /// A measuring run: where, what, how, and where the report goes.
@@ -79,11 +84,8 @@ fn emit(what: &str, dest: &Path, text: &[u8]) -> Result<()> {
         out.flush()?;
         return Ok(());
     }
-    crate::sys::atomic::AtomicWrite {
-        what,
-        mode: crate::sys::atomic::NewMode::Exactly(0o600),
-    }
-    .write(dest, text)
+    // Reports are for reading by others too (a CI artifact, a web server).
+    crate::sys::atomic::AtomicWrite::report(what).write(dest, text)
 }
 
 fn output(out: &Outputs, r: &BenchReport) -> Result<()> {
@@ -143,9 +145,16 @@ fn load(p: &Path) -> Result<BenchReport> {
 
 pub fn run(ctx: &Context, req: &BenchRequest) -> Result<ExitCode> {
     match req {
-        BenchRequest::Compare { a, b } => {
+        BenchRequest::Compare { a, b, html } => {
+            if let Some(h) = html {
+                crate::sys::atomic::check_writable("--html", h)?;
+            }
             let (ra, rb) = (load(a)?, load(b)?);
-            print!("{}", render::compare(&ra, &rb, a, b));
+            print!("{}", compare::text(&ra, &rb, a, b));
+            if let Some(h) = html {
+                crate::sys::atomic::AtomicWrite::report("--html")
+                    .write(h, compare::html(&ra, &rb, a, b).as_bytes())?;
+            }
             Ok(ExitCode::Ok)
         }
         BenchRequest::Measure(m) => measure(ctx, m),

@@ -83,6 +83,16 @@ impl TargetInfo {
             (None, false) => self.path.clone(),
         }
     }
+
+    /// The target as a reader knows it: "private tmpfs huge=never",
+    /// "/var/tmp on ext4".
+    pub fn describe(&self) -> String {
+        if self.private_mount {
+            self.label()
+        } else {
+            format!("{} on {}", self.path, self.fstype)
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

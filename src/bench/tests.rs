@@ -227,12 +227,25 @@ fn compare_matches_by_target_kind_when_paths_differ() {
         if x.target == "/dev/shm" {
             x.target = "/tmp".into();
             x.median *= 2.0;
+            x.samples.iter_mut().for_each(|v| *v *= 2.0);
         }
     }
-    let out = render::compare(&a, &b, Path::new("a.json"), Path::new("b.json"));
-    assert!(out.contains("(/tmp)"), "{out}");
-    assert!(out.contains("2.0× faster"), "{out}");
-    assert!(out.contains("1.0× faster"), "{out}");
+    let out = compare::text(&a, &b, Path::new("a.json"), Path::new("b.json"));
+    assert!(out.contains("(/tmp on tmpfs)"), "{out}");
+    assert!(out.contains("/var/tmp on ext4"), "{out}");
+    assert!(out.contains("2.0× faster (1.64..2.44)"), "{out}");
+    assert!(out.contains("same"), "{out}");
+    assert!(!out.contains("1.0× faster"), "{out}");
+    let same = compare::text(&a, &a, Path::new("a.json"), Path::new("a.json"));
+    assert!(
+        !same.contains('×'),
+        "a run compared with itself is the same: {same}"
+    );
+    let h = compare::html(&a, &b, Path::new("a.json"), Path::new("b.json"));
+    assert!(
+        h.contains("<table class=\"compare\">") && h.contains("2.0× faster"),
+        "{h}"
+    );
 }
 
 #[test]

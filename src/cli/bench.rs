@@ -308,6 +308,7 @@ impl BenchArgs {
             return Ok(BenchRequest::Compare {
                 a: a.clone(),
                 b: b.clone(),
+                html: self.out.html.clone(),
             });
         }
         Ok(BenchRequest::Measure(Box::new(Measure {

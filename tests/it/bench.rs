@@ -299,15 +299,25 @@ fn csv_markdown_table_and_compare() {
     assert!(table.contains("seq write 1 MiB, fsync at end"), "{table}");
     assert!(table.contains("memory ceiling"), "{table}");
 
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&a).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "reports are readable by others");
+
+    let page = work.path().join("cmp.html");
     let out = tmpfsctl(&[
         "bench",
         "--compare",
         a.to_str().unwrap(),
         a.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let cmp = String::from_utf8_lossy(&out.stdout);
-    assert!(cmp.contains("1.0× faster"), "{cmp}");
+    assert!(cmp.contains("same") && !cmp.contains('×'), "{cmp}");
+    assert!(cmp.contains(&format!("{mp} on tmpfs")), "{cmp}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<table class=\"compare\">") && html.contains("same"));
 
     let bad = work.path().join("bad.json");
     std::fs::write(&bad, "{}").unwrap();
