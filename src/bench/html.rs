@@ -19,7 +19,7 @@ const PALETTE: [&str; 6] = [
     "#d9480f", "#1971c2", "#2f9e44", "#9c36b5", "#e67700", "#495057",
 ];
 
-fn target_name(r: &BenchReport, i: usize) -> String {
+pub fn target_name(r: &BenchReport, i: usize) -> String {
     let t = &r.targets[i];
     if t.private_mount {
         t.label()
@@ -271,7 +271,7 @@ pub fn heatmaps(r: &BenchReport) -> Vec<(String, String)> {
                         fill = heat_color(f),
                         label = esc(&w.label),
                         val = esc(&fmt_value(res, Some(w))),
-                        tier = esc(&res.tier),
+                        tier = esc(&res.tier.replace('-', " ")),
                         tx = x + cw / 2.0,
                         ty = y + ch * 0.45,
                         ty2 = y + ch * 0.8,
@@ -281,6 +281,36 @@ pub fn heatmaps(r: &BenchReport) -> Vec<(String, String)> {
             }
             s.push_str("</svg>");
             out.push((format!("iozone-{op}-t{ti}"), s));
+        }
+    }
+    out
+}
+
+/// The iozone matrix as one list of bars per operation: file size, record
+/// size, then target.
+pub fn iozone_bars(r: &BenchReport) -> Vec<(&'static str, Vec<super::chart::Bar<'_>>)> {
+    let cells = iozone_cells(r);
+    let mut out = Vec::new();
+    for op in IOZONE_OPS {
+        let mut bars = Vec::new();
+        for (_, w) in cells.iter().filter(|(o, _)| *o == op) {
+            for (ti, t) in r.targets.iter().enumerate() {
+                if let Some(res) = r.result(&w.id, &t.path) {
+                    bars.push(super::chart::Bar {
+                        label: format!(
+                            "{} file, rec {}",
+                            fmt_size(w.size_bytes),
+                            fmt_size(w.bs_bytes)
+                        ),
+                        target: ti,
+                        result: res,
+                        workload: w,
+                    });
+                }
+            }
+        }
+        if !bars.is_empty() {
+            out.push((op, bars));
         }
     }
     out
@@ -335,11 +365,21 @@ pub fn html(r: &BenchReport) -> String {
     }
     let heat = heatmaps(r);
     if !heat.is_empty() {
-        s.push_str("<h2>iozone matrix</h2><p>Colour: throughput on a log scale (light = slow, dark = fast). Under each value: where the data sat (cpu-cache, llc, ram, page-cache, device).</p><div class=\"grid\">");
+        s.push_str("<h2>iozone matrix</h2><p>Colour: throughput on a log scale (light = slow, dark = fast). Under each value: where the data sat (cpu cache, llc, ram, page cache, device).</p><div class=\"grid\">");
         for (_, svg) in &heat {
             let _ = write!(s, "<figure>{svg}</figure>");
         }
         s.push_str("</div>");
+    }
+    if !heat.is_empty() {
+        s.push_str("<h2>iozone bar charts</h2><p>One chart per operation: a bar per file size, record size and target (median).</p>");
+        for (op, bars) in iozone_bars(r) {
+            let _ = write!(
+                s,
+                "<figure>{}</figure>",
+                super::chart::bars(r, &format!("iozone {op}"), &bars)
+            );
+        }
     }
     s.push_str("<h2>Workloads</h2><p>Bars: median; whiskers: min..max of the runs; dashed red line: memcpy ceiling of this run.</p>");
     for w in &r.workloads {
@@ -362,6 +402,12 @@ pub fn write_svgs(r: &BenchReport, dir: &Path) -> Result<usize> {
         }
         let p = dir.join(format!("{}.svg", w.id));
         std::fs::write(&p, bar_chart(r, w)).with_context(|| format!("writing {}", p.display()))?;
+        n += 1;
+    }
+    for (op, bars) in iozone_bars(r) {
+        let p = dir.join(format!("iozone-{op}-bars.svg"));
+        let svg = super::chart::bars(r, &format!("iozone {op}"), &bars);
+        std::fs::write(&p, svg).with_context(|| format!("writing {}", p.display()))?;
         n += 1;
     }
     for (name, svg) in heatmaps(r) {

@@ -7,6 +7,7 @@
 //! returns a [`BenchReport`] and writes nothing but its scratch directories.
 
 mod ceiling;
+mod chart;
 pub mod compare;
 mod engine;
 pub mod explain;

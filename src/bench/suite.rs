@@ -367,6 +367,11 @@ pub fn tier(w: &Workload, ram_backed: bool, cache_state: &str, host: &HostInfo) 
     if !ram_backed && disk_io {
         return "device";
     }
+    // A disk target's data that did not come from the device came from the
+    // page cache, whatever CPU cache also held it: that is the tier to name.
+    if !ram_backed {
+        return "page-cache";
+    }
     let ws = w.size_bytes / w.threads.max(1) as u64;
     if host.l2_bytes.is_some_and(|l| ws <= l) {
         "cpu-cache"

@@ -283,6 +283,11 @@ fn tiers_follow_cache_sizes_and_durability() {
         suite::tier(get("iozone-write-64k-4k"), false, "n/a", &host),
         "device"
     );
+    // A small file reread from a disk sat in the page cache, not "cpu-cache".
+    assert_eq!(
+        suite::tier(get("iozone-reread-64k-4k"), false, "warm", &host),
+        "page-cache"
+    );
 }
 
 #[test]

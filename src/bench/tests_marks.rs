@@ -61,3 +61,29 @@ fn buffered_dd_where_ext4_beats_small_page_tmpfs_is_explained() {
     r.targets[0].huge = Some("within_size".into());
     assert!(explain::notes(&r).is_empty());
 }
+
+#[test]
+fn iozone_html_has_a_bar_chart_per_operation_with_bars() {
+    let mut r = fake_report();
+    r.workloads = preset(Preset::Iozone, workload::Scale::QUICK);
+    r.results.clear();
+    for w in &r.workloads {
+        for (i, t) in r.targets.clone().iter().enumerate() {
+            // Figures far apart (small files in cache, big ones not): the axis goes log.
+            let v = 1e6 * (w.size_bytes as f64 / 65536.0) / (i + 1) as f64;
+            r.results.push(tests::fake_result(w, &t.path, v));
+        }
+    }
+    let bars = html::iozone_bars(&r);
+    assert_eq!(
+        bars.len(),
+        6,
+        "write rewrite read reread randread randwrite"
+    );
+    let h = html::html(&r);
+    let section = h.split("<h2>iozone bar charts</h2>").nth(1).unwrap();
+    let section = section.split("<h2>").next().unwrap();
+    assert_eq!(section.matches("<svg").count(), 6);
+    assert_eq!(section.matches("class=\"bar\"").count(), r.results.len());
+    assert!(section.contains("data-scale=\"log\""), "figures span > 10x");
+}

@@ -586,8 +586,18 @@ fn html_report_renders_in_chromium_with_charts_and_heat_map() {
         cells * 2,
         "one cell per workload and target"
     );
+    // The bar chart section has bars: one per cell and target.
+    assert_eq!(
+        dom.matches("class=\"bar\"").count(),
+        cells * 2,
+        "iozone bars in the rendered DOM"
+    );
     let svgs = std::fs::read_dir(&svg).unwrap().count();
-    assert_eq!(svgs, 12, "--svg writes the heat maps");
+    assert_eq!(
+        svgs,
+        12 + 6,
+        "--svg writes the heat maps and a bar chart per operation"
+    );
 
     let html2 = work.path().join("default.html");
     let out = tmpfsctl(&[
