@@ -55,6 +55,22 @@ pub fn bars(r: &BenchReport, title: &str, bars: &[Bar]) -> String {
         t = esc(title),
         note = if log { " (log scale)" } else { "" },
     );
+    // Legend: which colour is which target.
+    let mut shown: Vec<usize> = bars.iter().map(|b| b.target).collect();
+    shown.sort_unstable();
+    shown.dedup();
+    let mut lx = left;
+    for ti in shown {
+        let name = super::html::target_name(r, ti);
+        let _ = write!(
+            s,
+            r#"<rect class="legend" x="{lx:.1}" y="8" width="10" height="10" fill="{c}"/><text x="{tx:.1}" y="17">{n}</text>"#,
+            c = PALETTE[ti % PALETTE.len()],
+            tx = lx + 14.0,
+            n = esc(&name)
+        );
+        lx += 24.0 + 6.5 * name.chars().count() as f64;
+    }
     for (i, b) in bars.iter().enumerate() {
         let y = top + i as f64 * (bar_h + gap);
         let w = x(b.result.median).max(1.0);

@@ -29,7 +29,23 @@ fn small_pages(t: &super::report::TargetInfo) -> bool {
 pub fn notes(r: &BenchReport) -> Vec<Warning> {
     let mut out = Vec::new();
     out.extend(small_pages_note(r));
+    out.extend(all_cores_below_one(r));
     out
+}
+
+/// All cores copying slower than one: the "all cores" figure is then no
+/// ceiling at all, and a reader must not take it for one.
+fn all_cores_below_one(r: &BenchReport) -> Option<Warning> {
+    let c = &r.ceiling;
+    (c.all_core_copy_bytes_per_s < c.memcpy_bytes_per_s).then(|| Warning {
+        code: "all_core_below_single".into(),
+        message: format!(
+            "memcpy on all {} cores ({}) ran below one thread ({}): the cores competed for a memory bandwidth one core already fills, or other programs (on a VM, other guests) held CPUs or bandwidth; the single-thread figure is the ceiling here",
+            c.threads,
+            crate::units::fmt_rate(c.all_core_copy_bytes_per_s),
+            crate::units::fmt_rate(c.memcpy_bytes_per_s)
+        ),
+    })
 }
 
 /// Buffered sequential writes where a large-folio disk beat a small-page tmpfs.

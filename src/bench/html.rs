@@ -355,6 +355,17 @@ pub fn html(r: &BenchReport) -> String {
         r.ceiling.threads,
         fmt_rate(r.ceiling.all_core_copy_bytes_per_s)
     );
+    if let (Some(one), Some(all)) = (
+        r.ceiling.stream_triad_bytes_per_s,
+        r.ceiling.all_core_stream_triad_bytes_per_s,
+    ) {
+        let _ = write!(
+            s,
+            "<p><b>STREAM Triad</b> (a = b + q·c; 24 bytes per element counted the STREAM way): one thread {}, all threads {}.</p>",
+            fmt_rate(one),
+            fmt_rate(all)
+        );
+    }
     for w in &r.warnings {
         let _ = write!(
             s,

@@ -129,6 +129,18 @@ fn rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
         ceil.push(String::new());
     }
     rows.push(ceil);
+    if let (Some(one), Some(all)) = (
+        r.ceiling.stream_triad_bytes_per_s,
+        r.ceiling.all_core_stream_triad_bytes_per_s,
+    ) {
+        let mut triad = vec![
+            "STREAM Triad, 24 bytes per element counted the STREAM way (1 thread / all cores)"
+                .to_string(),
+            format!("{} / {}", fmt_rate(one), fmt_rate(all)),
+        ];
+        triad.resize(header.len(), String::new());
+        rows.push(triad);
+    }
     (header, rows)
 }
 

@@ -102,6 +102,13 @@ pub struct Ceiling {
     pub memcpy_bytes_per_s: f64,
     /// All threads copying disjoint halves of the same buffers, bytes copied per second.
     pub all_core_copy_bytes_per_s: f64,
+    /// STREAM Triad (a = b + q*c, f64) on one thread, bytes per second
+    /// counted the STREAM way: 24 bytes per element (2 reads + 1 write).
+    #[serde(default)]
+    pub stream_triad_bytes_per_s: Option<f64>,
+    /// The same on all threads, each on its own slice.
+    #[serde(default)]
+    pub all_core_stream_triad_bytes_per_s: Option<f64>,
     pub threads: usize,
     pub buffer_bytes: u64,
     pub runs: u32,

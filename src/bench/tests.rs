@@ -151,6 +151,8 @@ pub(super) fn fake_report() -> BenchReport {
         ceiling: Ceiling {
             memcpy_bytes_per_s: 1.5e9,
             all_core_copy_bytes_per_s: 3e9,
+            stream_triad_bytes_per_s: Some(2e9),
+            all_core_stream_triad_bytes_per_s: Some(3.5e9),
             threads: 2,
             buffer_bytes: 1 << 30,
             runs: 3,

@@ -87,3 +87,24 @@ fn iozone_html_has_a_bar_chart_per_operation_with_bars() {
     assert_eq!(section.matches("class=\"bar\"").count(), r.results.len());
     assert!(section.contains("data-scale=\"log\""), "figures span > 10x");
 }
+
+#[test]
+fn all_cores_below_one_thread_is_a_warning_and_triad_is_shown() {
+    let mut r = fake_report();
+    assert!(explain::notes(&r).is_empty());
+    let t = render::table(&r);
+    assert!(
+        t.contains("STREAM Triad") && t.contains("24 bytes per element"),
+        "{t}"
+    );
+    r.ceiling.all_core_copy_bytes_per_s = 4.7 * (1u64 << 30) as f64;
+    r.ceiling.memcpy_bytes_per_s = 10.1 * (1u64 << 30) as f64;
+    let n = explain::notes(&r);
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert_eq!(n[0].code, "all_core_below_single");
+    assert!(
+        n[0].message.contains("4.70 GiB/s") && n[0].message.contains("10.1 GiB/s"),
+        "{}",
+        n[0].message
+    );
+}
