@@ -335,6 +335,7 @@ pub fn html(r: &BenchReport) -> String {
         r.host.llc_bytes.map_or("?".into(), fmt_bytes),
         esc(&summary_line(r))
     );
+    s.push_str(&super::html_table::results(r));
     s.push_str("<h2>Targets</h2><table><tr><th>target</th><th>filesystem</th><th>RAM-backed</th><th>free</th><th>needed</th></tr>");
     for (i, t) in r.targets.iter().enumerate() {
         let _ = write!(
@@ -364,14 +365,6 @@ pub fn html(r: &BenchReport) -> String {
             "<p><b>STREAM Triad</b> (a = b + q·c; 24 bytes per element counted the STREAM way): one thread {}, all threads {}.</p>",
             fmt_rate(one),
             fmt_rate(all)
-        );
-    }
-    for w in &r.warnings {
-        let _ = write!(
-            s,
-            r#"<div class="warn"><b>{}</b>: {}</div>"#,
-            esc(&w.code),
-            esc(&w.message)
         );
     }
     let heat = heatmaps(r);

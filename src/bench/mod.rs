@@ -12,6 +12,7 @@ pub mod compare;
 mod engine;
 pub mod explain;
 pub mod html;
+mod html_table;
 mod leftover;
 mod ratio;
 pub mod render;
@@ -69,12 +70,58 @@ pub struct Measure {
 /// table; "-" is stdout.
 #[derive(Debug, Clone, Default)]
 pub struct Outputs {
+    /// The JSON report on stdout instead of the table.
+    pub json_stdout: bool,
     pub json: Option<PathBuf>,
     pub csv: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
     pub html: Option<PathBuf>,
     /// A directory for one SVG file per chart.
     pub svg: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Every path writable and at most one output on stdout: checked before
+    /// anything is measured, so a typo costs a second, not a whole suite.
+    pub fn check(&self) -> Result<()> {
+        let files = [
+            ("--export-json", &self.json),
+            ("--export-csv", &self.csv),
+            ("--export-markdown", &self.markdown),
+            ("--html", &self.html),
+        ];
+        let mut stdout: Vec<&str> = Vec::new();
+        if self.json_stdout {
+            stdout.push("--json");
+        }
+        for (what, p) in files {
+            let Some(p) = p else { continue };
+            if p == Path::new("-") {
+                stdout.push(what);
+            } else {
+                crate::sys::atomic::check_writable(what, p)?;
+            }
+        }
+        anyhow::ensure!(
+            stdout.len() <= 1,
+            "{} all write to stdout; give all but one a file name",
+            stdout.join(" and ")
+        );
+        if let Some(d) = &self.svg {
+            let probe = if d.exists() {
+                anyhow::ensure!(
+                    d.is_dir(),
+                    "--svg {}: not a directory; give a directory for the SVG files",
+                    d.display()
+                );
+                d.join("x.svg")
+            } else {
+                d.clone()
+            };
+            crate::sys::atomic::check_writable("--svg", &probe)?;
+        }
+        Ok(())
+    }
 }
 
 /// Write `text` to FILE (whole, via the shared atomic writer), or stdout for "-".
@@ -90,19 +137,22 @@ fn emit(what: &str, dest: &Path, text: &[u8]) -> Result<()> {
 }
 
 fn output(out: &Outputs, r: &BenchReport) -> Result<()> {
-    let mut stdout_taken = false;
+    let mut stdout_taken = out.json_stdout;
+    let mut json = serde_json::to_vec_pretty(r)?;
+    json.push(b'\n');
+    if out.json_stdout {
+        emit("--json", Path::new("-"), &json)?;
+    }
     if let Some(p) = &out.json {
-        let mut s = serde_json::to_vec_pretty(r)?;
-        s.push(b'\n');
-        emit("--json", p, &s)?;
+        emit("--export-json", p, &json)?;
         stdout_taken |= p == Path::new("-");
     }
     if let Some(p) = &out.csv {
-        emit("--csv", p, render::csv(r).as_bytes())?;
+        emit("--export-csv", p, render::csv(r).as_bytes())?;
         stdout_taken |= p == Path::new("-");
     }
     if let Some(p) = &out.markdown {
-        emit("--markdown", p, render::markdown(r).as_bytes())?;
+        emit("--export-markdown", p, render::markdown(r).as_bytes())?;
         stdout_taken |= p == Path::new("-");
     }
     if let Some(p) = &out.html {
@@ -209,6 +259,7 @@ fn mount_targets(
 }
 
 fn measure(ctx: &Context, m: &Measure) -> Result<ExitCode> {
+    m.outputs.check()?;
     let (workloads, opts) = (&m.workloads, &m.options);
     let stop = Arc::clone(&opts.stop);
     use crate::sys::signals::Interrupt;

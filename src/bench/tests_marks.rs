@@ -108,3 +108,28 @@ fn all_cores_below_one_thread_is_a_warning_and_triad_is_shown() {
         n[0].message
     );
 }
+
+#[test]
+fn html_has_a_results_table_with_warnings_folded_under_it() {
+    let mut r = fake_report();
+    r.warnings = suite::warnings(&r);
+    assert!(!r.warnings.is_empty());
+    let h = html::html(&r);
+    let table = h.find("<table class=\"results\">").unwrap();
+    let folded = h.find("<details class=\"warnings\">").unwrap();
+    let first_warning = h.find("class=\"warn\"").unwrap();
+    assert!(
+        table < folded && folded < first_warning,
+        "warnings under the results"
+    );
+    assert!(h.contains("2.0× faster ("), "ratio with its interval: {h}");
+    assert!(
+        h.contains("data-flags=\"above_memory_ceiling\""),
+        "affected rows marked"
+    );
+    assert_eq!(
+        h.matches("<tr class=\"flagged\"").count(),
+        1,
+        "only the byte-rate row"
+    );
+}

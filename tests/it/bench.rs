@@ -67,7 +67,7 @@ fn quick_suite_on_tmpfs_and_disk_has_every_field_and_leaves_nothing() {
     let m = TestMount::tmpfs("size=64M");
     let disk = disk_dir();
     let mp = m.path.to_str().unwrap();
-    let mut args = vec!["bench", "--quick", "--json", "-", mp];
+    let mut args = vec!["bench", "--quick", "--json", mp];
     let dp = disk
         .as_ref()
         .map(|d| d.path().to_str().unwrap().to_string());
@@ -79,7 +79,7 @@ fn quick_suite_on_tmpfs_and_disk_has_every_field_and_leaves_nothing() {
     let v = json(&out);
     assert_eq!(v["schema_version"], 2);
     let targets = v["targets"].as_array().unwrap();
-    assert_eq!(targets.len(), args.len() - 4);
+    assert_eq!(targets.len(), args.len() - 3);
     assert_eq!(targets[0]["path"], mp);
     assert_eq!(targets[0]["fstype"], "tmpfs");
     assert_eq!(targets[0]["ram_backed"], true);
@@ -208,7 +208,6 @@ fn alternation_ends_on_even_rounds_until_precise_and_reports_the_order_effect() 
             "--max-time",
             "0.2s",
             "--json",
-            "-",
             a.path.to_str().unwrap(),
             b.path.to_str().unwrap(),
         ]);
@@ -260,9 +259,9 @@ fn csv_markdown_table_and_compare() {
         "--preset",
         "temp-file",
         "--no-latency",
-        "--json",
+        "--export-json",
         a.to_str().unwrap(),
-        "--csv",
+        "--export-csv",
         "-",
         mp,
     ]);
@@ -281,7 +280,7 @@ fn csv_markdown_table_and_compare() {
         "--quick",
         "--preset",
         "temp-file",
-        "--markdown",
+        "--export-markdown",
         "-",
         mp,
     ]);
@@ -474,7 +473,6 @@ fn custom_workload_knobs() {
         "--threads",
         "2",
         "--json",
-        "-",
         m.path.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
@@ -551,7 +549,6 @@ fn html_report_renders_in_chromium_with_charts_and_heat_map() {
         "--svg",
         svg.to_str().unwrap(),
         "--json",
-        "-",
         a.path.to_str().unwrap(),
         b.path.to_str().unwrap(),
     ]);
@@ -648,7 +645,6 @@ fn presets_run_on_tmpfs() {
             "--preset",
             p,
             "--json",
-            "-",
             m.path.to_str().unwrap(),
         ]);
         assert_eq!(out.status.code(), Some(0), "{p}: {}", stderr(&out));

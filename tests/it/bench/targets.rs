@@ -22,7 +22,6 @@ fn tmpfs_option_targets_run_side_by_side_and_record_their_options() {
         "dd",
         "--no-latency",
         "--json",
-        "-",
         "tmpfs:huge=within_size",
         "tmpfs:huge=never",
     ]);
@@ -52,4 +51,45 @@ fn a_bad_tmpfs_option_exits_2_at_once_naming_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("`swapiness=3`"), "{err}");
     assert!(out.stdout.is_empty(), "refused before measuring anything");
+}
+
+#[test]
+fn bad_output_paths_and_combinations_exit_2_before_measuring() {
+    for args in [
+        vec!["bench", "--html", "/nonexistent/dir/x.html", "/var/tmp"],
+        vec![
+            "bench",
+            "--export-json",
+            "/nonexistent/dir/x.json",
+            "/var/tmp",
+        ],
+        vec!["bench", "--export-csv", "/", "/var/tmp"],
+        vec!["bench", "--svg", "/nonexistent/dir/svg", "/var/tmp"],
+        vec!["bench", "--json", "--export-markdown", "-", "/var/tmp"],
+    ] {
+        let out = tmpfsctl(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("tmpfsctl: error:"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing measured");
+    }
+}
+
+#[test]
+fn json_means_the_report_on_stdout() {
+    require_root!();
+    let m = crate::common::TestMount::tmpfs("size=32M");
+    let out = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--preset",
+        "temp-file",
+        "--no-latency",
+        "--json",
+        m.path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["quick"], true);
 }
