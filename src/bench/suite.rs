@@ -176,7 +176,9 @@ pub fn run_suite_on(
     let pair = ratio_pair(&infos);
     // Scratch directories live until the end; dropping them (error, signal) removes them.
     let scratches: Vec<Scratch> = checked.iter().map(Scratch::create).collect::<Result<_>>()?;
+    let pb = overall_bar(opts.progress, workloads.len() as u64);
     let run = Alternation {
+        pb: &pb,
         targets: &checked,
         scratches: &scratches,
         plan: &plan,
@@ -186,10 +188,11 @@ pub fn run_suite_on(
         host: &host,
     };
     let mut results = Vec::new();
-    for (wi, w) in workloads.iter().enumerate() {
-        let what = format!("[{}/{}] {}", wi + 1, workloads.len(), w.label);
-        results.extend(run.workload(w, &what)?);
+    for w in workloads {
+        results.extend(run.workload(w, &w.label)?);
+        pb.inc(1);
     }
+    pb.finish_and_clear();
     for s in scratches {
         s.remove()?;
     }
@@ -226,6 +229,8 @@ pub fn run_suite_on(
 
 /// What every workload of a suite is measured with.
 struct Alternation<'a> {
+    /// The suite's one progress bar: workloads done of all, with an ETA.
+    pb: &'a ProgressBar,
     targets: &'a [Target],
     scratches: &'a [Scratch],
     plan: &'a Plan,
@@ -243,8 +248,9 @@ impl Alternation<'_> {
         let (checked, opts) = (self.targets, self.opts);
         let what = |t: &Target| format!("{what} on {}", t.shown);
         let mut sessions = Vec::new();
+        let pb = self.pb;
         for (t, s) in checked.iter().zip(self.scratches) {
-            let pb = bar(opts.progress, format!("{}: preparing", what(t)));
+            pb.set_message(format!("{}: preparing", what(t)));
             sessions.push(engine::Session::start(
                 w,
                 s.path(),
@@ -252,13 +258,12 @@ impl Alternation<'_> {
                 self.plan,
                 &opts.stop,
             )?);
-            pb.finish_and_clear();
         }
         // The targets take turns run by run, A B B A A B ...: both are
         // measured across the same stretch of time, so a burst of other
         // activity hits both (and the per-run ratio), and neither always runs
         // right after the other.
-        let pb = bar(opts.progress, what(&checked[0]));
+        pb.set_message(what(&checked[0]));
         let mut round = 0u32;
         let looped = Instant::now();
         while !done(&sessions, round, self.pair, opts, looped.elapsed()) {
@@ -279,7 +284,6 @@ impl Alternation<'_> {
             let m = sess.finish()?;
             results.push(to_result(w, t, &m, self.ceiling, self.host));
         }
-        pb.finish_and_clear();
         Ok(results)
     }
 }
@@ -339,6 +343,22 @@ fn precise_enough(a: &[u64], b: &[u64], rounds: u32, opts: &Options, elapsed: Du
     let rate = |ns: &[u64]| -> Vec<f64> { ns.iter().map(|&n| 1.0 / n.max(1) as f64).collect() };
     stats::PairedRatio::of(&rate(a), &rate(b))
         .is_none_or(|p| p.uncertainty_percent() <= opts.ratio_precision_percent)
+}
+
+/// A bar over the suite's workloads: what runs, done/total and an ETA from
+/// the workloads done so far. Hidden unless asked (stderr is a terminal).
+fn overall_bar(show: bool, total: u64) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(total);
+    if let Ok(st) = ProgressStyle::with_template(
+        "{spinner} [{bar:24}] {pos}/{len} workloads, ETA {eta} [{elapsed}] {wide_msg}",
+    ) {
+        pb.set_style(st.progress_chars("=> "));
+    }
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb
 }
 
 fn bar(show: bool, msg: String) -> ProgressBar {

@@ -93,3 +93,33 @@ fn json_means_the_report_on_stdout() {
     assert_eq!(v["schema_version"], 2);
     assert_eq!(v["quick"], true);
 }
+
+#[test]
+fn progress_bar_with_done_total_and_eta_on_a_terminal_only() {
+    require_root!();
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("no `script` for a pty; skipped");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_tmpfsctl");
+    let cmd = format!("{bin} bench --quick --preset dd --no-latency tmpfs:huge=never");
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(tty.contains("/4 workloads, ETA"), "{tty}");
+    let piped = tmpfsctl(&[
+        "bench",
+        "--quick",
+        "--preset",
+        "dd",
+        "--no-latency",
+        "tmpfs:huge=never",
+    ]);
+    assert!(!String::from_utf8_lossy(&piped.stderr).contains("workloads, ETA"));
+}
