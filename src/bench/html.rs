@@ -66,18 +66,34 @@ pub fn bar_chart(r: &BenchReport, w: &Workload) -> String {
     // Draw the ceiling on the same linear scale when it does not squash the bars.
     let ceiling_on_scale = ceiling.filter(|c| *c <= vmax * 3.0);
     let scale_max = ceiling_on_scale.unwrap_or(0.0).max(vmax).max(1e-9) * 1.05;
-    let x = |v: f64| left + v / scale_max * plot;
+    let lo = rows
+        .iter()
+        .map(|(_, x)| x.min.min(x.median))
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    // Figures more than 10x apart go on a log axis, or the slow bar is a sliver.
+    let log = super::chart::wants_log(lo, vmax);
+    let floor = lo / 2.0;
+    let x = |v: f64| {
+        if log {
+            left + (v.max(floor) / floor).log10() / (scale_max / floor).log10() * plot
+        } else {
+            left + v / scale_max * plot
+        }
+    };
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-workload="{id}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{label}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-workload="{id}" data-scale="{scale}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{label}">"#,
         id = esc(&w.id),
-        label = esc(&w.label)
+        label = esc(&w.label),
+        scale = if log { "log" } else { "linear" },
     );
     let _ = write!(
         s,
-        r#"<style>text{{font:12px sans-serif;fill:#212529}} .t{{font-weight:bold;font-size:13px}}</style><text class="t" x="4" y="18">{}</text>"#,
-        esc(&w.label)
+        r#"<style>text{{font:12px sans-serif;fill:#212529}} .t{{font-weight:bold;font-size:13px}}</style><text class="t" x="4" y="18">{}{}</text>"#,
+        esc(&w.label),
+        if log { " (log scale)" } else { "" }
     );
     for (row, (i, res)) in rows.iter().enumerate() {
         let y = top + row as f64 * (bar_h + gap);

@@ -92,6 +92,21 @@ pub fn fmt_ratio_cell(x: &super::report::Ratio) -> String {
     s
 }
 
+/// The ratio cell coloured by what it says: uncertain, faster, slower.
+fn paint_ratio(cell: &str) -> String {
+    use crate::render::color::{Tone, paint};
+    let tone = if cell.ends_with('?') {
+        Tone::Warn
+    } else if cell.contains("faster") {
+        Tone::Good
+    } else if cell.contains("slower") {
+        Tone::Bad
+    } else {
+        return cell.to_string();
+    };
+    paint(tone, cell)
+}
+
 /// Rows = workloads, columns = targets, then the ratio, then the ceiling row.
 fn rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
     let mut header = vec!["workload".to_string()];
@@ -219,9 +234,14 @@ pub fn table(r: &BenchReport) -> String {
     let (h, rs) = rows(r);
     let hs: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
     let mut t = crate::render::table(&hs);
-    for row in rs {
+    let ratio_col = ratio_header(r).map(|_| r.targets.len() + 1);
+    for mut row in rs {
+        if let Some(cell) = ratio_col.and_then(|i| row.get_mut(i)) {
+            *cell = paint_ratio(cell);
+        }
         t.add_row(row);
     }
+    crate::render::fit_to_terminal(&mut t);
     let (lh, lrs) = latency_rows(r);
     let mut out = quick_line(r).map_or(String::new(), |q| format!("{q}\n"));
     out.push_str(&format!("{t}\n"));
@@ -231,6 +251,7 @@ pub fn table(r: &BenchReport) -> String {
         for row in lrs {
             lt.add_row(row);
         }
+        crate::render::fit_to_terminal(&mut lt);
         out.push_str(&format!("\n{lt}\n"));
     }
     out.push_str(&format!("\n{}\n", summary_line(r)));

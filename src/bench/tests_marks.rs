@@ -133,3 +133,22 @@ fn html_has_a_results_table_with_warnings_folded_under_it() {
         "only the byte-rate row"
     );
 }
+
+#[test]
+fn bar_charts_go_log_where_figures_span_more_than_ten_times() {
+    let mut r = fake_report();
+    let w = r.workloads[1].clone();
+    assert!(html::bar_chart(&r, &w).contains("data-scale=\"linear\""));
+    for x in r
+        .results
+        .iter_mut()
+        .filter(|x| x.workload == w.id && x.target == "/var/tmp")
+    {
+        *x = tests::fake_result(&w, "/var/tmp", x.median / 60.0);
+    }
+    let svg = html::bar_chart(&r, &w);
+    assert!(
+        svg.contains("data-scale=\"log\"") && svg.contains("(log scale)"),
+        "{svg}"
+    );
+}
