@@ -152,3 +152,49 @@ fn bar_charts_go_log_where_figures_span_more_than_ten_times() {
         "{svg}"
     );
 }
+
+#[test]
+fn the_small_pages_note_follows_the_ratio_column() {
+    use super::workload::{Scale, Sync};
+    let mut r = fake_report();
+    r.workloads = preset(Preset::Dd, Scale::QUICK);
+    r.results.clear();
+    r.targets[0].huge = Some("never".into());
+    for w in &r.workloads {
+        for t in r.targets.clone() {
+            r.results.push(tests::fake_result(w, &t.path, 1e9));
+        }
+    }
+    // Medians say ext4 wins, the paired per-run ratio says tmpfs does.
+    let id = r
+        .workloads
+        .iter()
+        .find(|w| w.sync == Sync::None && w.op == Op::SeqWrite)
+        .unwrap()
+        .id
+        .clone();
+    for x in r
+        .results
+        .iter_mut()
+        .filter(|x| x.workload == id && x.target == "/var/tmp")
+    {
+        x.median = 1.5e9;
+    }
+    r.ratios = suite::ratios(&r);
+    let x = r.ratios.iter_mut().find(|x| x.workload == id).unwrap();
+    x.ratio = 1.2;
+    assert!(
+        explain::notes(&r).is_empty(),
+        "no note against the table's 1.2× faster"
+    );
+    r.ratios
+        .iter_mut()
+        .find(|x| x.workload == id)
+        .unwrap()
+        .ratio = 0.5;
+    assert!(
+        explain::notes(&r)[0]
+            .message
+            .contains("2.0× slower than ext4")
+    );
+}
