@@ -46,7 +46,7 @@ for i in $(seq "$N"); do
     echo "$d $r $w" >"$out/fio$i"
   fi
   start=$(date +%s.%N)
-  ./target/release/tmpfsctl bench --json "$out/run$i.json" "$@" >/dev/null 2>"$out/err$i" || {
+  ./target/release/tmpfsctl bench --export-json "$out/run$i.json" "$@" >/dev/null 2>"$out/err$i" || {
     cat "$out/err$i" >&2; exit 2; }
   end=$(date +%s.%N)
   awk -v s="$start" -v e="$end" -v i="$i" -v l="$(cut -d' ' -f1 /proc/loadavg)" \

@@ -59,7 +59,7 @@ fio_run() { # rw bs extra... -> bytes/s or IOPS
 }
 
 engine_run() { # tmpfsctl args... -> JSON
-  "$T" bench --no-latency --min-runs 3 --ceiling-size 1G --json - "$@" "$dir" 2>/dev/null
+  "$T" bench --no-latency --min-runs 3 --ceiling-size 1G --json "$@" "$dir" 2>/dev/null
 }
 
 declare -A E F

@@ -114,6 +114,11 @@ pub struct Speedup {
     pub workload: String,
     pub label: String,
     pub ratio: f64,
+    /// The ratio's 95% interval, when measured in alternation.
+    pub ratio_ci95_low: Option<f64>,
+    pub ratio_ci95_high: Option<f64>,
+    /// The interval is wider than bench's 10%: cite the ratio only with it.
+    pub uncertain: bool,
 }
 
 #[derive(Debug, Serialize, Default)]
@@ -231,6 +236,7 @@ fn scale_and_options(args: &AdviseArgs) -> (Vec<bench::Workload>, bench::Options
     // advise needs the order of magnitude, not a ratio to 5%.
     o.max_time = Duration::from_secs(1);
     let scale = if args.quick {
+        o.quick = true;
         o.ratio_precision_percent = 0.0;
         o.min_time = Duration::ZERO;
         o.runtime = Some(Duration::from_millis(100));
@@ -323,6 +329,9 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
                         .unwrap_or_default(),
                     workload: x.workload.clone(),
                     ratio: x.ratio,
+                    ratio_ci95_low: x.ratio_ci95_low,
+                    ratio_ci95_high: x.ratio_ci95_high,
+                    uncertain: x.flags.iter().any(|f| f == "ratio_uncertain"),
                 })
                 .collect()
         })
@@ -351,9 +360,17 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
         } else {
             speedups
                 .iter()
-                .map(|s| (s.label.clone(), s.ratio))
+                .map(|s| {
+                    let interval = match (s.uncertain, s.ratio_ci95_low, s.ratio_ci95_high) {
+                        (true, Some(lo), Some(hi)) => Some((lo, hi)),
+                        (true, _, _) => Some((f64::NAN, f64::NAN)),
+                        _ => None,
+                    };
+                    (s.label.clone(), s.ratio, interval)
+                })
                 .collect()
         },
+        quick: report.as_ref().is_some_and(|r| r.quick),
     };
     let verdict = decide(&shown, &vfacts);
     let commands = commands(&shown, &verdict, &recommended, facts.dir_fstype == "ramfs");

@@ -4,6 +4,9 @@
 use crate::units::fmt_bytes;
 use serde::Serialize;
 
+/// A ratio's 95% interval (low, high).
+pub type Interval = (f64, f64);
+
 /// What advise knows when it decides.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Facts {
@@ -25,9 +28,12 @@ pub struct Facts {
     pub mem_available_bytes: u64,
     pub swap_total_bytes: u64,
     pub swap_free_bytes: u64,
-    /// tmpfs speed-up over DIR's filesystem per measured operation (name, ratio);
-    /// empty when nothing was measured.
-    pub speedups: Vec<(String, f64)>,
+    /// tmpfs speed-up over DIR's filesystem per measured operation (name,
+    /// ratio, and its 95% interval when the ratio is uncertain); empty when
+    /// nothing was measured.
+    pub speedups: Vec<(String, f64, Option<Interval>)>,
+    /// The measurement was a `--quick` smoke test: its figures are not meaningful.
+    pub quick: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -137,8 +143,31 @@ fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, 
             f.inodes, f.recommended_inodes
         ));
     }
-    for (op, r) in &f.speedups {
-        reasons.push(format!("{op}: tmpfs is {r:.1}x the speed of {}", f.fstype));
+    if f.quick && !f.speedups.is_empty() {
+        reasons.push(format!(
+            "{}: the speeds below come from --quick; run without it to measure",
+            crate::bench::render::QUICK_NOTE
+        ));
+    }
+    for (op, r, interval) in &f.speedups {
+        // An uncertain ratio is only honest together with how far it may move.
+        let mut line = format!("{op}: tmpfs is {r:.1}x the speed of {}", f.fstype);
+        if let Some((lo, hi)) = interval {
+            line.push_str(&format!(" (uncertain: 95% interval {lo:.1}x..{hi:.1}x)"));
+        }
+        reasons.push(line);
+    }
+    // A disk beating tmpfs at writes needs its cause, or the figure misleads.
+    if f.speedups
+        .iter()
+        .any(|(op, r, _)| op.starts_with("seq write") && *r < 1.0)
+        && crate::bench::explain::large_folios(&f.fstype)
+    {
+        reasons.push(format!(
+            "{} beat tmpfs at sequential writes: {}",
+            f.fstype,
+            crate::bench::explain::SMALL_PAGES_WHY
+        ));
     }
     (reasons, risks)
 }
@@ -189,7 +218,11 @@ fn decide_on_disk(dir: &str, f: &Facts) -> Decision {
     let used = f.used_bytes;
     let ram_swap_free = f.mem_available_bytes.saturating_add(f.swap_free_bytes);
     let size = f.recommended_bytes;
-    let best = f.speedups.iter().map(|(_, r)| *r).fold(f64::NAN, f64::max);
+    let best = f
+        .speedups
+        .iter()
+        .map(|(_, r, _)| *r)
+        .fold(f64::NAN, f64::max);
     if f.mem_total_bytes < SMALL_RAM_BYTES {
         (
             Kind::KeepOnDisk,
@@ -276,9 +309,10 @@ mod tests {
             swap_total_bytes: 2 * G,
             swap_free_bytes: 2 * G,
             speedups: vec![
-                ("seq write + fsync".into(), 6.0),
-                ("4 KiB random read".into(), 20.0),
+                ("seq write + fsync".into(), 6.0, None),
+                ("4 KiB random read".into(), 20.0, None),
             ],
+            quick: false,
         }
     }
 
@@ -336,8 +370,8 @@ mod tests {
                 name: "disk as fast as RAM",
                 change: |f| {
                     f.speedups = vec![
-                        ("seq write + fsync".into(), 1.1),
-                        ("4 KiB random read".into(), 1.3),
+                        ("seq write + fsync".into(), 1.1, None),
+                        ("4 KiB random read".into(), 1.3, None),
                     ]
                 },
                 kind: Kind::NotWorthIt,
@@ -413,5 +447,41 @@ mod tests {
         assert_eq!(Kind::NothingToChange.exit_code().code(), 0);
         assert_eq!(Kind::KeepOnDisk.exit_code().code(), 0);
         assert_eq!(Kind::NotWorthIt.exit_code().code(), 0);
+    }
+
+    #[test]
+    fn quick_and_uncertain_figures_are_never_cited_bare() {
+        let mut f = base();
+        f.quick = true;
+        f.speedups = vec![("seq write + fsync".into(), 1.0, Some((0.4, 2.1)))];
+        let v = decide("/tmp", &f);
+        assert!(
+            v.reasons
+                .iter()
+                .any(|r| r.starts_with(crate::bench::render::QUICK_NOTE)),
+            "{:?}",
+            v.reasons
+        );
+        let cited: Vec<&String> = v.reasons.iter().filter(|r| r.contains("1.0x")).collect();
+        assert_eq!(cited.len(), 1, "{:?}", v.reasons);
+        assert!(cited[0].contains("95% interval 0.4x..2.1x"), "{cited:?}");
+    }
+
+    #[test]
+    fn a_disk_beating_tmpfs_at_writes_is_explained() {
+        let mut f = base();
+        let why = |f: &Facts| {
+            decide("/tmp", f)
+                .reasons
+                .into_iter()
+                .find(|r| r.contains("huge=within_size"))
+        };
+        assert_eq!(why(&f), None);
+        f.speedups[0].1 = 0.55;
+        let r = why(&f).unwrap();
+        assert!(
+            r.contains("large folios") && r.contains("4 KiB pages"),
+            "{r}"
+        );
     }
 }

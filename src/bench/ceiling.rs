@@ -94,7 +94,11 @@ pub fn measure(
             multi.push(buffer_bytes as f64 * 1e9 / ns);
         }
     }
+    drop((src, dst));
+    let (triad, all_core_triad) = stream_triad(buffer_bytes / 2, runs, threads, stop)?;
     Ok(Ceiling {
+        stream_triad_bytes_per_s: Some(triad),
+        all_core_stream_triad_bytes_per_s: Some(all_core_triad),
         memcpy_end_bytes_per_s: None,
         memcpy_bytes_per_s: stats::summarize(&single).median,
         all_core_copy_bytes_per_s: stats::summarize(&multi).median,
@@ -103,6 +107,56 @@ pub fn measure(
         runs,
         buffer_exceeds_llc: llc.is_none_or(|l| buffer_bytes >= 2 * l),
     })
+}
+
+/// STREAM's Triad, a[i] = b[i] + q * c[i] over f64 arrays of `array_bytes`
+/// each, on one thread and on `threads` (disjoint slices), median of `runs`
+/// after one untimed pass. Bytes are counted the STREAM way: 24 per element
+/// (two 8-byte reads and one 8-byte write; the write-allocate read of `a` is
+/// not counted), so the figure can be held against a published STREAM Triad.
+fn stream_triad(
+    array_bytes: u64,
+    runs: u32,
+    threads: usize,
+    stop: &AtomicBool,
+) -> Result<(f64, f64)> {
+    let n = usize::try_from(array_bytes / 8)?.max(1);
+    let b = vec![1.0f64; n];
+    let c = vec![2.0f64; n];
+    let mut a = vec![0.0f64; n];
+    let q = std::hint::black_box(3.0f64);
+    let triad = |a: &mut [f64], b: &[f64], c: &[f64]| {
+        for ((x, y), z) in a.iter_mut().zip(b).zip(c) {
+            *x = y + q * z;
+        }
+    };
+    let counted = (n * 24) as f64;
+    let chunk = n.div_ceil(threads.max(1)).max(1);
+    let (mut one, mut all) = (Vec::new(), Vec::new());
+    for i in 0..=runs {
+        interrupted(stop)?;
+        let t = Instant::now();
+        triad(&mut a, &b, &c);
+        let ns = t.elapsed().as_nanos().max(1) as f64;
+        std::hint::black_box(&a);
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for ((x, y), z) in a
+                .chunks_mut(chunk)
+                .zip(b.chunks(chunk))
+                .zip(c.chunks(chunk))
+            {
+                s.spawn(move || triad(x, y, z));
+            }
+        });
+        let ns_all = t.elapsed().as_nanos().max(1) as f64;
+        std::hint::black_box(&a);
+        if i > 0 {
+            one.push(counted * 1e9 / ns);
+            all.push(counted * 1e9 / ns_all);
+        }
+    }
+    Ok((stats::summarize(&one).median, stats::summarize(&all).median))
 }
 
 /// Source and destination of `bytes` each, both written before timing:

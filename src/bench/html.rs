@@ -19,10 +19,10 @@ const PALETTE: [&str; 6] = [
     "#d9480f", "#1971c2", "#2f9e44", "#9c36b5", "#e67700", "#495057",
 ];
 
-fn target_name(r: &BenchReport, i: usize) -> String {
+pub fn target_name(r: &BenchReport, i: usize) -> String {
     let t = &r.targets[i];
     if t.private_mount {
-        "private tmpfs".into()
+        t.label()
     } else {
         format!("{} ({})", t.path, t.fstype)
     }
@@ -66,18 +66,34 @@ pub fn bar_chart(r: &BenchReport, w: &Workload) -> String {
     // Draw the ceiling on the same linear scale when it does not squash the bars.
     let ceiling_on_scale = ceiling.filter(|c| *c <= vmax * 3.0);
     let scale_max = ceiling_on_scale.unwrap_or(0.0).max(vmax).max(1e-9) * 1.05;
-    let x = |v: f64| left + v / scale_max * plot;
+    let lo = rows
+        .iter()
+        .map(|(_, x)| x.min.min(x.median))
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    // Figures more than 10x apart go on a log axis, or the slow bar is a sliver.
+    let log = super::chart::wants_log(lo, vmax);
+    let floor = lo / 2.0;
+    let x = |v: f64| {
+        if log {
+            left + (v.max(floor) / floor).log10() / (scale_max / floor).log10() * plot
+        } else {
+            left + v / scale_max * plot
+        }
+    };
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-workload="{id}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{label}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-workload="{id}" data-scale="{scale}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{label}">"#,
         id = esc(&w.id),
-        label = esc(&w.label)
+        label = esc(&w.label),
+        scale = if log { "log" } else { "linear" },
     );
     let _ = write!(
         s,
-        r#"<style>text{{font:12px sans-serif;fill:#212529}} .t{{font-weight:bold;font-size:13px}}</style><text class="t" x="4" y="18">{}</text>"#,
-        esc(&w.label)
+        r#"<style>text{{font:12px sans-serif;fill:#212529}} .t{{font-weight:bold;font-size:13px}}</style><text class="t" x="4" y="18">{}{}</text>"#,
+        esc(&w.label),
+        if log { " (log scale)" } else { "" }
     );
     for (row, (i, res)) in rows.iter().enumerate() {
         let y = top + row as f64 * (bar_h + gap);
@@ -271,7 +287,7 @@ pub fn heatmaps(r: &BenchReport) -> Vec<(String, String)> {
                         fill = heat_color(f),
                         label = esc(&w.label),
                         val = esc(&fmt_value(res, Some(w))),
-                        tier = esc(&res.tier),
+                        tier = esc(&res.tier.replace('-', " ")),
                         tx = x + cw / 2.0,
                         ty = y + ch * 0.45,
                         ty2 = y + ch * 0.8,
@@ -286,9 +302,46 @@ pub fn heatmaps(r: &BenchReport) -> Vec<(String, String)> {
     out
 }
 
+/// The iozone matrix as one list of bars per operation: file size, record
+/// size, then target.
+pub fn iozone_bars(r: &BenchReport) -> Vec<(&'static str, Vec<super::chart::Bar<'_>>)> {
+    let cells = iozone_cells(r);
+    let mut out = Vec::new();
+    for op in IOZONE_OPS {
+        let mut bars = Vec::new();
+        for (_, w) in cells.iter().filter(|(o, _)| *o == op) {
+            for (ti, t) in r.targets.iter().enumerate() {
+                if let Some(res) = r.result(&w.id, &t.path) {
+                    bars.push(super::chart::Bar {
+                        label: format!(
+                            "{} file, rec {}",
+                            fmt_size(w.size_bytes),
+                            fmt_size(w.bs_bytes)
+                        ),
+                        target: ti,
+                        result: res,
+                        workload: w,
+                    });
+                }
+            }
+        }
+        if !bars.is_empty() {
+            out.push((op, bars));
+        }
+    }
+    out
+}
+
 /// The whole report as one HTML document.
 pub fn html(r: &BenchReport) -> String {
     let mut s = String::new();
+    if let Some(q) = super::render::quick_line(r) {
+        let _ = write!(
+            s,
+            r#"<p class="warn quick" id="quick"><b>{}</b></p>"#,
+            esc(&q)
+        );
+    }
     let _ = write!(
         s,
         "<p>kernel {} · {} CPUs · {} RAM · last-level cache {} · {}</p>",
@@ -298,6 +351,7 @@ pub fn html(r: &BenchReport) -> String {
         r.host.llc_bytes.map_or("?".into(), fmt_bytes),
         esc(&summary_line(r))
     );
+    s.push_str(&super::html_table::results(r));
     s.push_str("<h2>Targets</h2><table><tr><th>target</th><th>filesystem</th><th>RAM-backed</th><th>free</th><th>needed</th></tr>");
     for (i, t) in r.targets.iter().enumerate() {
         let _ = write!(
@@ -318,21 +372,34 @@ pub fn html(r: &BenchReport) -> String {
         r.ceiling.threads,
         fmt_rate(r.ceiling.all_core_copy_bytes_per_s)
     );
-    for w in &r.warnings {
+    if let (Some(one), Some(all)) = (
+        r.ceiling.stream_triad_bytes_per_s,
+        r.ceiling.all_core_stream_triad_bytes_per_s,
+    ) {
         let _ = write!(
             s,
-            r#"<div class="warn"><b>{}</b>: {}</div>"#,
-            esc(&w.code),
-            esc(&w.message)
+            "<p><b>STREAM Triad</b> (a = b + q·c; 24 bytes per element counted the STREAM way): one thread {}, all threads {}.</p>",
+            fmt_rate(one),
+            fmt_rate(all)
         );
     }
     let heat = heatmaps(r);
     if !heat.is_empty() {
-        s.push_str("<h2>iozone matrix</h2><p>Colour: throughput on a log scale (light = slow, dark = fast). Under each value: where the data sat (cpu-cache, llc, ram, page-cache, device).</p><div class=\"grid\">");
+        s.push_str("<h2>iozone matrix</h2><p>Colour: throughput on a log scale (light = slow, dark = fast). Under each value: where the data sat (cpu cache, llc, ram, page cache, device).</p><div class=\"grid\">");
         for (_, svg) in &heat {
             let _ = write!(s, "<figure>{svg}</figure>");
         }
         s.push_str("</div>");
+    }
+    if !heat.is_empty() {
+        s.push_str("<h2>iozone bar charts</h2><p>One chart per operation: a bar per file size, record size and target (median).</p>");
+        for (op, bars) in iozone_bars(r) {
+            let _ = write!(
+                s,
+                "<figure>{}</figure>",
+                super::chart::bars(r, &format!("iozone {op}"), &bars)
+            );
+        }
     }
     s.push_str("<h2>Workloads</h2><p>Bars: median; whiskers: min..max of the runs; dashed red line: memcpy ceiling of this run.</p>");
     for w in &r.workloads {
@@ -355,6 +422,12 @@ pub fn write_svgs(r: &BenchReport, dir: &Path) -> Result<usize> {
         }
         let p = dir.join(format!("{}.svg", w.id));
         std::fs::write(&p, bar_chart(r, w)).with_context(|| format!("writing {}", p.display()))?;
+        n += 1;
+    }
+    for (op, bars) in iozone_bars(r) {
+        let p = dir.join(format!("iozone-{op}-bars.svg"));
+        let svg = super::chart::bars(r, &format!("iozone {op}"), &bars);
+        std::fs::write(&p, svg).with_context(|| format!("writing {}", p.display()))?;
         n += 1;
     }
     for (name, svg) in heatmaps(r) {

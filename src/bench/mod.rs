@@ -7,8 +7,12 @@
 //! returns a [`BenchReport`] and writes nothing but its scratch directories.
 
 mod ceiling;
+mod chart;
+pub mod compare;
 mod engine;
+pub mod explain;
 pub mod html;
+mod html_table;
 mod leftover;
 mod ratio;
 pub mod render;
@@ -21,6 +25,8 @@ pub mod workload;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_marks;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -41,15 +47,20 @@ use crate::sys::signals::Interrupted;
 pub enum BenchRequest {
     /// Measure the workloads on the targets and write the report.
     Measure(Box<Measure>),
-    /// Show two saved `--json` reports side by side.
-    Compare { a: PathBuf, b: PathBuf },
+    /// Show two saved `--json` reports side by side (and write them as HTML).
+    Compare {
+        a: PathBuf,
+        b: PathBuf,
+        html: Option<PathBuf>,
+    },
 }
 
 /// A measuring run: where, what, how, and where the report goes.
 #[derive(Debug, Clone)]
 pub struct Measure {
-    /// Directories to compare; empty = a private tmpfs (root) or /dev/shm vs the default disk.
-    pub targets: Vec<PathBuf>,
+    /// Directories (or private tmpfs mounts with options) to compare; empty =
+    /// a private tmpfs (root) or /dev/shm vs the default disk.
+    pub targets: Vec<target::TargetSpec>,
     pub workloads: Vec<Workload>,
     pub options: Options,
     pub outputs: Outputs,
@@ -59,12 +70,58 @@ pub struct Measure {
 /// table; "-" is stdout.
 #[derive(Debug, Clone, Default)]
 pub struct Outputs {
+    /// The JSON report on stdout instead of the table.
+    pub json_stdout: bool,
     pub json: Option<PathBuf>,
     pub csv: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
     pub html: Option<PathBuf>,
     /// A directory for one SVG file per chart.
     pub svg: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Every path writable and at most one output on stdout: checked before
+    /// anything is measured, so a typo costs a second, not a whole suite.
+    pub fn check(&self) -> Result<()> {
+        let files = [
+            ("--export-json", &self.json),
+            ("--export-csv", &self.csv),
+            ("--export-markdown", &self.markdown),
+            ("--html", &self.html),
+        ];
+        let mut stdout: Vec<&str> = Vec::new();
+        if self.json_stdout {
+            stdout.push("--json");
+        }
+        for (what, p) in files {
+            let Some(p) = p else { continue };
+            if p == Path::new("-") {
+                stdout.push(what);
+            } else {
+                crate::sys::atomic::check_writable(what, p)?;
+            }
+        }
+        anyhow::ensure!(
+            stdout.len() <= 1,
+            "{} all write to stdout; give all but one a file name",
+            stdout.join(" and ")
+        );
+        if let Some(d) = &self.svg {
+            let probe = if d.exists() {
+                anyhow::ensure!(
+                    d.is_dir(),
+                    "--svg {}: not a directory; give a directory for the SVG files",
+                    d.display()
+                );
+                d.join("x.svg")
+            } else {
+                d.clone()
+            };
+            crate::sys::atomic::check_writable("--svg", &probe)?;
+        }
+        Ok(())
+    }
 }
 
 /// Write `text` to FILE (whole, via the shared atomic writer), or stdout for "-".
@@ -75,27 +132,27 @@ fn emit(what: &str, dest: &Path, text: &[u8]) -> Result<()> {
         out.flush()?;
         return Ok(());
     }
-    crate::sys::atomic::AtomicWrite {
-        what,
-        mode: crate::sys::atomic::NewMode::Exactly(0o600),
-    }
-    .write(dest, text)
+    // Reports are for reading by others too (a CI artifact, a web server).
+    crate::sys::atomic::AtomicWrite::report(what).write(dest, text)
 }
 
 fn output(out: &Outputs, r: &BenchReport) -> Result<()> {
-    let mut stdout_taken = false;
+    let mut stdout_taken = out.json_stdout;
+    let mut json = serde_json::to_vec_pretty(r)?;
+    json.push(b'\n');
+    if out.json_stdout {
+        emit("--json", Path::new("-"), &json)?;
+    }
     if let Some(p) = &out.json {
-        let mut s = serde_json::to_vec_pretty(r)?;
-        s.push(b'\n');
-        emit("--json", p, &s)?;
+        emit("--export-json", p, &json)?;
         stdout_taken |= p == Path::new("-");
     }
     if let Some(p) = &out.csv {
-        emit("--csv", p, render::csv(r).as_bytes())?;
+        emit("--export-csv", p, render::csv(r).as_bytes())?;
         stdout_taken |= p == Path::new("-");
     }
     if let Some(p) = &out.markdown {
-        emit("--markdown", p, render::markdown(r).as_bytes())?;
+        emit("--export-markdown", p, render::markdown(r).as_bytes())?;
         stdout_taken |= p == Path::new("-");
     }
     if let Some(p) = &out.html {
@@ -111,7 +168,10 @@ fn output(out: &Outputs, r: &BenchReport) -> Result<()> {
         out.flush()?;
     }
     for w in &r.warnings {
-        eprintln!("warning: {}", w.message);
+        // Explanations went under the table already.
+        if stdout_taken || !explain::CODES.contains(&w.code.as_str()) {
+            eprintln!("warning: {}", w.message);
+        }
     }
     Ok(())
 }
@@ -136,39 +196,85 @@ fn load(p: &Path) -> Result<BenchReport> {
 
 pub fn run(ctx: &Context, req: &BenchRequest) -> Result<ExitCode> {
     match req {
-        BenchRequest::Compare { a, b } => {
+        BenchRequest::Compare { a, b, html } => {
+            if let Some(h) = html {
+                crate::sys::atomic::check_writable("--html", h)?;
+            }
             let (ra, rb) = (load(a)?, load(b)?);
-            print!("{}", render::compare(&ra, &rb, a, b));
+            print!("{}", compare::text(&ra, &rb, a, b));
+            if let Some(h) = html {
+                crate::sys::atomic::AtomicWrite::report("--html")
+                    .write(h, compare::html(&ra, &rb, a, b).as_bytes())?;
+            }
             Ok(ExitCode::Ok)
         }
         BenchRequest::Measure(m) => measure(ctx, m),
     }
 }
 
+/// A private tmpfs mounted for the run, and the options it was asked for.
+type Mounted = (target::PrivateTmpfs, Option<String>);
+
+/// The target directories, mounting the private tmpfs ones (the default
+/// pair when none is named). Called on the main thread before any
+/// benchmark thread starts, as the private mount namespace needs.
+fn mount_targets(
+    ctx: &Context,
+    specs: &[target::TargetSpec],
+    workloads: &[Workload],
+) -> Result<(Vec<PathBuf>, Vec<Mounted>)> {
+    let (nb, _) = need(workloads);
+    let size = nb + target::margin_bytes(nb) + (8 << 20);
+    let root = rustix::process::geteuid().is_root();
+    let mut private: Vec<Mounted> = Vec::new();
+    let mut targets = Vec::new();
+    if specs.is_empty() {
+        let disk = target::default_disk_dir(ctx)?;
+        if root {
+            let t = target::PrivateTmpfs::mount(size)?;
+            targets.push(t.path.clone());
+            private.push((t, None));
+        } else {
+            targets.push(PathBuf::from("/dev/shm"));
+        }
+        targets.push(disk);
+        return Ok((targets, private));
+    }
+    for spec in specs {
+        match spec {
+            target::TargetSpec::Dir(d) => targets.push(d.clone()),
+            target::TargetSpec::Tmpfs(o) => {
+                anyhow::ensure!(
+                    root,
+                    "target tmpfs:{}: mounting a private tmpfs needs root; run with sudo, or name a directory",
+                    o.text
+                );
+                let t = target::PrivateTmpfs::mount_with(size, Some(o))?;
+                targets.push(t.path.clone());
+                private.push((t, Some(o.text.clone())));
+            }
+        }
+    }
+    Ok((targets, private))
+}
+
 fn measure(ctx: &Context, m: &Measure) -> Result<ExitCode> {
+    m.outputs.check()?;
     let (workloads, opts) = (&m.workloads, &m.options);
     let stop = Arc::clone(&opts.stop);
     use crate::sys::signals::Interrupt;
     let _signals = Interrupt::install_on(stop, true).context("cannot install signal handlers")?;
 
-    let mut private = None;
-    let targets: Vec<PathBuf> = if m.targets.is_empty() {
-        let disk = target::default_disk_dir(ctx)?;
-        let ram: PathBuf = if rustix::process::geteuid().is_root() {
-            let (nb, _) = need(workloads);
-            let t = target::PrivateTmpfs::mount(nb + target::margin_bytes(nb) + (8 << 20))?;
-            let p = t.path.clone();
-            private = Some(t);
-            p
-        } else {
-            PathBuf::from("/dev/shm")
-        };
-        vec![ram, disk]
-    } else {
-        m.targets.clone()
-    };
-    let private_paths: Vec<PathBuf> = private.iter().map(|t| t.path.clone()).collect();
-    let res = run_suite_with(ctx, &targets, &private_paths, workloads, opts);
+    let (targets, private) = mount_targets(ctx, &m.targets, workloads)?;
+    let specs: Vec<target::PrivateSpec> = private
+        .iter()
+        .map(|(t, options)| target::PrivateSpec {
+            path: t.path.clone(),
+            options: options.clone(),
+        })
+        .collect();
+    let res = suite::run_suite_on(ctx, &targets, &specs, workloads, opts);
+    // Unmounted here, before the report is written: nothing outlives the run.
     drop(private);
     match res {
         Ok(r) => {

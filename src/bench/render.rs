@@ -56,7 +56,7 @@ fn cell(r: &BenchResult, w: Option<&Workload>) -> String {
 fn target_header(r: &BenchReport, i: usize) -> String {
     let t = &r.targets[i];
     if t.private_mount {
-        return "private tmpfs (RAM)".into();
+        return format!("{} (RAM)", t.label());
     }
     format!(
         "{} ({}{})",
@@ -70,10 +70,10 @@ pub fn ratio_header(r: &BenchReport) -> Option<String> {
     let (a, b) = ratio_pair(&r.targets)?;
     let name = |i: usize| {
         let t = &r.targets[i];
-        if t.ram_backed && !r.targets[if i == a { b } else { a }].ram_backed {
+        if t.ram_backed && !r.targets[if i == a { b } else { a }].ram_backed && !t.private_mount {
             t.fstype.clone()
         } else {
-            t.path.clone()
+            t.label()
         }
     };
     Some(format!("{} vs {}", name(a), name(b)))
@@ -90,6 +90,21 @@ pub fn fmt_ratio_cell(x: &super::report::Ratio) -> String {
         s.push_str(" ?");
     }
     s
+}
+
+/// The ratio cell coloured by what it says: uncertain, faster, slower.
+fn paint_ratio(cell: &str) -> String {
+    use crate::render::color::{Tone, paint};
+    let tone = if cell.ends_with('?') {
+        Tone::Warn
+    } else if cell.contains("faster") {
+        Tone::Good
+    } else if cell.contains("slower") {
+        Tone::Bad
+    } else {
+        return cell.to_string();
+    };
+    paint(tone, cell)
 }
 
 /// Rows = workloads, columns = targets, then the ratio, then the ceiling row.
@@ -129,18 +144,24 @@ fn rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
         ceil.push(String::new());
     }
     rows.push(ceil);
+    if let (Some(one), Some(all)) = (
+        r.ceiling.stream_triad_bytes_per_s,
+        r.ceiling.all_core_stream_triad_bytes_per_s,
+    ) {
+        let mut triad = vec![
+            "STREAM Triad, 24 bytes per element counted the STREAM way (1 thread / all cores)"
+                .to_string(),
+            format!("{} / {}", fmt_rate(one), fmt_rate(all)),
+        ];
+        triad.resize(header.len(), String::new());
+        rows.push(triad);
+    }
     (header, rows)
 }
 
 fn latency_rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
     let mut header = vec!["latency p50 / p99 / p99.9".to_string()];
-    header.extend(r.targets.iter().map(|t| {
-        if t.private_mount {
-            "private tmpfs".to_string()
-        } else {
-            t.path.clone()
-        }
-    }));
+    header.extend(r.targets.iter().map(|t| t.label()));
     let mut rows = Vec::new();
     for w in &r.workloads {
         let mut row = vec![w.label.clone()];
@@ -167,7 +188,24 @@ fn latency_rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
+/// How every output of a `--quick` report marks its figures.
+pub const QUICK_NOTE: &str = "quick run: figures not meaningful";
+
+/// The line that heads a `--quick` report, saying why its figures are not meaningful.
+pub fn quick_line(r: &BenchReport) -> Option<String> {
+    r.quick.then(|| {
+        format!("{QUICK_NOTE} (--quick: tiny files, no minimum time; a smoke test that the targets work, not a measurement)")
+    })
+}
+
 pub fn summary_line(r: &BenchReport) -> String {
+    if r.quick {
+        return format!(
+            "{QUICK_NOTE}: {} runs per cell on tiny files; rerun without --quick to measure; units are binary (MiB = 2^20 bytes); took {:.1} s",
+            r.min_runs,
+            r.elapsed_ns as f64 / 1e9
+        );
+    }
     let size = r
         .workloads
         .iter()
@@ -196,26 +234,40 @@ pub fn table(r: &BenchReport) -> String {
     let (h, rs) = rows(r);
     let hs: Vec<&str> = h.iter().map(|s| s.as_str()).collect();
     let mut t = crate::render::table(&hs);
-    for row in rs {
+    let ratio_col = ratio_header(r).map(|_| r.targets.len() + 1);
+    for mut row in rs {
+        if let Some(cell) = ratio_col.and_then(|i| row.get_mut(i)) {
+            *cell = paint_ratio(cell);
+        }
         t.add_row(row);
     }
+    crate::render::fit_to_terminal(&mut t);
     let (lh, lrs) = latency_rows(r);
-    let mut out = format!("{t}\n");
+    let mut out = quick_line(r).map_or(String::new(), |q| format!("{q}\n"));
+    out.push_str(&format!("{t}\n"));
     if !lrs.is_empty() {
         let hs: Vec<&str> = lh.iter().map(|s| s.as_str()).collect();
         let mut lt = crate::render::table(&hs);
         for row in lrs {
             lt.add_row(row);
         }
+        crate::render::fit_to_terminal(&mut lt);
         out.push_str(&format!("\n{lt}\n"));
     }
     out.push_str(&format!("\n{}\n", summary_line(r)));
+    for w in r
+        .warnings
+        .iter()
+        .filter(|w| super::explain::CODES.contains(&w.code.as_str()))
+    {
+        out.push_str(&format!("\nwhy: {}\n", w.message));
+    }
     out
 }
 
 pub fn markdown(r: &BenchReport) -> String {
     let esc = |s: &str| s.replace('|', "\\|");
-    let mut out = String::new();
+    let mut out = quick_line(r).map_or(String::new(), |q| format!("**{q}**\n\n"));
     for (h, rs) in [rows(r), latency_rows(r)] {
         if rs.is_empty() {
             continue;
@@ -286,68 +338,5 @@ pub fn csv(r: &BenchReport) -> String {
         );
         out.push('\n');
     }
-    out
-}
-
-/// Two saved runs side by side: per workload and target, A, B and B/A.
-pub fn compare(
-    a: &BenchReport,
-    b: &BenchReport,
-    pa: &std::path::Path,
-    pb: &std::path::Path,
-) -> String {
-    let ha = format!("A: {}", pa.display());
-    let hb = format!("B: {}", pb.display());
-    let mut t = crate::render::table(&["workload", "target", &ha, &hb, "B vs A"]);
-    let mut seen = 0;
-    for x in &a.results {
-        let w = a.workloads.iter().find(|w| w.id == x.workload);
-        let y = b.result(&x.workload, &x.target).or_else(|| {
-            // Targets often differ between runs (a moved /tmp): match by kind.
-            let ram = a
-                .targets
-                .iter()
-                .find(|t| t.path == x.target)
-                .map(|t| t.ram_backed);
-            b.results.iter().find(|r| {
-                r.workload == x.workload
-                    && b.targets
-                        .iter()
-                        .find(|t| t.path == r.target)
-                        .map(|t| t.ram_backed)
-                        == ram
-            })
-        });
-        let (bv, ratio) = match y {
-            Some(y) => (
-                format!("{} ({})", fmt_value(y, w), y.target),
-                if x.median > 0.0 {
-                    fmt_ratio(y.median / x.median)
-                } else {
-                    "-".into()
-                },
-            ),
-            None => ("-".into(), "-".into()),
-        };
-        if y.is_some() {
-            seen += 1;
-        }
-        t.add_row(vec![
-            x.label.clone(),
-            x.target.clone(),
-            fmt_value(x, w),
-            bv,
-            ratio,
-        ]);
-    }
-    let mut out = format!("{t}\n");
-    if seen == 0 {
-        out.push_str("\nno workload appears in both runs; were they run with different presets?\n");
-    }
-    out.push_str(&format!(
-        "\nmemcpy ceiling: A {} / B {}\n",
-        fmt_rate(a.ceiling.memcpy_bytes_per_s),
-        fmt_rate(b.ceiling.memcpy_bytes_per_s)
-    ));
     out
 }

@@ -7,11 +7,15 @@ use super::stats::Summary;
 use super::workload::Workload;
 
 /// Bumped on any incompatible change of the JSON below.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchReport {
     pub schema_version: u32,
+    /// A `--quick` smoke test: tiny sizes and no minimum time, so the figures
+    /// show that the targets work, not how fast they are.
+    #[serde(default)]
+    pub quick: bool,
     pub tool_version: String,
     pub host: HostInfo,
     /// Wall time of the whole run.
@@ -49,6 +53,14 @@ pub struct TargetInfo {
     pub ram_backed: bool,
     /// True when tmpfsctl mounted this tmpfs itself for the run (and removed it).
     pub private_mount: bool,
+    /// A private tmpfs target's mount options as given (`tmpfs:OPTIONS`,
+    /// e.g. "huge=within_size"); absent for directories and the default mount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<String>,
+    /// tmpfs only: its huge= setting as mounted ("never" when the kernel
+    /// shows none): whether file data sits in 4 KiB or 2 MiB pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub huge: Option<String>,
     pub free_bytes: u64,
     pub free_inodes: Option<u64>,
     /// Peak bytes / inodes the suite needed here (checked before writing).
@@ -61,6 +73,28 @@ pub struct TargetInfo {
     pub ext4_journal: Option<bool>,
 }
 
+impl TargetInfo {
+    /// The target named by what it is: a private tmpfs (with its options) by
+    /// that, not by the temporary directory it was mounted on; else its path.
+    pub fn label(&self) -> String {
+        match (&self.options, self.private_mount) {
+            (Some(o), _) => format!("private tmpfs {o}"),
+            (None, true) => "private tmpfs".into(),
+            (None, false) => self.path.clone(),
+        }
+    }
+
+    /// The target as a reader knows it: "private tmpfs huge=never",
+    /// "/var/tmp on ext4".
+    pub fn describe(&self) -> String {
+        if self.private_mount {
+            self.label()
+        } else {
+            format!("{} on {}", self.path, self.fstype)
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Ceiling {
     /// Single-thread memcpy: bytes copied per second (each byte read once and
@@ -68,6 +102,13 @@ pub struct Ceiling {
     pub memcpy_bytes_per_s: f64,
     /// All threads copying disjoint halves of the same buffers, bytes copied per second.
     pub all_core_copy_bytes_per_s: f64,
+    /// STREAM Triad (a = b + q*c, f64) on one thread, bytes per second
+    /// counted the STREAM way: 24 bytes per element (2 reads + 1 write).
+    #[serde(default)]
+    pub stream_triad_bytes_per_s: Option<f64>,
+    /// The same on all threads, each on its own slice.
+    #[serde(default)]
+    pub all_core_stream_triad_bytes_per_s: Option<f64>,
     pub threads: usize,
     pub buffer_bytes: u64,
     pub runs: u32,

@@ -45,6 +45,9 @@ pub struct Options {
     pub progress: bool,
     /// Set by a signal handler (or a caller) to stop early; scratch is then removed.
     pub stop: Arc<AtomicBool>,
+    /// A smoke test (`--quick`): recorded in the report, which marks every
+    /// figure as not meaningful.
+    pub quick: bool,
 }
 
 impl Default for Options {
@@ -62,6 +65,7 @@ impl Default for Options {
             runtime: None,
             progress: false,
             stop: Arc::new(AtomicBool::new(false)),
+            quick: false,
         }
     }
 }
@@ -103,6 +107,24 @@ pub fn run_suite_with(
     workloads: &[Workload],
     opts: &Options,
 ) -> Result<BenchReport> {
+    let private: Vec<target::PrivateSpec> = private
+        .iter()
+        .map(|p| target::PrivateSpec {
+            path: p.clone(),
+            options: None,
+        })
+        .collect();
+    run_suite_on(ctx, targets, &private, workloads, opts)
+}
+
+/// As [`run_suite_with`], with the mount options of each private tmpfs.
+pub fn run_suite_on(
+    ctx: &Context,
+    targets: &[PathBuf],
+    private: &[target::PrivateSpec],
+    workloads: &[Workload],
+    opts: &Options,
+) -> Result<BenchReport> {
     let started = Instant::now();
     anyhow::ensure!(!targets.is_empty(), "no targets to benchmark");
     anyhow::ensure!(!workloads.is_empty(), "no workloads to run");
@@ -112,7 +134,10 @@ pub fn run_suite_with(
     let (need_b, need_i) = need(workloads);
     let checked: Vec<Target> = targets
         .iter()
-        .map(|t| target::check(ctx, t, need_b, need_i, private.contains(t)))
+        .map(|t| {
+            let p = private.iter().find(|p| &p.path == t);
+            target::check(ctx, t, need_b, need_i, p)
+        })
         .collect::<Result<_>>()?;
 
     let (mem, _) = ctx.sysroot.meminfo()?;
@@ -151,7 +176,9 @@ pub fn run_suite_with(
     let pair = ratio_pair(&infos);
     // Scratch directories live until the end; dropping them (error, signal) removes them.
     let scratches: Vec<Scratch> = checked.iter().map(Scratch::create).collect::<Result<_>>()?;
+    let pb = overall_bar(opts.progress, workloads.len() as u64);
     let run = Alternation {
+        pb: &pb,
         targets: &checked,
         scratches: &scratches,
         plan: &plan,
@@ -161,10 +188,11 @@ pub fn run_suite_with(
         host: &host,
     };
     let mut results = Vec::new();
-    for (wi, w) in workloads.iter().enumerate() {
-        let what = format!("[{}/{}] {}", wi + 1, workloads.len(), w.label);
-        results.extend(run.workload(w, &what)?);
+    for w in workloads {
+        results.extend(run.workload(w, &w.label)?);
+        pb.inc(1);
     }
+    pb.finish_and_clear();
     for s in scratches {
         s.remove()?;
     }
@@ -179,6 +207,7 @@ pub fn run_suite_with(
 
     let mut report = BenchReport {
         schema_version: SCHEMA_VERSION,
+        quick: opts.quick,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         host,
         elapsed_ns: started.elapsed().as_nanos() as u64,
@@ -194,11 +223,14 @@ pub fn run_suite_with(
     };
     report.ratios = ratios(&report);
     report.warnings = warnings(&report);
+    report.warnings.extend(super::explain::notes(&report));
     Ok(report)
 }
 
 /// What every workload of a suite is measured with.
 struct Alternation<'a> {
+    /// The suite's one progress bar: workloads done of all, with an ETA.
+    pb: &'a ProgressBar,
     targets: &'a [Target],
     scratches: &'a [Scratch],
     plan: &'a Plan,
@@ -216,8 +248,9 @@ impl Alternation<'_> {
         let (checked, opts) = (self.targets, self.opts);
         let what = |t: &Target| format!("{what} on {}", t.shown);
         let mut sessions = Vec::new();
+        let pb = self.pb;
         for (t, s) in checked.iter().zip(self.scratches) {
-            let pb = bar(opts.progress, format!("{}: preparing", what(t)));
+            pb.set_message(format!("{}: preparing", what(t)));
             sessions.push(engine::Session::start(
                 w,
                 s.path(),
@@ -225,13 +258,12 @@ impl Alternation<'_> {
                 self.plan,
                 &opts.stop,
             )?);
-            pb.finish_and_clear();
         }
         // The targets take turns run by run, A B B A A B ...: both are
         // measured across the same stretch of time, so a burst of other
         // activity hits both (and the per-run ratio), and neither always runs
         // right after the other.
-        let pb = bar(opts.progress, what(&checked[0]));
+        pb.set_message(what(&checked[0]));
         let mut round = 0u32;
         let looped = Instant::now();
         while !done(&sessions, round, self.pair, opts, looped.elapsed()) {
@@ -252,7 +284,6 @@ impl Alternation<'_> {
             let m = sess.finish()?;
             results.push(to_result(w, t, &m, self.ceiling, self.host));
         }
-        pb.finish_and_clear();
         Ok(results)
     }
 }
@@ -314,6 +345,22 @@ fn precise_enough(a: &[u64], b: &[u64], rounds: u32, opts: &Options, elapsed: Du
         .is_none_or(|p| p.uncertainty_percent() <= opts.ratio_precision_percent)
 }
 
+/// A bar over the suite's workloads: what runs, done/total and an ETA from
+/// the workloads done so far. Hidden unless asked (stderr is a terminal).
+fn overall_bar(show: bool, total: u64) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(total);
+    if let Ok(st) = ProgressStyle::with_template(
+        "{spinner} [{bar:24}] {pos}/{len} workloads, ETA {eta} [{elapsed}] {wide_msg}",
+    ) {
+        pb.set_style(st.progress_chars("=> "));
+    }
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb
+}
+
 fn bar(show: bool, msg: String) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
@@ -339,6 +386,11 @@ pub fn tier(w: &Workload, ram_backed: bool, cache_state: &str, host: &HostInfo) 
     };
     if !ram_backed && disk_io {
         return "device";
+    }
+    // A disk target's data that did not come from the device came from the
+    // page cache, whatever CPU cache also held it: that is the tier to name.
+    if !ram_backed {
+        return "page-cache";
     }
     let ws = w.size_bytes / w.threads.max(1) as u64;
     if host.l2_bytes.is_some_and(|l| ws <= l) {
@@ -542,7 +594,7 @@ pub fn ratios(r: &BenchReport) -> Vec<Ratio> {
 /// temporary directory it was mounted on (gone when the run ends).
 pub fn target_name(r: &BenchReport, path: &str) -> String {
     match r.targets.iter().find(|t| t.path == path) {
-        Some(t) if t.private_mount => "private tmpfs (RAM)".into(),
+        Some(t) if t.private_mount => format!("{} (RAM)", t.label()),
         _ => path.to_string(),
     }
 }

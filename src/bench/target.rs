@@ -34,8 +34,9 @@ pub fn check(
     dir: &Path,
     need_bytes: u64,
     need_inodes: u64,
-    private_mount: bool,
+    private: Option<&PrivateSpec>,
 ) -> Result<Target> {
+    let private_mount = private.is_some();
     let shown = dir.display().to_string();
     let meta = std::fs::metadata(dir).map_err(|e| {
         anyhow::anyhow!(
@@ -111,6 +112,10 @@ pub fn check(
             mountpoint,
             ram_backed,
             private_mount,
+            options: private.and_then(|p| p.options.clone()),
+            huge: m
+                .filter(|m| m.fstype == "tmpfs")
+                .map(|m| m.option("huge").unwrap_or("never").to_string()),
             free_bytes: st.avail_bytes,
             free_inodes,
             need_bytes: want,
@@ -146,6 +151,13 @@ pub fn ext4_journal(sysroot: &crate::sys::Sysroot, dev: u64) -> Option<bool> {
     let task =
         std::fs::read_to_string(sysroot.path(format!("/sys/fs/ext4/{name}/journal_task"))).ok()?;
     Some(task.trim() != "<none>")
+}
+
+/// A target that is a tmpfs mounted for this run, and its options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrivateSpec {
+    pub path: PathBuf,
+    pub options: Option<String>,
 }
 
 /// Scratch directories are named this, then their owner (see `leftover`).
@@ -201,6 +213,12 @@ impl PrivateTmpfs {
     /// Call on the main thread before any benchmark thread starts (see
     /// [`enter_private_namespace`]).
     pub fn mount(size_bytes: u64) -> Result<PrivateTmpfs> {
+        Self::mount_with(size_bytes, None)
+    }
+
+    /// As [`PrivateTmpfs::mount`], with the kernel's tmpfs options (checked by
+    /// [`TmpfsOptions::parse`]) after bench's own, so `mode=` given wins.
+    pub fn mount_with(size_bytes: u64, options: Option<&TmpfsOptions>) -> Result<PrivateTmpfs> {
         enter_private_namespace()?;
         // Mount points of killed runs: empty directories by now, since their
         // tmpfs went with their namespace.
@@ -210,10 +228,15 @@ impl PrivateTmpfs {
             .tempdir()
             .context("creating a directory for the private tmpfs")?;
         let path = dir.path().to_path_buf();
-        let data = std::ffi::CString::new(format!(
+        let mut data = format!(
             "size={},mode=0700",
             crate::units::tmpfs_size_option(size_bytes.div_ceil(1 << 20) << 20)
-        ))?;
+        );
+        if let Some(o) = options {
+            data.push(',');
+            data.push_str(&o.text);
+        }
+        let data = std::ffi::CString::new(data)?;
         rustix::mount::mount(
             "tmpfsctl-bench",
             &path,
@@ -221,7 +244,13 @@ impl PrivateTmpfs {
             rustix::mount::MountFlags::NOSUID | rustix::mount::MountFlags::NODEV,
             data.as_c_str(),
         )
-        .with_context(|| format!("mounting a private tmpfs on {}", path.display()))?;
+        .with_context(|| match options {
+            Some(o) => format!(
+                "target tmpfs:{}: the kernel refused these tmpfs options (it may be too old for one of them, e.g. noswap needs Linux 6.4)",
+                o.text
+            ),
+            None => format!("mounting a private tmpfs on {}", path.display()),
+        })?;
         Ok(PrivateTmpfs {
             dir: Some(dir),
             path,
@@ -235,6 +264,13 @@ impl PrivateTmpfs {
 /// /proc/self/mountinfo (which the target checks read) shows the main
 /// thread's view: hence on the main thread, before any thread starts.
 fn enter_private_namespace() -> Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // Several private mounts share one namespace: a second unshare would
+    // only copy it.
+    static ENTERED: AtomicBool = AtomicBool::new(false);
+    if ENTERED.swap(true, Ordering::SeqCst) {
+        return Ok(());
+    }
     // SAFETY: NEWNS only; no file-descriptor table is unshared.
     unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNS) }
         .context("unshare(CLONE_NEWNS) for the private tmpfs")?;
@@ -252,6 +288,85 @@ impl Drop for PrivateTmpfs {
         if let Some(d) = self.dir.take() {
             let _ = d.close();
         }
+    }
+}
+
+/// What a command-line target names: a directory, or a private tmpfs
+/// mounted for the run with the kernel's options (`tmpfs:huge=within_size`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetSpec {
+    Dir(PathBuf),
+    Tmpfs(TmpfsOptions),
+}
+
+impl TargetSpec {
+    /// `tmpfs:OPTIONS` is a private tmpfs; anything else a directory (write
+    /// `./tmpfs:x` for a directory of that name).
+    pub fn parse(arg: &Path) -> Result<TargetSpec> {
+        match arg.to_str().and_then(|s| s.strip_prefix("tmpfs:")) {
+            Some(opts) => Ok(TargetSpec::Tmpfs(TmpfsOptions::parse(opts)?)),
+            None => Ok(TargetSpec::Dir(arg.to_path_buf())),
+        }
+    }
+}
+
+/// Mount options of a private tmpfs target, checked before anything is
+/// measured: only the kernel's tmpfs options that change how it stores data
+/// (the size is bench's: it sizes the mount to the workloads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TmpfsOptions {
+    /// As given, comma-separated: recorded in the report and passed to mount(2).
+    pub text: String,
+}
+
+/// The tmpfs mount options a bench target accepts, as the kernel spells them.
+const TMPFS_OPTIONS: &str = "huge=never|always|within_size|advise, noswap, nr_inodes=N, mode=OCTAL, mpol=POLICY, inode32, inode64";
+
+impl TmpfsOptions {
+    pub fn parse(text: &str) -> Result<TmpfsOptions> {
+        let bad = |opt: &str, why: &str| {
+            anyhow::anyhow!(
+                "target tmpfs:{text}: {why} `{opt}`; a private tmpfs target takes {TMPFS_OPTIONS} (comma-separated, e.g. tmpfs:huge=within_size)"
+            )
+        };
+        anyhow::ensure!(
+            !text.is_empty(),
+            "target tmpfs: no options given; write e.g. tmpfs:huge=within_size, or name a directory"
+        );
+        for opt in text.split(',') {
+            let (key, value) = match opt.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (opt, None),
+            };
+            let ok = match (key, value) {
+                ("huge", Some(v)) => matches!(v, "never" | "always" | "within_size" | "advise"),
+                ("noswap" | "inode32" | "inode64", None) => true,
+                ("nr_inodes", Some(v)) => crate::units::parse_bytes(v).is_ok(),
+                ("mode", Some(v)) => {
+                    !v.is_empty() && u32::from_str_radix(v, 8).is_ok_and(|m| m <= 0o7777)
+                }
+                ("mpol", Some(v)) => {
+                    let policy = v.split(':').next().unwrap_or_default();
+                    matches!(
+                        policy,
+                        "default" | "prefer" | "bind" | "interleave" | "local"
+                    )
+                }
+                ("size", _) => {
+                    return Err(bad(
+                        opt,
+                        "bench sizes its private tmpfs to the workloads; drop",
+                    ));
+                }
+                _ => false,
+            };
+            if !ok {
+                return Err(bad(opt, "unknown or invalid tmpfs option"));
+            }
+        }
+        Ok(TmpfsOptions {
+            text: text.to_string(),
+        })
     }
 }
 
@@ -281,6 +396,40 @@ pub fn default_disk_dir(ctx: &crate::context::Context) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tmpfs_targets_take_the_kernels_options_and_name_a_bad_one() {
+        let spec = |s: &str| TargetSpec::parse(Path::new(s));
+        assert_eq!(
+            spec("tmpfs:huge=never,noswap").unwrap(),
+            TargetSpec::Tmpfs(TmpfsOptions {
+                text: "huge=never,noswap".into()
+            })
+        );
+        assert!(matches!(
+            spec("./tmpfs:huge=never").unwrap(),
+            TargetSpec::Dir(_)
+        ));
+        assert!(matches!(spec("/var/tmp").unwrap(), TargetSpec::Dir(_)));
+        for ok in [
+            "huge=within_size",
+            "nr_inodes=10k,mode=1777",
+            "mpol=bind:0",
+            "inode64",
+        ] {
+            TmpfsOptions::parse(ok).unwrap();
+        }
+        for (bad, named) in [
+            ("huge=sometimes", "`huge=sometimes`"),
+            ("huge=never,swapiness=1", "`swapiness=1`"),
+            ("size=1G", "`size=1G`"),
+            ("mode=999", "`mode=999`"),
+            ("", "no options"),
+        ] {
+            let e = TmpfsOptions::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(named), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn ext4_journal_is_read_from_sysfs() {

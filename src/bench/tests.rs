@@ -49,7 +49,42 @@ fn need_counts_peak_not_sum() {
     assert!(i >= 10_000);
 }
 
-fn fake_report() -> BenchReport {
+/// One result of `v` per second in the workload's unit, 3 runs, ±10%.
+pub(super) fn fake_result(w: &Workload, target: &str, v: f64) -> BenchResult {
+    BenchResult {
+        workload: w.id.clone(),
+        label: w.label.clone(),
+        target: target.to_string(),
+        unit: if w.reports_bytes() {
+            "bytes_per_s"
+        } else {
+            "ops_per_s"
+        }
+        .into(),
+        throughput_bytes_per_s: Some(v),
+        ops_per_s: (!w.reports_bytes()).then_some(v),
+        median: v,
+        min: v * 0.9,
+        max: v * 1.1,
+        spread_percent: 20.0,
+        rsd_percent: 5.0,
+        outliers: 0,
+        runs: 3,
+        samples: vec![v * 0.9, v, v * 1.1],
+        bytes_per_run: 1,
+        ops_per_run: 1,
+        latency_ns: None,
+        cache_state: "n/a".into(),
+        cache_method: String::new(),
+        tier: "ram".into(),
+        engine: "psync".into(),
+        ceiling_fraction: None,
+        cpu_wait_percent: Some(1.0),
+        flags: vec![],
+    }
+}
+
+pub(super) fn fake_report() -> BenchReport {
     use report::*;
     let ws = preset(Preset::TempFile, Scale::QUICK);
     let targets = vec![
@@ -59,6 +94,8 @@ fn fake_report() -> BenchReport {
             mountpoint: "/dev/shm".into(),
             ram_backed: true,
             private_mount: false,
+            options: None,
+            huge: None,
             free_bytes: 1 << 30,
             free_inodes: Some(1000),
             need_bytes: 1 << 20,
@@ -71,6 +108,8 @@ fn fake_report() -> BenchReport {
             mountpoint: "/".into(),
             ram_backed: false,
             private_mount: false,
+            options: None,
+            huge: None,
             free_bytes: 1 << 30,
             free_inodes: Some(1000),
             need_bytes: 1 << 20,
@@ -88,41 +127,14 @@ fn fake_report() -> BenchReport {
             if i == 0 && w.reports_bytes() {
                 flags.push("above_memory_ceiling".to_string());
             }
-            results.push(BenchResult {
-                workload: w.id.clone(),
-                label: w.label.clone(),
-                target: t.path.clone(),
-                unit: if w.reports_bytes() {
-                    "bytes_per_s"
-                } else {
-                    "ops_per_s"
-                }
-                .into(),
-                throughput_bytes_per_s: Some(v),
-                ops_per_s: (!w.reports_bytes()).then_some(v),
-                median: v,
-                min: v * 0.9,
-                max: v * 1.1,
-                spread_percent: 20.0,
-                rsd_percent: 5.0,
-                outliers: 0,
-                runs: 3,
-                samples: vec![v * 0.9, v, v * 1.1],
-                bytes_per_run: 1,
-                ops_per_run: 1,
-                latency_ns: None,
-                cache_state: "n/a".into(),
-                cache_method: String::new(),
-                tier: "ram".into(),
-                engine: "psync".into(),
-                ceiling_fraction: None,
-                cpu_wait_percent: Some(1.0),
-                flags,
-            });
+            let mut x = fake_result(w, &t.path, v);
+            x.flags = flags;
+            results.push(x);
         }
     }
     let mut r = BenchReport {
         schema_version: SCHEMA_VERSION,
+        quick: false,
         tool_version: "test".into(),
         host: HostInfo {
             kernel: "6.18".into(),
@@ -139,6 +151,8 @@ fn fake_report() -> BenchReport {
         ceiling: Ceiling {
             memcpy_bytes_per_s: 1.5e9,
             all_core_copy_bytes_per_s: 3e9,
+            stream_triad_bytes_per_s: Some(2e9),
+            all_core_stream_triad_bytes_per_s: Some(3.5e9),
             threads: 2,
             buffer_bytes: 1 << 30,
             runs: 3,
@@ -215,12 +229,25 @@ fn compare_matches_by_target_kind_when_paths_differ() {
         if x.target == "/dev/shm" {
             x.target = "/tmp".into();
             x.median *= 2.0;
+            x.samples.iter_mut().for_each(|v| *v *= 2.0);
         }
     }
-    let out = render::compare(&a, &b, Path::new("a.json"), Path::new("b.json"));
-    assert!(out.contains("(/tmp)"), "{out}");
-    assert!(out.contains("2.0× faster"), "{out}");
-    assert!(out.contains("1.0× faster"), "{out}");
+    let out = compare::text(&a, &b, Path::new("a.json"), Path::new("b.json"));
+    assert!(out.contains("(/tmp on tmpfs)"), "{out}");
+    assert!(out.contains("/var/tmp on ext4"), "{out}");
+    assert!(out.contains("2.0× faster (1.64..2.44)"), "{out}");
+    assert!(out.contains("same"), "{out}");
+    assert!(!out.contains("1.0× faster"), "{out}");
+    let same = compare::text(&a, &a, Path::new("a.json"), Path::new("a.json"));
+    assert!(
+        !same.contains('×'),
+        "a run compared with itself is the same: {same}"
+    );
+    let h = compare::html(&a, &b, Path::new("a.json"), Path::new("b.json"));
+    assert!(
+        h.contains("<table class=\"compare\">") && h.contains("2.0× faster"),
+        "{h}"
+    );
 }
 
 #[test]
@@ -257,6 +284,11 @@ fn tiers_follow_cache_sizes_and_durability() {
     assert_eq!(
         suite::tier(get("iozone-write-64k-4k"), false, "n/a", &host),
         "device"
+    );
+    // A small file reread from a disk sat in the page cache, not "cpu-cache".
+    assert_eq!(
+        suite::tier(get("iozone-reread-64k-4k"), false, "warm", &host),
+        "page-cache"
     );
 }
 

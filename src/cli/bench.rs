@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
+use crate::bench::target::TargetSpec;
 use crate::bench::{
     BenchRequest, CacheWant, Measure, Op, Options, Outputs, Preset, Scale, Sync, Workload, preset,
 };
@@ -14,9 +15,10 @@ use crate::bench::{
 #[command(
     after_help = "Examples:\n  tmpfsctl bench                       # private tmpfs (root) or /dev/shm vs /var/tmp's disk\n  \
 tmpfsctl bench /dev/shm ~/build       # any directories\n  \
+tmpfsctl bench tmpfs:huge=within_size tmpfs:huge=never   # does huge= help here? (root)\n  \
 tmpfsctl bench --preset dd            # dd done right: buffered vs conv=fsync vs oflag=dsync\n  \
 tmpfsctl bench --rw rand-read --bs 4k --size 1G /dev/shm /var/tmp\n  \
-tmpfsctl bench --json run.json --markdown -\n  \
+tmpfsctl bench --json > run.json       # or --export-json run.json --export-markdown run.md\n  \
 tmpfsctl bench --compare before.json after.json\n\n\
 Methodology: data is random; writes include fsync/O_DSYNC when the label says so; disk reads labelled \
 cold are evicted (posix_fadvise, checked with mincore) or O_DIRECT, else labelled warm; the targets run in \
@@ -27,7 +29,7 @@ figure is compared with memcpy measured in the same run, and memcpy is measured 
 memory bandwidth moved. Free space and inodes are checked before anything is written. Units are binary (MiB = 2^20)."
 )]
 pub struct BenchArgs {
-    /// Directories to compare (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)
+    /// Directories to compare, or tmpfs:OPTIONS for a private tmpfs mounted for the run with the kernel's options (root; e.g. tmpfs:huge=within_size tmpfs:huge=never) (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)
     #[arg(value_name = "TARGET")]
     pub targets: Vec<PathBuf>,
 
@@ -81,8 +83,8 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub out: Box<OutputArgs>,
 
-    /// Show two saved --json runs side by side instead of measuring
-    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["targets", "rw", "quick"])]
+    /// Show two saved JSON reports side by side instead of measuring (with --html FILE: also as a page)
+    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["targets", "rw", "quick", "json", "export_json", "export_csv", "export_markdown", "svg"])]
     pub compare: Option<Vec<PathBuf>>,
 }
 
@@ -118,17 +120,19 @@ pub struct CustomArgs {
 /// Where the report goes besides (or instead of) the terminal table.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct OutputArgs {
-    /// Write the JSON report (schema_version 1) to FILE, or - for stdout
+    /// Print the JSON report (schema_version 2) on stdout instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// Write the JSON report to FILE
     #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write CSV (one line per workload and target) to FILE, or - for stdout
+    pub export_json: Option<PathBuf>,
+    /// Write CSV (one line per workload and target) to FILE
     #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Write a Markdown table to FILE, or - for stdout
+    pub export_csv: Option<PathBuf>,
+    /// Write a Markdown table to FILE
     #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-
-    /// Write a self-contained HTML report (bar charts, iozone heat map, ceiling line) to FILE
+    pub export_markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report (results table, bar charts, iozone heat map, ceiling line) to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Write each chart as an SVG file into DIR
@@ -251,7 +255,10 @@ fn workloads_from_args(a: &BenchArgs) -> Result<Vec<Workload>> {
 }
 
 fn options_from_args(a: &BenchArgs) -> Result<Options> {
-    let mut o = Options::default();
+    let mut o = Options {
+        quick: a.quick,
+        ..Options::default()
+    };
     if a.quick {
         o.min_time = Duration::ZERO;
         // Bounded on any device: a slow disk shortens op-counted runs, not the test.
@@ -300,16 +307,27 @@ impl BenchArgs {
         if let Some(files) = &self.compare
             && let [a, b] = files.as_slice()
         {
+            if let Some(h) = &self.out.html {
+                crate::sys::atomic::check_writable("--html", h)?;
+            }
             return Ok(BenchRequest::Compare {
                 a: a.clone(),
                 b: b.clone(),
+                html: self.out.html.clone(),
             });
         }
+        let outputs = self.out.outputs();
+        // A bad path or combination fails now, not after minutes of measuring.
+        outputs.check()?;
         Ok(BenchRequest::Measure(Box::new(Measure {
-            targets: self.targets.clone(),
+            targets: self
+                .targets
+                .iter()
+                .map(|t| TargetSpec::parse(t))
+                .collect::<Result<_>>()?,
             workloads: workloads_from_args(self)?,
             options: options_from_args(self)?,
-            outputs: self.out.outputs(),
+            outputs,
         })))
     }
 }
@@ -317,9 +335,10 @@ impl BenchArgs {
 impl OutputArgs {
     fn outputs(&self) -> Outputs {
         Outputs {
-            json: self.json.clone(),
-            csv: self.csv.clone(),
-            markdown: self.markdown.clone(),
+            json_stdout: self.json,
+            json: self.export_json.clone(),
+            csv: self.export_csv.clone(),
+            markdown: self.export_markdown.clone(),
             html: self.html.clone(),
             svg: self.svg.clone(),
         }

@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 use crate::common::{TestMount, bin, json, tmpfsctl};
 use crate::require_root;
 
+mod outputs;
+mod targets;
+
 fn entries(p: &Path) -> Vec<String> {
     std::fs::read_dir(p)
         .unwrap()
@@ -65,7 +68,7 @@ fn quick_suite_on_tmpfs_and_disk_has_every_field_and_leaves_nothing() {
     let m = TestMount::tmpfs("size=64M");
     let disk = disk_dir();
     let mp = m.path.to_str().unwrap();
-    let mut args = vec!["bench", "--quick", "--json", "-", mp];
+    let mut args = vec!["bench", "--quick", "--json", mp];
     let dp = disk
         .as_ref()
         .map(|d| d.path().to_str().unwrap().to_string());
@@ -75,9 +78,9 @@ fn quick_suite_on_tmpfs_and_disk_has_every_field_and_leaves_nothing() {
     let out = tmpfsctl(&args);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let v = json(&out);
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     let targets = v["targets"].as_array().unwrap();
-    assert_eq!(targets.len(), args.len() - 4);
+    assert_eq!(targets.len(), args.len() - 3);
     assert_eq!(targets[0]["path"], mp);
     assert_eq!(targets[0]["fstype"], "tmpfs");
     assert_eq!(targets[0]["ram_backed"], true);
@@ -206,7 +209,6 @@ fn alternation_ends_on_even_rounds_until_precise_and_reports_the_order_effect() 
             "--max-time",
             "0.2s",
             "--json",
-            "-",
             a.path.to_str().unwrap(),
             b.path.to_str().unwrap(),
         ]);
@@ -243,77 +245,6 @@ fn alternation_ends_on_even_rounds_until_precise_and_reports_the_order_effect() 
         stderr(&out)
     );
     assert!(entries(&a.path).is_empty());
-}
-
-#[test]
-fn csv_markdown_table_and_compare() {
-    require_root!();
-    let m = TestMount::tmpfs("size=64M");
-    let mp = m.path.to_str().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let a = work.path().join("a.json");
-    let out = tmpfsctl(&[
-        "bench",
-        "--quick",
-        "--preset",
-        "temp-file",
-        "--no-latency",
-        "--json",
-        a.to_str().unwrap(),
-        "--csv",
-        "-",
-        mp,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
-    let csv = String::from_utf8_lossy(&out.stdout).to_string();
-    let lines: Vec<&str> = csv.lines().collect();
-    assert!(lines[0].starts_with("workload,label,target,"), "{csv}");
-    assert_eq!(lines.len(), 1 + 4, "header + 4 temp-file workloads: {csv}");
-    assert!(lines[1].starts_with("seq-write-1m-fsync,"));
-    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&a).unwrap()).unwrap();
-    assert_eq!(saved["results"].as_array().unwrap().len(), 4);
-    assert!(saved["results"][0]["latency_ns"].is_null(), "--no-latency");
-
-    let out = tmpfsctl(&[
-        "bench",
-        "--quick",
-        "--preset",
-        "temp-file",
-        "--markdown",
-        "-",
-        mp,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
-    let md = String::from_utf8_lossy(&out.stdout);
-    assert!(md.starts_with("| workload |"), "{md}");
-    assert!(md.contains("memory ceiling"), "{md}");
-
-    let out = tmpfsctl(&["bench", "--quick", "--preset", "temp-file", mp]);
-    let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("seq write 1 MiB, fsync at end"), "{table}");
-    assert!(table.contains("memory ceiling"), "{table}");
-
-    let out = tmpfsctl(&[
-        "bench",
-        "--compare",
-        a.to_str().unwrap(),
-        a.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
-    let cmp = String::from_utf8_lossy(&out.stdout);
-    assert!(cmp.contains("1.0× faster"), "{cmp}");
-
-    let bad = work.path().join("bad.json");
-    std::fs::write(&bad, "{}").unwrap();
-    let out = tmpfsctl(&[
-        "bench",
-        "--compare",
-        a.to_str().unwrap(),
-        bad.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("bad.json"), "{}", stderr(&out));
-    assert_eq!(entries(&m.path), Vec::<String>::new());
 }
 
 #[test]
@@ -458,7 +389,6 @@ fn custom_workload_knobs() {
         "--threads",
         "2",
         "--json",
-        "-",
         m.path.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
@@ -535,7 +465,6 @@ fn html_report_renders_in_chromium_with_charts_and_heat_map() {
         "--svg",
         svg.to_str().unwrap(),
         "--json",
-        "-",
         a.path.to_str().unwrap(),
         b.path.to_str().unwrap(),
     ]);
@@ -570,8 +499,18 @@ fn html_report_renders_in_chromium_with_charts_and_heat_map() {
         cells * 2,
         "one cell per workload and target"
     );
+    // The bar chart section has bars: one per cell and target.
+    assert_eq!(
+        dom.matches("class=\"bar\"").count(),
+        cells * 2,
+        "iozone bars in the rendered DOM"
+    );
     let svgs = std::fs::read_dir(&svg).unwrap().count();
-    assert_eq!(svgs, 12, "--svg writes the heat maps");
+    assert_eq!(
+        svgs,
+        12 + 6,
+        "--svg writes the heat maps and a bar chart per operation"
+    );
 
     let html2 = work.path().join("default.html");
     let out = tmpfsctl(&[
@@ -622,7 +561,6 @@ fn presets_run_on_tmpfs() {
             "--preset",
             p,
             "--json",
-            "-",
             m.path.to_str().unwrap(),
         ]);
         assert_eq!(out.status.code(), Some(0), "{p}: {}", stderr(&out));
