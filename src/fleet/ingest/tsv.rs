@@ -99,7 +99,7 @@ const POW10: [u64; 9] = [
 /// The run of 1 to 19 ASCII digits at `line[i..]` as a number, and where it
 /// ends; None for no digit or more than 19. Eight bytes are looked at a time
 /// where the line has them: the parse is most of `fleet analyze`'s time.
-fn digits(line: &[u8], mut i: usize) -> Option<(u64, usize)> {
+pub(super) fn digits(line: &[u8], mut i: usize) -> Option<(u64, usize)> {
     let from = i;
     let mut x = 0u64;
     while let Some(w) = line.get(i..i + 8) {
