@@ -134,8 +134,13 @@ pub fn analyze(
     }
     if fit.mem_available.evaluated < f.len() as u64 {
         warnings.push(format!(
-            "{} hosts have no MemAvailable figure: the MemAvailable models only count the {} that do",
-            f.len() as u64 - fit.mem_available.evaluated,
+            "{} {} no MemAvailable figure: the MemAvailable models only count the {} that do",
+            super::render::hosts(f.len() as u64 - fit.mem_available.evaluated),
+            if f.len() as u64 - fit.mem_available.evaluated == 1 {
+                "has"
+            } else {
+                "have"
+            },
             fit.mem_available.evaluated
         ));
     }
