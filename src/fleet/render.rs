@@ -26,6 +26,15 @@ fn t(h: &[&str], rows: Vec<Vec<String>>) -> Block {
     }
 }
 
+/// "1 host", "2 hosts".
+pub fn hosts(n: u64) -> String {
+    if n == 1 {
+        "1 host".into()
+    } else {
+        format!("{n} hosts")
+    }
+}
+
 fn names(v: &[String], total: u64, show: usize) -> String {
     if total == 0 {
         return "-".into();
@@ -51,8 +60,8 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
         "Would /tmp fit in tmpfs across the fleet?".into(),
     ));
     b.push(Block::Para(format!(
-        "{} hosts from {} ({}); /tmp figures: {}. Sizes in binary units (1 MiB = 1024 KiB).",
-        r.hosts,
+        "{} from {} ({}); /tmp figures: {}. Sizes in binary units (1 MiB = 1024 KiB).",
+        hosts(r.hosts),
         r.source.kind,
         r.source.inputs.join(", "),
         value
@@ -182,7 +191,7 @@ fn fit_blocks(r: &FleetReport, b: &mut Vec<Block>) {
     b.push(Block::Para(format!(
         "size={}% of RAM fits {:.1}% of hosts (target {}%, with {}% headroom over the {}){}.\n\
          fstab: {}\n\
-         Or one fixed size for all: size={} fits {:.1}% of hosts; it is more than half the RAM of {} hosts{}.",
+         Or one fixed size for all: size={} fits {:.1}% of hosts; it is more than half the RAM of {}{}.",
         rec.size_percent_of_ram,
         rec.fits_percent,
         rec.target_percent,
@@ -192,7 +201,7 @@ fn fit_blocks(r: &FleetReport, b: &mut Vec<Block>) {
         rec.fstab_line,
         crate::units::tmpfs_size_option(rec.size_bytes),
         rec.size_bytes_fits_percent,
-        rec.size_bytes_over_half_ram_hosts,
+        hosts(rec.size_bytes_over_half_ram_hosts),
         if rec.size_bytes_advisable { "" } else { " - not advisable, use the share of RAM" }
     )));
 }
@@ -202,8 +211,9 @@ fn outlier_blocks(r: &FleetReport, b: &mut Vec<Block>) {
     let rec = &r.recommendation;
     if r.outliers_total > 0 {
         b.push(Block::Heading(format!(
-            "Outliers to handle by hand ({} hosts do not fit {}% of RAM{})",
-            r.outliers_total,
+            "Outliers to handle by hand ({} {} not fit {}% of RAM{})",
+            hosts(r.outliers_total),
+            if r.outliers_total == 1 { "does" } else { "do" },
             rec.size_percent_of_ram,
             if r.outliers_total as usize > r.outliers.len() {
                 format!(", largest {} shown", r.outliers.len())

@@ -1547,3 +1547,20 @@ fn a_hostile_server_answer_is_quoted_short_and_escaped() {
     assert!(!e.trim_end().chars().any(|c| c.is_control()), "{e:?}");
     assert!(e.len() < 500, "{} bytes: {e:?}", e.len());
 }
+
+#[test]
+fn one_host_is_one_host_not_one_hosts() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("one.tsv");
+    // /tmp 3 GiB on 4 GiB of RAM: the single host is also the single outlier.
+    std::fs::write(
+        &f,
+        "web1\t3145728\t4194304\t0\t1048576\t0\t0\t0\t0\t0\t0\t10\n",
+    )
+    .unwrap();
+    let o = tmpfsctl(&["fleet", "analyze", f.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(out.contains("1 host from files"), "{out}");
+    assert!(out.contains("(1 host does not fit"), "{out}");
+    assert!(!out.contains("1 hosts"), "{out}");
+}

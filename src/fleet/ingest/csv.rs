@@ -22,7 +22,11 @@ fn csv_u64(
     if f.is_empty() {
         return Ok(None);
     }
-    let v = parse_u64(f, what)?;
+    // Plain digits (nearly every field) skip the UTF-8 check and the general parser.
+    let v = match super::tsv::digits(f, 0) {
+        Some((v, end)) if end == f.len() => v,
+        _ => parse_u64(f, what)?,
+    };
     v.checked_mul(mult).map(Some).ok_or_else(|| {
         bad(
             "value too large",
@@ -118,7 +122,7 @@ impl Columns {
             v[i] = csv_u64(rec, *c, w)?;
         }
         Parsed {
-            host: Cow::Owned(host.trim().to_string()),
+            host: Cow::Borrowed(host.trim()),
             ts,
             tmp,
             inodes: v[0],

@@ -51,8 +51,10 @@ fn parse_chunk(
     first_line_is_file_start: bool,
 ) -> ChunkOut {
     let mut out = ChunkOut {
-        rows: Vec::with_capacity(chunk.len() / 200),
-        ts_lines: Vec::with_capacity(chunk.len() / 200),
+        // Survey lines are ~100 bytes: room for them all up front saves regrowing
+        // (pages never written cost nothing).
+        rows: Vec::with_capacity(chunk.len() / 64),
+        ts_lines: Vec::with_capacity(chunk.len() / 64),
         names: Vec::new(),
         bad: Vec::new(),
         lines: 0,

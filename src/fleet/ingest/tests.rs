@@ -293,3 +293,19 @@ fn errors_quote_binary_garbage_short_and_escaped() {
         assert!(!e.chars().any(|c| c.is_control()), "{name}: {e:?}");
     }
 }
+
+#[test]
+fn names_in_order_skip_the_hashing_and_a_repeat_in_order_is_still_dropped() {
+    let line = |h: &str, t: u64| format!("{h}\t{t}\t1000\t500\t500\t0\t0\t0\t0\t0\t0\t1\n");
+    let sorted: String = ["a", "b", "c"].iter().map(|h| line(h, 4)).collect();
+    let (mut f, _) = read("s", &sorted, false).unwrap();
+    assert_eq!(f.dedup(10), (0, vec![]));
+    assert_eq!(f.len(), 3);
+    // Equal neighbours are not strictly rising: the full dedup runs and keeps the last read.
+    let repeat = [line("a", 4), line("b", 4), line("b", 8), line("c", 4)].concat();
+    let (mut f, _) = read("r", &repeat, false).unwrap();
+    let (n, ex) = f.dedup(10);
+    assert_eq!((n, f.len()), (1, 3));
+    assert_eq!(ex, ["b: kept r:3, dropped older r:2"]);
+    assert_eq!(f.record(1).tmp_used_bytes, 8 * 1024);
+}
