@@ -80,20 +80,17 @@ fn resolve(root: &Sysroot, p: &Path) -> Result<PathBuf> {
     } else {
         std::env::current_dir()?.join(p)
     };
-    let try_canon = |q: &Path| std::fs::canonicalize(root.path(q)).ok();
-    let canon = try_canon(&abs)
-        .or_else(|| abs.parent().and_then(try_canon))
+    root.resolve(&abs)
+        .or_else(|e| match abs.parent() {
+            Some(parent) => root.resolve(parent),
+            None => Err(e),
+        })
         .with_context(|| {
             format!(
                 "{}: neither it nor its parent directory exists; give a path whose directory exists",
                 p.display()
             )
-        })?;
-    Ok(if root.is_live() {
-        canon
-    } else {
-        Path::new("/").join(canon.strip_prefix(root.root()).unwrap_or(&canon))
-    })
+        })
 }
 
 /// The cgroups that pay for the writer's pages, checked before measuring.

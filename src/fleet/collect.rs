@@ -153,18 +153,14 @@ fn path_usage(root: &Sysroot, p: &Path, mounts: &[sys::MountInfo], now: i64) -> 
     if !p.is_absolute() {
         anyhow::bail!("--path {}: give an absolute path (e.g. /tmp)", p.display());
     }
-    let on_host = root.path(p);
-    let canon = std::fs::canonicalize(&on_host).with_context(|| {
+    let resolved = root.resolve(p).with_context(|| {
         format!(
             "--path {}: cannot be resolved; give an existing directory",
             p.display()
         )
     })?;
-    let resolved = if root.is_live() {
-        canon.clone()
-    } else {
-        Path::new("/").join(canon.strip_prefix(root.root()).unwrap_or(&canon))
-    };
+    // The path on the machine doing the reading (under --sysroot for fixtures).
+    let canon = root.path(&resolved);
     let m = sys::mountinfo::mount_for(mounts, &resolved);
     let mountpoint = m
         .map(|m| m.mount_point.clone())

@@ -199,25 +199,12 @@ fn visible(mounts: &[MountInfo]) -> Vec<&MountInfo> {
 }
 
 fn resolve_in(root: &Sysroot, p: &Path) -> Result<PathBuf> {
-    let abs = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir()?.join(p)
-    };
-    let on_host = root.path(&abs);
-    let canon = std::fs::canonicalize(&on_host).with_context(|| {
+    root.resolve(p).with_context(|| {
         format!(
             "{}: no such directory; give an existing PATH (or create it first)",
             p.display()
         )
-    })?;
-    if root.is_live() {
-        return Ok(canon);
-    }
-    // `canon` is absolute: so must the root be to strip it (a relative
-    // --sysroot would leave the path whole and look for it under itself).
-    let base = std::fs::canonicalize(root.root()).unwrap_or_else(|_| root.root().to_path_buf());
-    Ok(Path::new("/").join(canon.strip_prefix(&base).unwrap_or(&canon)))
+    })
 }
 
 fn path_report(

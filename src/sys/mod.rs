@@ -65,6 +65,28 @@ impl Sysroot {
         &self.root
     }
 
+    /// Where a path given by the user really is on the inspected system: made
+    /// absolute (against the current directory), symlinks resolved inside the
+    /// sysroot, and named as that system names it (`/tmp`, not
+    /// `FIXTURE/tmp`). The one resolver for commands that only *read* a path
+    /// (status, top, explain, collect); commands that act on a directory open
+    /// it once without following links instead (`sys::resolve`).
+    pub fn resolve(&self, p: &Path) -> std::io::Result<PathBuf> {
+        let abs = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            std::env::current_dir()?.join(p)
+        };
+        let canon = std::fs::canonicalize(self.path(&abs))?;
+        if self.is_live() {
+            return Ok(canon);
+        }
+        // `canon` is absolute: so must the root be to strip it (a relative
+        // --sysroot would leave the path whole and look for it under itself).
+        let base = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        Ok(Path::new("/").join(canon.strip_prefix(&base).unwrap_or(&canon)))
+    }
+
     /// Map an absolute path on the inspected system to a path we can open.
     pub fn path(&self, abs: impl AsRef<Path>) -> PathBuf {
         let abs = abs.as_ref();
@@ -224,5 +246,25 @@ mod hostname_tests {
         std::fs::create_dir_all(d.path().join("etc/hostname")).unwrap();
         let e = Sysroot::new(d.path()).hostname_from_files().unwrap_err();
         assert!(format!("{e:#}").contains("etc/hostname"), "{e:#}");
+    }
+}
+
+#[cfg(test)]
+mod resolve_tests {
+    use super::Sysroot;
+    use std::path::Path;
+
+    #[test]
+    fn paths_resolve_inside_the_sysroot_and_are_named_as_it_names_them() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("var/tmp")).unwrap();
+        let r = Sysroot::new(t.path());
+        assert_eq!(
+            r.resolve(Path::new("/var/tmp")).unwrap(),
+            Path::new("/var/tmp")
+        );
+        assert!(r.resolve(Path::new("/nonexistent")).is_err());
+        let live = Sysroot::default();
+        assert_eq!(live.resolve(Path::new("/")).unwrap(), Path::new("/"));
     }
 }

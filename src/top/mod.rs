@@ -188,21 +188,11 @@ pub fn resolve_paths(root: &Sysroot, paths: &[PathBuf]) -> Result<Vec<PathBuf>> 
     paths
         .iter()
         .map(|p| {
-            let abs = if p.is_absolute() {
-                p.clone()
-            } else {
-                std::env::current_dir()?.join(p)
-            };
-            let canon = std::fs::canonicalize(root.path(&abs)).with_context(|| {
+            root.resolve(p).with_context(|| {
                 format!(
                     "{}: no such file or directory; give an existing PATH on the mount to show (or none for every RAM-backed mount)",
                     p.display()
                 )
-            })?;
-            Ok(if root.is_live() {
-                canon
-            } else {
-                Path::new("/").join(canon.strip_prefix(root.root()).unwrap_or(&canon))
             })
         })
         .collect()
