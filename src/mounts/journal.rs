@@ -10,25 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result};
-use serde::{Deserialize, Serialize};
 
-use crate::sys::Sysroot;
 use crate::sys::atomic::{AtomicWrite, TEMP_PREFIX};
-
-/// Where the notes live on the running system.
-pub const JOURNAL_DIR: &str = "/run/tmpfsctl-journal";
-
-/// One apply or revert that was started.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pending {
-    /// `apply` or `revert`.
-    pub op: String,
-    pub dir: String,
-    pub pid: u32,
-    pub started_unix_s: u64,
-    /// The fstab the run was editing, if any.
-    pub fstab: Option<String>,
-}
+use crate::sys::journal::read_in;
+pub use crate::sys::journal::{JOURNAL_DIR, Pending, pending};
 
 /// The note of a run in progress; dropping it (success or a handled error)
 /// removes it.
@@ -77,31 +62,6 @@ pub fn begin_in(base: &Path, op: &str, dir: &Path, fstab: Option<&Path>) -> Resu
 
 pub fn begin(op: &str, dir: &Path, fstab: Option<&Path>) -> Result<Journal> {
     begin_in(Path::new(JOURNAL_DIR), op, dir, fstab)
-}
-
-fn read_in(base: &Path) -> Vec<(PathBuf, Pending)> {
-    let Ok(rd) = std::fs::read_dir(base) else {
-        return Vec::new();
-    };
-    rd.flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-        .filter_map(|e| {
-            let p: Pending = serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
-            Some((e.path(), p))
-        })
-        .collect()
-}
-
-/// Runs that were started and whose process is gone (killed part way), from
-/// the notes under `root`'s [`JOURNAL_DIR`] and its /proc.
-pub fn pending(root: &Sysroot) -> Vec<Pending> {
-    let mut v: Vec<Pending> = read_in(&root.path(JOURNAL_DIR))
-        .into_iter()
-        .map(|(_, p)| p)
-        .filter(|p| !root.path(format!("/proc/{}", p.pid)).exists())
-        .collect();
-    v.sort_by(|a, b| a.dir.cmp(&b.dir));
-    v
 }
 
 /// Before a new run on `dir`: if an earlier one was killed part way, remove

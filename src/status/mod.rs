@@ -304,7 +304,8 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
         .collect();
 
     let memory = memory_report(&shown, &mem);
-    let warnings = warnings(&shown, &paths, &memory, &parse_warnings);
+    let mut warnings = warnings(&shown, &paths, &memory, &parse_warnings);
+    warnings.extend(interrupted_runs(root));
     Ok(StatusReport {
         schema_version: SCHEMA_VERSION,
         sysroot: root.root().to_string_lossy().into_owned(),
@@ -354,6 +355,28 @@ fn memory_report(mounts: &[MountReport], mem: &MemInfo) -> MemoryReport {
 const NEARLY_FULL_PERCENT: f64 = 90.0;
 
 /// Warnings, each saying what to do. Pure: tested on hand-made reports.
+/// An apply or revert killed part way (its journal note outlived its
+/// process): the user should finish or undo it by running it again.
+fn interrupted_runs(root: &Sysroot) -> Vec<Warning> {
+    use crate::render::term::safe;
+    sys::journal::pending(root)
+        .into_iter()
+        .map(|p| Warning {
+            code: "interrupted_run".into(),
+            message: format!(
+                "`tmpfsctl {} {}` (pid {}) was interrupted part way; run the same command again: \
+                 it finishes or undoes what the killed run left{}",
+                safe(&p.op),
+                safe(&p.dir),
+                p.pid,
+                p.fstab
+                    .map(|f| format!(" (it was editing {})", safe(&f)))
+                    .unwrap_or_default()
+            ),
+        })
+        .collect()
+}
+
 pub fn warnings(
     mounts: &[MountReport],
     paths: &[PathReport],

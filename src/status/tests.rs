@@ -249,3 +249,45 @@ fn stacked_mounts_show_the_last_one_where_it_was_mounted() {
         ]
     );
 }
+
+#[test]
+fn an_apply_killed_part_way_is_named_until_it_is_run_again() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    std::fs::create_dir_all(r.join("proc/self")).unwrap();
+    std::fs::create_dir_all(r.join("etc")).unwrap();
+    std::fs::create_dir_all(r.join("run/tmpfsctl-journal")).unwrap();
+    std::fs::write(
+        r.join("proc/self/mountinfo"),
+        b"25 1 253:1 / / rw,relatime - ext4 /dev/vda1 rw\n",
+    )
+    .unwrap();
+    std::fs::write(r.join("proc/meminfo"), b"MemTotal: 4194304 kB\n").unwrap();
+    std::fs::write(r.join("etc/fstab"), b"").unwrap();
+    // The note a killed `apply /srv/cache` leaves; pid 4242 has no /proc entry
+    // in the fixture, so the run is over.
+    std::fs::write(
+        r.join("run/tmpfsctl-journal/srv-cache.json"),
+        br#"{"op":"apply","dir":"/srv/cache","pid":4242,"started_unix_s":1,"fstab":"/etc/fstab"}"#,
+    )
+    .unwrap();
+    let ctx = Context {
+        sysroot: Sysroot::new(r),
+    };
+    let rep = gather(&ctx, &StatusQuery::default()).unwrap();
+    let w: Vec<&Warning> = rep
+        .warnings
+        .iter()
+        .filter(|w| w.code == "interrupted_run")
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", rep.warnings);
+    assert!(
+        w[0].message.contains("tmpfsctl apply /srv/cache") && w[0].message.contains("4242"),
+        "{}",
+        w[0].message
+    );
+    // While that process still runs, it is not interrupted.
+    std::fs::create_dir_all(r.join("proc/4242")).unwrap();
+    let rep = gather(&ctx, &StatusQuery::default()).unwrap();
+    assert!(!rep.warnings.iter().any(|w| w.code == "interrupted_run"));
+}

@@ -6,6 +6,7 @@ pub mod atomic;
 pub mod cgroup;
 pub mod du;
 pub mod fstab;
+pub mod journal;
 pub mod meminfo;
 pub mod mountinfo;
 pub mod procfd;

@@ -1,0 +1,51 @@
+//! The notes `apply` and `revert` keep under /run/tmpfsctl-journal/ while
+//! they change the system (written and swept by `mounts::journal`). Reading
+//! them lives here, on the ground floor, so `status` can name a run that was
+//! killed part way without depending on the mounts capability.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::Sysroot;
+
+/// Where the notes live on the running system.
+pub const JOURNAL_DIR: &str = "/run/tmpfsctl-journal";
+
+/// One apply or revert that was started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// `apply` or `revert`.
+    pub op: String,
+    pub dir: String,
+    pub pid: u32,
+    pub started_unix_s: u64,
+    /// The fstab the run was editing, if any.
+    pub fstab: Option<String>,
+}
+
+/// Every note under `base`, with its file.
+pub fn read_in(base: &Path) -> Vec<(PathBuf, Pending)> {
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| {
+            let p: Pending = serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+            Some((e.path(), p))
+        })
+        .collect()
+}
+
+/// Runs that were started and whose process is gone (killed part way), from
+/// the notes under `root`'s [`JOURNAL_DIR`] and its /proc.
+pub fn pending(root: &Sysroot) -> Vec<Pending> {
+    let mut v: Vec<Pending> = read_in(&root.path(JOURNAL_DIR))
+        .into_iter()
+        .map(|(_, p)| p)
+        .filter(|p| !root.path(format!("/proc/{}", p.pid)).exists())
+        .collect();
+    v.sort_by(|a, b| a.dir.cmp(&b.dir));
+    v
+}
