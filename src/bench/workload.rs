@@ -36,7 +36,7 @@ pub enum Op {
     RandRead,
     /// `bs`-sized writes at random aligned offsets into an existing file.
     RandWrite,
-    /// Create files of `bs` bytes each (seed 001's test, without a fork per file).
+    /// Create files of `bs` bytes each (the Kirkland survey's `dd oflag=dsync` loop, without a fork per file).
     SmallFiles,
     /// Create, stat and unlink empty files; each syscall is one op.
     Metadata,
@@ -289,7 +289,7 @@ impl Workload {
 pub struct Scale {
     /// File size of streaming workloads.
     pub size_bytes: u64,
-    /// Nominal files per small-file/metadata run (seed 001 used 10 000).
+    /// Nominal files per small-file/metadata run (the Kirkland survey's loop used 10 000).
     pub files: u64,
     /// Nominal ops per random-I/O run.
     pub rand_ops: u64,
