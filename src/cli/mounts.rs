@@ -56,9 +56,15 @@ pub struct MountOptArgs {
     /// Never swap DIR's pages out (Linux 6.4+)
     #[arg(long)]
     pub noswap: bool,
-    /// Transparent huge pages for DIR's files
+    /// Transparent huge pages for DIR's files (the kernel's huge=; within_size and within-size both work)
     #[arg(long, value_enum, value_name = "POLICY")]
     pub huge: Option<plan::Huge>,
+    /// Most each user may hold in DIR (usrquota; Linux 6.6+ with CONFIG_TMPFS_QUOTA)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub user_quota: Option<Size>,
+    /// Most each group may hold in DIR (grpquota; Linux 6.6+ with CONFIG_TMPFS_QUOTA)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub group_quota: Option<Size>,
     /// Mode of the mount's root in octal (default: DIR's mode now; 1777 for /tmp and /var/tmp)
     #[arg(long, value_name = "OCTAL", value_parser = parse_mode)]
     pub mode: Option<u32>,
@@ -81,6 +87,8 @@ impl MountOptArgs {
             mode: self.mode,
             via: self.via,
             ramfs: self.fstype == plan::FsKind::Ramfs,
+            user_quota: self.user_quota,
+            group_quota: self.group_quota,
             allow_package_files: false,
             follow_up: String::new(),
         }

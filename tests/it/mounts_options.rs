@@ -1,0 +1,92 @@
+//! The kernel's own tmpfs options in `plan`/`apply`: huge= spellings and
+//! per-user/per-group quotas, refused before anything changes where the
+//! kernel lacks them.
+
+use std::path::Path;
+
+use super::{fstype_at, root_dir, s, stderr};
+use crate::common::{is_root, json, tmpfsctl};
+
+#[test]
+fn huge_takes_the_kernels_spelling_and_the_cli_one() {
+    let t = root_dir();
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let fstab = t.path().join("fstab");
+    for spelling in ["within_size", "within-size"] {
+        let out = tmpfsctl(&[
+            "plan",
+            s(&dir),
+            "--fstab",
+            s(&fstab),
+            "--huge",
+            spelling,
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{spelling}: {}", stderr(&out));
+        let p = json(&out);
+        let opts = p["mount_options"].as_str().unwrap();
+        assert!(
+            opts.split(',').any(|o| o == "huge=within_size"),
+            "{spelling}: {opts}"
+        );
+    }
+}
+
+/// Whether this kernel's tmpfs takes usrquota, asked the way the kernel
+/// documents it (a mount attempt), independently of tmpfsctl's probe.
+fn kernel_has_tmpfs_quota(scratch: &Path) -> bool {
+    let m = scratch.join("q");
+    std::fs::create_dir(&m).unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "usrquota,size=1M", "tmpfs"])
+        .arg(&m)
+        .status()
+        .unwrap()
+        .success();
+    if ok {
+        let _ = std::process::Command::new("umount").arg(&m).status();
+    }
+    ok
+}
+
+#[test]
+fn quotas_refused_before_anything_changes_where_the_kernel_lacks_them() {
+    crate::require_root!();
+    let t = root_dir();
+    if kernel_has_tmpfs_quota(t.path()) {
+        eprintln!("skipped: this kernel's tmpfs has quotas");
+        return;
+    }
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("f"), b"kept").unwrap();
+    let fstab = t.path().join("fstab");
+    let release = String::from_utf8(
+        std::process::Command::new("uname")
+            .arg("-r")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    for (cmd, flag) in [("plan", "--user-quota"), ("apply", "--group-quota")] {
+        let mut args = vec![cmd, s(&dir), "--fstab", s(&fstab), flag, "1G"];
+        if cmd == "apply" {
+            args.push("--yes");
+        }
+        let out = tmpfsctl(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains(release.trim()),
+            "{cmd} names the kernel: {err}"
+        );
+        assert!(err.contains("CONFIG_TMPFS_QUOTA"), "{cmd}: {err}");
+        assert!(err.contains(flag), "{cmd}: {err}");
+        assert_eq!(fstype_at(&dir), None, "{cmd} mounted nothing");
+        assert!(!fstab.exists(), "{cmd} wrote no fstab");
+        assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"kept");
+    }
+    assert!(is_root());
+}
