@@ -166,7 +166,17 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
     }
     let persisted = match persist_step(&p, &dir, via, facts.unit.fragment.as_deref()) {
         Ok(r) => r,
-        Err(e) => return Err(roll_back(e, switched, &dir, &cancel)),
+        Err(e) => {
+            let retry = Retry {
+                apply: &p.apply_command,
+                revert: &format!(
+                    "tmpfsctl revert {} --keep-data{}",
+                    dir.display(),
+                    args.target.follow_up()
+                ),
+            };
+            return Err(roll_back(e, switched, &dir, &cancel, &retry));
+        }
     };
     if persisted.edit != persist::Edit::Unchanged {
         changes.push(format!(
@@ -422,11 +432,19 @@ fn catch_up(
 /// After a failure that followed the mount: take the mount away again when
 /// nothing was written to it since, so the system is as it was; otherwise
 /// keep it and say how to finish.
+/// The commands that finish or undo a half-done apply, with every option
+/// the user gave (so they act on the same fstab and unit directory).
+struct Retry<'a> {
+    apply: &'a str,
+    revert: &'a str,
+}
+
 fn roll_back(
     e: anyhow::Error,
     switched: Option<Switched>,
     dir: &Path,
     cancel: &AtomicBool,
+    retry: &Retry,
 ) -> anyhow::Error {
     let Some(sw) = switched else {
         return e;
@@ -445,10 +463,11 @@ fn roll_back(
         ));
     }
     e.context(format!(
-        "{} IS now on tmpfs (and was written to since), but making that permanent failed; fix the cause and re-run apply \
-         (it will only persist), or `tmpfsctl revert {} --keep-data`",
+        "{} IS now on tmpfs (and was written to since), but making that permanent failed; fix the cause and re-run \
+         `{}` (it will only persist), or `{}`",
         dir.display(),
-        dir.display()
+        retry.apply,
+        retry.revert
     ))
 }
 

@@ -65,7 +65,7 @@ pub fn plan_text(p: &Plan) -> String {
             }
         }
     }
-    let _ = writeln!(s, "\nSteps `tmpfsctl apply {}` takes:", p.dir);
+    let _ = writeln!(s, "\nSteps `{}` takes:", p.apply_command);
     for (i, st) in p.steps.iter().enumerate() {
         let _ = writeln!(s, "  {}. {st}", i + 1);
     }

@@ -90,3 +90,60 @@ fn quotas_refused_before_anything_changes_where_the_kernel_lacks_them() {
     }
     assert!(is_root());
 }
+
+#[test]
+fn printed_apply_command_carries_every_option_given() {
+    let t = root_dir();
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let fstab = t.path().join("fstab");
+    let units = t.path().join("units");
+    std::fs::create_dir(&units).unwrap();
+    let out = tmpfsctl(&[
+        "plan",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--unit-dir",
+        s(&units),
+        "--size",
+        "1G",
+        "--huge",
+        "within_size",
+        "--noexec",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = format!(
+        "Steps `tmpfsctl apply {} --size 1G --huge within-size --noexec --fstab {} --unit-dir {}` takes",
+        s(&dir),
+        s(&fstab),
+        s(&units)
+    );
+    assert!(text.contains(&want), "want {want}\n{text}");
+    let p = json(&tmpfsctl(&[
+        "plan",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--inodes",
+        "5000",
+        "--json",
+    ]));
+    assert_eq!(
+        p["apply_command"],
+        format!(
+            "tmpfsctl apply {} --inodes 5000 --fstab {}",
+            s(&dir),
+            s(&fstab)
+        )
+    );
+}
+
+#[test]
+fn revert_help_names_dir_as_what_is_taken_off_tmpfs() {
+    let out = tmpfsctl(&["revert", "--help"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("The directory to put on tmpfs"), "{text}");
+    assert!(text.contains("take off tmpfs"), "{text}");
+}

@@ -78,6 +78,9 @@ pub struct Request {
     /// Options to repeat in the commands the plan tells the user to run
     /// (` --fstab F --unit-dir D`), so they act on the same files.
     pub follow_up: String,
+    /// The mount options as the user gave them (` --size 2G --noexec`), to
+    /// repeat in the `tmpfsctl apply` commands the plan prints.
+    pub options_given: String,
 }
 
 /// A tmpfs/ramfs mounted exactly at DIR right now.
@@ -220,6 +223,8 @@ pub struct Plan {
     pub mount_state: MountState,
     pub current: Option<CurrentMount>,
     pub persist: Persist,
+    /// The command that carries out this plan, with every option given.
+    pub apply_command: String,
     pub steps: Vec<String>,
     pub busy: Vec<ProcUse>,
     pub warnings: Vec<Warning>,
@@ -455,6 +460,12 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
         mount_state,
         current: facts.current.clone(),
         persist,
+        apply_command: format!(
+            "tmpfsctl apply {}{}{}",
+            facts.dir.display(),
+            req.options_given,
+            req.follow_up
+        ),
         steps,
         busy: facts.busy.clone(),
         warnings: d.warnings,
@@ -632,7 +643,8 @@ fn steps(
     if req.ramfs {
         // Apply refuses ramfs, so the only step is the one that works.
         return vec![format!(
-            "none: `tmpfsctl apply` refuses ramfs, which has no size limit and is never swapped              (one runaway writer can take all RAM); plan a tmpfs instead: `tmpfsctl plan {shown}{}`",
+            "none: `tmpfsctl apply` refuses ramfs, which has no size limit and is never swapped \
+             (one runaway writer can take all RAM); plan a tmpfs instead: `tmpfsctl plan {shown}{}`",
             req.follow_up
         )];
     }
