@@ -148,6 +148,16 @@ pub fn html(a: &Advice) -> String {
         esc(&a.verdict.headline)
     );
     for (title, lines) in sections(a) {
+        // Commands are for copying: one code block, not bullets.
+        if title == "Do it" || title == "Undo" {
+            let _ = write!(
+                s,
+                "<h2>{}</h2><pre><code>{}</code></pre>",
+                esc(&title),
+                esc(&lines.join("\n"))
+            );
+            continue;
+        }
         let _ = write!(s, "<h2>{}</h2><ul>", esc(&title));
         for l in lines {
             let _ = write!(s, "<li>{}</li>", esc(&l));

@@ -28,6 +28,8 @@ pub struct Facts {
     /// tmpfs speed-up over DIR's filesystem per measured operation (name, ratio);
     /// empty when nothing was measured.
     pub speedups: Vec<(String, f64)>,
+    /// Something mounts DIR at boot (an fstab line or an enabled mount unit).
+    pub persistent: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -39,6 +41,8 @@ pub enum Kind {
     Resize,
     /// DIR is already on a well-sized tmpfs.
     NothingToChange,
+    /// DIR is on a well-sized tmpfs that nothing mounts at boot: gone after a reboot.
+    Persist,
     /// DIR should stay on disk (it would not fit, or it is unsafe).
     KeepOnDisk,
     /// DIR could move but the disk is about as fast for these operations.
@@ -50,7 +54,7 @@ impl Kind {
     pub fn exit_code(self) -> crate::context::ExitCode {
         use crate::context::ExitCode;
         match self {
-            Kind::Move | Kind::Resize => ExitCode::Problem,
+            Kind::Move | Kind::Resize | Kind::Persist => ExitCode::Problem,
             Kind::NothingToChange | Kind::KeepOnDisk | Kind::NotWorthIt => ExitCode::Ok,
         }
     }
@@ -157,6 +161,18 @@ fn decide_ram_backed(dir: &str, f: &Facts, which: &str) -> Decision {
             format!("already on tmpfs; resize {dir} to {}", f.recommended_option),
             p,
             Some(f.recommended_bytes),
+        ),
+        // Right-sized but live only: the next reboot puts DIR back on disk.
+        None if !f.persistent => (
+            Kind::Persist,
+            format!(
+                "{dir} is a well-sized tmpfs now, but nothing mounts it at boot: it is gone after a reboot; persist it"
+            ),
+            format!(
+                "its limit {} fits the {which} usage with headroom, but no fstab line or enabled mount unit sets it up again",
+                fmt_bytes(f.current_limit_bytes.unwrap_or(0))
+            ),
+            None,
         ),
         None => (
             Kind::NothingToChange,
@@ -265,6 +281,7 @@ mod tests {
                 ("seq write + fsync".into(), 6.0),
                 ("4 KiB random read".into(), 20.0),
             ],
+            persistent: true,
         }
     }
 
@@ -337,6 +354,16 @@ mod tests {
                 },
                 kind: Kind::NothingToChange,
                 needle: "nothing to change",
+            },
+            Case {
+                name: "already tmpfs, fine, but live only",
+                change: |f| {
+                    f.fstype = "tmpfs".into();
+                    f.current_limit_bytes = Some(8 * G);
+                    f.persistent = false;
+                },
+                kind: Kind::Persist,
+                needle: "gone after a reboot",
             },
             Case {
                 name: "already tmpfs, too small",
