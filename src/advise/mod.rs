@@ -60,6 +60,9 @@ pub struct AdviseArgs {
     /// Print a JSON document (schema_version 1) instead of text
     #[arg(long)]
     pub json: bool,
+    /// DIR holds secrets: advise noswap where there is swap (never without this flag)
+    #[arg(long)]
+    pub secrets: bool,
     /// Also write a self-contained HTML report (with the measurement charts) to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -356,6 +359,9 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
         },
         persistent: facts.fstab_entry.is_some()
             || facts.unit.state == sys::systemd::UnitState::Enabled,
+        secrets: args.secrets,
+        noswap_now: facts.current.as_ref().is_some_and(|c| c.noswap),
+        huge_now: facts.current.as_ref().and_then(|c| c.huge.clone()),
     };
     let verdict = decide(&shown, &vfacts);
     // Persisting keeps the tmpfs as it is, so its configuration is the plan

@@ -30,6 +30,12 @@ pub struct Facts {
     pub speedups: Vec<(String, f64)>,
     /// Something mounts DIR at boot (an fstab line or an enabled mount unit).
     pub persistent: bool,
+    /// The user said DIR holds secrets (`--secrets`): they must not reach swap.
+    pub secrets: bool,
+    /// The tmpfs at DIR has `noswap` now.
+    pub noswap_now: bool,
+    /// The tmpfs at DIR has a `huge=` policy now (absent: never).
+    pub huge_now: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -130,7 +136,42 @@ fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, 
     for (op, r) in &f.speedups {
         reasons.push(format!("{op}: tmpfs is {r:.1}x the speed of {}", f.fstype));
     }
+    option_advice(dir, f, &mut reasons, &mut risks);
     (reasons, risks)
+}
+
+/// What the kernel's tmpfs options and the sibling commands offer here:
+/// noswap only for secrets the user named, where there is swap; huge= only
+/// mentioned (advise measures no huge-page mount to recommend it on); where
+/// to look when a RAM-backed DIR is nearly full.
+fn option_advice(dir: &str, f: &Facts, reasons: &mut Vec<String>, risks: &mut Vec<String>) {
+    let ram = crate::sys::is_ram_backed(&f.fstype);
+    if f.secrets && f.swap_total_bytes > 0 && !f.noswap_now {
+        risks.push(format!(
+            "{dir} holds secrets (--secrets) and this machine has swap: its pages can be written to the swap              device. Mount it with noswap (Linux 6.4+): `sudo tmpfsctl apply {dir} --noswap`"
+        ));
+    } else if f.secrets && f.swap_total_bytes == 0 {
+        reasons.push(format!(
+            "{dir} holds secrets (--secrets); there is no swap, so they never leave RAM: noswap is not needed"
+        ));
+    }
+    if (ram || !f.speedups.is_empty()) && f.huge_now.as_deref().is_none_or(|h| h == "never") {
+        reasons.push(format!(
+            "not measured: huge=within_size (2 MiB pages for large files) can speed up large sequential writes \
+             (the default huge=never writes 4 KiB pages one at a time); measure a tmpfs mounted with it against \
+             one without before using it (`tmpfsctl plan {dir} --huge within_size` shows the change)"
+        ));
+    }
+    if ram
+        && let Some(limit) = f.current_limit_bytes.filter(|&l| l > 0)
+        && f.used_bytes as f64 >= limit as f64 * 0.9
+    {
+        risks.push(format!(
+            "{dir} is {:.0}% full: see `tmpfsctl top {dir}` for what holds it; when writes fail with \
+             \"No space left on device\", `tmpfsctl explain {dir}` says why",
+            f.used_bytes as f64 * 100.0 / limit as f64
+        ));
+    }
 }
 
 /// The kind, headline, deciding reason and size to apply.
@@ -282,7 +323,55 @@ mod tests {
                 ("4 KiB random read".into(), 20.0),
             ],
             persistent: true,
+            secrets: false,
+            noswap_now: false,
+            huge_now: None,
         }
+    }
+
+    #[test]
+    fn noswap_only_for_secrets_where_there_is_swap() {
+        let mut f = base();
+        let said = |f: &Facts| {
+            let v = decide("/tmp", f);
+            v.risks.iter().any(|r| r.contains("--noswap"))
+        };
+        assert!(!said(&f), "never without --secrets");
+        f.secrets = true;
+        assert!(said(&f));
+        f.swap_total_bytes = 0;
+        f.swap_free_bytes = 0;
+        assert!(!said(&f), "no swap: nothing to keep secrets from");
+    }
+
+    #[test]
+    fn nearly_full_tmpfs_points_to_top_and_explain() {
+        let mut f = base();
+        f.fstype = "tmpfs".into();
+        f.current_limit_bytes = Some(52 * M);
+        let v = decide("/tmp", &f);
+        assert!(
+            v.risks
+                .iter()
+                .any(|r| r.contains("`tmpfsctl top /tmp`") && r.contains("`tmpfsctl explain /tmp`")),
+            "{:?}",
+            v.risks
+        );
+        f.current_limit_bytes = Some(8 * G);
+        assert!(
+            !decide("/tmp", &f)
+                .risks
+                .iter()
+                .any(|r| r.contains("tmpfsctl top"))
+        );
+    }
+
+    #[test]
+    fn huge_is_mentioned_not_recommended() {
+        let v = decide("/tmp", &base());
+        let huge: Vec<&String> = v.reasons.iter().filter(|r| r.contains("huge=")).collect();
+        assert_eq!(huge.len(), 1, "{:?}", v.reasons);
+        assert!(huge[0].starts_with("not measured"), "{}", huge[0]);
     }
 
     #[test]
