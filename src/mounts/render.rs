@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::ApplyReport;
 use super::plan::{MountState, Plan, Via};
+use crate::render::color::{Tone, paint};
 use crate::units::{fmt_bytes, fmt_count};
 
 pub fn plan_text(p: &Plan) -> String {
@@ -96,13 +97,13 @@ pub fn plan_text(p: &Plan) -> String {
         }
     }
     if !p.warnings.is_empty() {
-        let _ = writeln!(s, "\nWarnings");
+        let _ = writeln!(s, "\n{}", paint(Tone::Warn, "Warnings"));
         for w in &p.warnings {
             let _ = writeln!(s, "  [{}] {}", w.code, w.message);
         }
     }
     if !p.blockers.is_empty() {
-        let _ = writeln!(s, "\napply would refuse:");
+        let _ = writeln!(s, "\n{}", paint(Tone::Bad, "apply would refuse:"));
         for b in &p.blockers {
             let _ = writeln!(s, "  - {b}");
         }

@@ -323,3 +323,23 @@ fn bad_input_exits_2() {
         "{err}"
     );
 }
+
+#[test]
+fn verdict_is_coloured_only_when_asked() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |color: &str| {
+        let out = tmpfsctl(&[
+            "advise",
+            "--no-bench",
+            "--color",
+            color,
+            d.path().to_str().unwrap(),
+        ]);
+        assert!(out.status.code().is_some_and(|c| c < 2));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = run("always");
+    let first = first.lines().next().unwrap();
+    assert!(first.starts_with("Verdict: \x1b["), "{first:?}");
+    assert!(!run("never").contains('\x1b'));
+}

@@ -41,6 +41,7 @@ fn kernel_has_tmpfs_quota(scratch: &Path) -> bool {
     let ok = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "usrquota,size=1M", "tmpfs"])
         .arg(&m)
+        .stderr(std::process::Stdio::null())
         .status()
         .unwrap()
         .success();
@@ -146,4 +147,34 @@ fn revert_help_names_dir_as_what_is_taken_off_tmpfs() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("The directory to put on tmpfs"), "{text}");
     assert!(text.contains("take off tmpfs"), "{text}");
+}
+
+#[test]
+fn plan_warnings_are_coloured_only_when_asked() {
+    let t = root_dir();
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let fstab = t.path().join("fstab");
+    // ramfs is a blocker, so "apply would refuse" is printed.
+    let run = |color: &str| {
+        let out = tmpfsctl(&[
+            "plan",
+            s(&dir),
+            "--fstab",
+            s(&fstab),
+            "--fstype",
+            "ramfs",
+            "--color",
+            color,
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let coloured = run("always");
+    let line = coloured
+        .lines()
+        .find(|l| l.contains("apply would refuse"))
+        .unwrap();
+    assert!(line.contains("\x1b["), "{line:?}");
+    assert!(!run("never").contains('\x1b'));
 }
