@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context as _, Result, bail};
@@ -97,8 +98,21 @@ fn persist_step(
     }
 }
 
-/// Run `apply` as asked; the report goes to stdout (text or JSON).
+/// Run `apply` as asked; the report goes to stdout (text or JSON). Stopped
+/// by SIGINT/SIGTERM, it cleans up, says what state DIR is in and exits 130
+/// like other interrupted commands, not 2 as for a failure.
 pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
+    let stop = Arc::new(AtomicBool::new(false));
+    match apply_until(ctx, args, &stop) {
+        Err(e) if stop.load(std::sync::atomic::Ordering::Relaxed) => {
+            eprintln!("tmpfsctl: interrupted: {e:#}");
+            Ok(ExitCode::Interrupted)
+        }
+        r => r,
+    }
+}
+
+fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Result<ExitCode> {
     require_root("apply")?;
     if !ctx.sysroot.is_live() {
         bail!("--sysroot is for `plan` only; apply changes the running system");
@@ -122,7 +136,8 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
             args.yes,
         )?;
     }
-    let interrupt = Interrupt::install(false).context("cannot install signal handlers")?;
+    let interrupt =
+        Interrupt::install_on(stop.clone(), false).context("cannot install signal handlers")?;
     let cancel = interrupt.flag();
     let fstab = (via == Some(plan::Via::Fstab)).then(|| PathBuf::from(&p.persist.path));
     let _journal = journal::begin("apply", &dir, fstab.as_deref())?;

@@ -178,3 +178,81 @@ fn plan_warnings_are_coloured_only_when_asked() {
     assert!(line.contains("\x1b["), "{line:?}");
     assert!(!run("never").contains('\x1b'));
 }
+
+/// Whether process `pid` has a regular file under `dir` open: its copy (or
+/// the check after it) is under way. Measuring DIR beforehand opens only
+/// directories.
+fn has_open_under(pid: u32, dir: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    rd.flatten()
+        .any(|e| std::fs::read_link(e.path()).is_ok_and(|t| t.starts_with(dir) && t != dir))
+}
+
+/// Whether process `pid` has a handler for SIGTERM (apply installs one just
+/// before it starts changing anything).
+fn catches_sigterm(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|m| m & (1 << (libc::SIGTERM - 1)) != 0)
+}
+
+#[test]
+fn sigterm_during_the_copy_mounts_nothing_and_keeps_the_source() {
+    crate::require_root!();
+    let t = root_dir();
+    let dir = t.path().join("big");
+    std::fs::create_dir(&dir).unwrap();
+    // Enough data that the copy and its check take a while: large files for
+    // the bytes, many small ones for the per-entry work.
+    let chunk: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8 + 1).collect();
+    for i in 0..40 {
+        std::fs::write(dir.join(format!("big{i}")), &chunk).unwrap();
+    }
+    let small = dir.join("small");
+    std::fs::create_dir(&small).unwrap();
+    for i in 0..4000 {
+        std::fs::write(small.join(format!("f{i}")), format!("file {i}")).unwrap();
+    }
+    let fstab = t.path().join("fstab");
+    let mut child = crate::common::bin()
+        .args(["apply", s(&dir), "--fstab", s(&fstab), "--yes"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait for the copy to start (or for apply to end, which fails below):
+    // SIGTERM handled and a file under DIR open.
+    while !(catches_sigterm(pid) && has_open_under(pid, &dir))
+        && child.try_wait().unwrap().is_none()
+    {
+        std::thread::yield_now();
+    }
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(
+        !out.status.success(),
+        "apply finished before SIGTERM: {err}"
+    );
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert_eq!(fstype_at(&dir), None, "nothing left mounted: {err}");
+    assert!(!fstab.exists(), "no fstab line written");
+    for i in 0..40 {
+        assert_eq!(std::fs::read(dir.join(format!("big{i}"))).unwrap(), chunk);
+    }
+    assert_eq!(std::fs::read_dir(&small).unwrap().count(), 4000);
+    assert_eq!(
+        std::fs::read_to_string(small.join("f3999")).unwrap(),
+        "file 3999"
+    );
+}
