@@ -33,6 +33,7 @@ pub fn plan_text(p: &Plan) -> String {
     for o in &p.options {
         t.add_row(vec![o.option.clone(), o.reason.clone()]);
     }
+    crate::render::fit_to_terminal(&mut t);
     let _ = writeln!(s, "{t}");
     let _ = writeln!(s, "\nMount options: {}", p.mount_options);
     let _ = writeln!(
