@@ -67,7 +67,11 @@ pub fn plan_text(p: &Plan) -> String {
             }
         }
     }
-    let _ = writeln!(s, "\nSteps `{}` takes:", p.apply_command);
+    if p.fstype == super::plan::FsKind::Ramfs {
+        let _ = writeln!(s, "\nWhat apply would do:");
+    } else {
+        let _ = writeln!(s, "\nSteps `{}` takes:", p.apply_command);
+    }
     for (i, st) in p.steps.iter().enumerate() {
         let _ = writeln!(s, "  {}. {st}", i + 1);
     }

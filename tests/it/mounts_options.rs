@@ -171,6 +171,10 @@ fn plan_warnings_are_coloured_only_when_asked() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let coloured = run("always");
+    // ramfs gets no tmpfs steps, only what to run instead.
+    assert!(!coloured.contains("is the new tmpfs"), "{coloured}");
+    assert!(!coloured.contains("Steps `tmpfsctl apply"), "{coloured}");
+    assert!(coloured.contains("plan a tmpfs instead"), "{coloured}");
     let line = coloured
         .lines()
         .find(|l| l.contains("apply would refuse"))
