@@ -60,6 +60,9 @@ pub struct AdviseArgs {
     /// Print a JSON document (schema_version 1) instead of text
     #[arg(long)]
     pub json: bool,
+    /// DIR holds secrets: advise noswap where there is swap (never without this flag)
+    #[arg(long)]
+    pub secrets: bool,
     /// Also write a self-contained HTML report (with the measurement charts) to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -371,9 +374,21 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
                 .collect()
         },
         quick: report.as_ref().is_some_and(|r| r.quick),
+        persistent: facts.fstab_entry.is_some()
+            || facts.unit.state == sys::systemd::UnitState::Enabled,
+        secrets: args.secrets,
+        noswap_now: facts.current.as_ref().is_some_and(|c| c.noswap),
+        huge_now: facts.current.as_ref().and_then(|c| c.huge.clone()),
     };
     let verdict = decide(&shown, &vfacts);
-    let commands = commands(&shown, &verdict, &recommended, facts.dir_fstype == "ramfs");
+    // Persisting keeps the tmpfs as it is, so its configuration is the plan
+    // for DIR as mounted now, not a fresh one.
+    let for_commands = if verdict.kind == Kind::Persist {
+        &shown_plan
+    } else {
+        &recommended
+    };
+    let commands = commands(&shown, &verdict, for_commands, facts.dir_fstype == "ramfs");
 
     Ok(Advice {
         schema_version: SCHEMA_VERSION,
@@ -443,6 +458,26 @@ fn commands(dir: &str, v: &Verdict, p: &plan::Plan, ramfs: bool) -> Commands {
             c.undo
                 .push(format!("sudo tmpfsctl apply {q} --resize <previous size>"));
         }
+        Kind::Persist => {
+            // apply on a tmpfs that already matches mounts nothing and only
+            // writes the configuration.
+            c.act.push(format!(
+                "tmpfsctl plan {q}    # review first; changes nothing"
+            ));
+            c.act.push(format!(
+                "sudo tmpfsctl apply {q} --persist {}",
+                match p.persist.via {
+                    plan::Via::Fstab => "fstab",
+                    plan::Via::Systemd => "systemd",
+                }
+            ));
+            c.config_path = Some(p.persist.path.clone());
+            c.config = Some(p.persist.content.clone());
+            c.undo.push(format!(
+                "remove what apply wrote for {dir} to {} (`sudo tmpfsctl revert {q} --keep-data` also unmounts it)",
+                p.persist.path
+            ));
+        }
         Kind::NothingToChange | Kind::KeepOnDisk | Kind::NotWorthIt => {}
     }
     c
@@ -464,15 +499,8 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> Result<ExitCode> {
         fleet::parse_duration(&args.window)
             .map_err(|e| anyhow::anyhow!("--window {:?}: {e}", args.window))?;
     }
-    if let Some(h) = &args.html
-        && let Some(parent) = h.parent().filter(|p| !p.as_os_str().is_empty())
-        && !parent.is_dir()
-    {
-        anyhow::bail!(
-            "--html {}: directory {} does not exist",
-            h.display(),
-            parent.display()
-        );
+    if let Some(h) = &args.html {
+        crate::sys::atomic::check_writable("--html", h)?;
     }
     let advice = gather(ctx, args)?;
     if let Some(h) = &args.html {

@@ -6,6 +6,18 @@ use super::Advice;
 use crate::render::html_escape as esc;
 use crate::units::{fmt_bytes, fmt_count};
 
+/// Green when nothing needs doing, yellow when a change is recommended,
+/// plain bold when the answer is to leave DIR where it is.
+fn verdict_tone(k: super::Kind) -> crate::render::color::Tone {
+    use super::Kind;
+    use crate::render::color::Tone;
+    match k {
+        Kind::NothingToChange => Tone::Good,
+        Kind::Move | Kind::Resize | Kind::Persist => Tone::Warn,
+        Kind::KeepOnDisk | Kind::NotWorthIt => Tone::Strong,
+    }
+}
+
 fn yes_no(b: Option<bool>) -> &'static str {
     match b {
         Some(true) => "yes",
@@ -117,7 +129,11 @@ fn sections(a: &Advice) -> Vec<(String, Vec<String>)> {
 
 pub fn text(a: &Advice) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "Verdict: {}\n", a.verdict.headline);
+    let _ = writeln!(
+        s,
+        "Verdict: {}\n",
+        crate::render::color::paint(verdict_tone(a.verdict.kind), &a.verdict.headline)
+    );
     let secs = sections(a);
     // The measurement goes right after the usage, before the fit.
     for (i, (title, lines)) in secs.iter().enumerate() {
@@ -148,6 +164,16 @@ pub fn html(a: &Advice) -> String {
         esc(&a.verdict.headline)
     );
     for (title, lines) in sections(a) {
+        // Commands are for copying: one code block, not bullets.
+        if title == "Do it" || title == "Undo" {
+            let _ = write!(
+                s,
+                "<h2>{}</h2><pre><code>{}</code></pre>",
+                esc(&title),
+                esc(&lines.join("\n"))
+            );
+            continue;
+        }
         let _ = write!(s, "<h2>{}</h2><ul>", esc(&title));
         for l in lines {
             let _ = write!(s, "<li>{}</li>", esc(&l));

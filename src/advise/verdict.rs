@@ -34,6 +34,14 @@ pub struct Facts {
     pub speedups: Vec<(String, f64, Option<Interval>)>,
     /// The measurement was a `--quick` smoke test: its figures are not meaningful.
     pub quick: bool,
+    /// Something mounts DIR at boot (an fstab line or an enabled mount unit).
+    pub persistent: bool,
+    /// The user said DIR holds secrets (`--secrets`): they must not reach swap.
+    pub secrets: bool,
+    /// The tmpfs at DIR has `noswap` now.
+    pub noswap_now: bool,
+    /// The tmpfs at DIR has a `huge=` policy now (absent: never).
+    pub huge_now: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -45,6 +53,8 @@ pub enum Kind {
     Resize,
     /// DIR is already on a well-sized tmpfs.
     NothingToChange,
+    /// DIR is on a well-sized tmpfs that nothing mounts at boot: gone after a reboot.
+    Persist,
     /// DIR should stay on disk (it would not fit, or it is unsafe).
     KeepOnDisk,
     /// DIR could move but the disk is about as fast for these operations.
@@ -56,7 +66,7 @@ impl Kind {
     pub fn exit_code(self) -> crate::context::ExitCode {
         use crate::context::ExitCode;
         match self {
-            Kind::Move | Kind::Resize => ExitCode::Problem,
+            Kind::Move | Kind::Resize | Kind::Persist => ExitCode::Problem,
             Kind::NothingToChange | Kind::KeepOnDisk | Kind::NotWorthIt => ExitCode::Ok,
         }
     }
@@ -169,7 +179,42 @@ fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, 
             crate::bench::explain::SMALL_PAGES_WHY
         ));
     }
+    option_advice(dir, f, &mut reasons, &mut risks);
     (reasons, risks)
+}
+
+/// What the kernel's tmpfs options and the sibling commands offer here:
+/// noswap only for secrets the user named, where there is swap; huge= only
+/// mentioned (advise measures no huge-page mount to recommend it on); where
+/// to look when a RAM-backed DIR is nearly full.
+fn option_advice(dir: &str, f: &Facts, reasons: &mut Vec<String>, risks: &mut Vec<String>) {
+    let ram = crate::sys::is_ram_backed(&f.fstype);
+    if f.secrets && f.swap_total_bytes > 0 && !f.noswap_now {
+        risks.push(format!(
+            "{dir} holds secrets (--secrets) and this machine has swap: its pages can be written to the swap              device. Mount it with noswap (Linux 6.4+): `sudo tmpfsctl apply {dir} --noswap`"
+        ));
+    } else if f.secrets && f.swap_total_bytes == 0 {
+        reasons.push(format!(
+            "{dir} holds secrets (--secrets); there is no swap, so they never leave RAM: noswap is not needed"
+        ));
+    }
+    if (ram || !f.speedups.is_empty()) && f.huge_now.as_deref().is_none_or(|h| h == "never") {
+        reasons.push(format!(
+            "not measured: huge=within_size (2 MiB pages for large files) can speed up large sequential writes \
+             (the default huge=never writes 4 KiB pages one at a time); measure a tmpfs mounted with it against \
+             one without before using it (`tmpfsctl plan {dir} --huge within_size` shows the change)"
+        ));
+    }
+    if ram
+        && let Some(limit) = f.current_limit_bytes.filter(|&l| l > 0)
+        && f.used_bytes as f64 >= limit as f64 * 0.9
+    {
+        risks.push(format!(
+            "{dir} is {:.0}% full: see `tmpfsctl top {dir}` for what holds it; when writes fail with \
+             \"No space left on device\", `tmpfsctl explain {dir}` says why",
+            f.used_bytes as f64 * 100.0 / limit as f64
+        ));
+    }
 }
 
 /// The kind, headline, deciding reason and size to apply.
@@ -200,6 +245,18 @@ fn decide_ram_backed(dir: &str, f: &Facts, which: &str) -> Decision {
             format!("already on tmpfs; resize {dir} to {}", f.recommended_option),
             p,
             Some(f.recommended_bytes),
+        ),
+        // Right-sized but live only: the next reboot puts DIR back on disk.
+        None if !f.persistent => (
+            Kind::Persist,
+            format!(
+                "{dir} is a well-sized tmpfs now, but nothing mounts it at boot: it is gone after a reboot; persist it"
+            ),
+            format!(
+                "its limit {} fits the {which} usage with headroom, but no fstab line or enabled mount unit sets it up again",
+                fmt_bytes(f.current_limit_bytes.unwrap_or(0))
+            ),
+            None,
         ),
         None => (
             Kind::NothingToChange,
@@ -313,7 +370,56 @@ mod tests {
                 ("4 KiB random read".into(), 20.0, None),
             ],
             quick: false,
+            persistent: true,
+            secrets: false,
+            noswap_now: false,
+            huge_now: None,
         }
+    }
+
+    #[test]
+    fn noswap_only_for_secrets_where_there_is_swap() {
+        let mut f = base();
+        let said = |f: &Facts| {
+            let v = decide("/tmp", f);
+            v.risks.iter().any(|r| r.contains("--noswap"))
+        };
+        assert!(!said(&f), "never without --secrets");
+        f.secrets = true;
+        assert!(said(&f));
+        f.swap_total_bytes = 0;
+        f.swap_free_bytes = 0;
+        assert!(!said(&f), "no swap: nothing to keep secrets from");
+    }
+
+    #[test]
+    fn nearly_full_tmpfs_points_to_top_and_explain() {
+        let mut f = base();
+        f.fstype = "tmpfs".into();
+        f.current_limit_bytes = Some(52 * M);
+        let v = decide("/tmp", &f);
+        assert!(
+            v.risks
+                .iter()
+                .any(|r| r.contains("`tmpfsctl top /tmp`") && r.contains("`tmpfsctl explain /tmp`")),
+            "{:?}",
+            v.risks
+        );
+        f.current_limit_bytes = Some(8 * G);
+        assert!(
+            !decide("/tmp", &f)
+                .risks
+                .iter()
+                .any(|r| r.contains("tmpfsctl top"))
+        );
+    }
+
+    #[test]
+    fn huge_is_mentioned_not_recommended() {
+        let v = decide("/tmp", &base());
+        let huge: Vec<&String> = v.reasons.iter().filter(|r| r.contains("huge=")).collect();
+        assert_eq!(huge.len(), 1, "{:?}", v.reasons);
+        assert!(huge[0].starts_with("not measured"), "{}", huge[0]);
     }
 
     #[test]
@@ -385,6 +491,16 @@ mod tests {
                 },
                 kind: Kind::NothingToChange,
                 needle: "nothing to change",
+            },
+            Case {
+                name: "already tmpfs, fine, but live only",
+                change: |f| {
+                    f.fstype = "tmpfs".into();
+                    f.current_limit_bytes = Some(8 * G);
+                    f.persistent = false;
+                },
+                kind: Kind::Persist,
+                needle: "gone after a reboot",
             },
             Case {
                 name: "already tmpfs, too small",

@@ -56,9 +56,15 @@ pub struct MountOptArgs {
     /// Never swap DIR's pages out (Linux 6.4+)
     #[arg(long)]
     pub noswap: bool,
-    /// Transparent huge pages for DIR's files
+    /// Transparent huge pages for DIR's files (the kernel's huge=; within_size and within-size both work)
     #[arg(long, value_enum, value_name = "POLICY")]
     pub huge: Option<plan::Huge>,
+    /// Most each user may hold in DIR (usrquota; Linux 6.6+ with CONFIG_TMPFS_QUOTA)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub user_quota: Option<Size>,
+    /// Most each group may hold in DIR (grpquota; Linux 6.6+ with CONFIG_TMPFS_QUOTA)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub group_quota: Option<Size>,
     /// Mode of the mount's root in octal (default: DIR's mode now; 1777 for /tmp and /var/tmp)
     #[arg(long, value_name = "OCTAL", value_parser = parse_mode)]
     pub mode: Option<u32>,
@@ -81,9 +87,41 @@ impl MountOptArgs {
             mode: self.mode,
             via: self.via,
             ramfs: self.fstype == plan::FsKind::Ramfs,
+            user_quota: self.user_quota,
+            group_quota: self.group_quota,
             allow_package_files: false,
             follow_up: String::new(),
+            options_given: self.given(),
         }
+    }
+
+    /// The mount options as given, for the `tmpfsctl apply` commands the
+    /// tool prints (so copying one does what was planned).
+    fn given(&self) -> String {
+        use clap::ValueEnum;
+        let name = |v: Option<clap::builder::PossibleValue>| {
+            v.map(|v| v.get_name().to_string()).unwrap_or_default()
+        };
+        let mut s = String::new();
+        let mut add = |flag: &str, v: Option<String>| {
+            if let Some(v) = v {
+                s.push_str(&format!(" --{flag} {v}"));
+            }
+        };
+        add("size", self.size.map(|v| v.to_string()));
+        add("inodes", self.inodes.map(|v| v.to_string()));
+        add("huge", self.huge.map(|h| name(h.to_possible_value())));
+        add("user-quota", self.user_quota.map(|v| v.to_string()));
+        add("group-quota", self.group_quota.map(|v| v.to_string()));
+        add("mode", self.mode.map(|m| format!("{m:o}")));
+        add("via", self.via.map(|v| name(v.to_possible_value())));
+        if self.noexec {
+            s.push_str(" --noexec");
+        }
+        if self.noswap {
+            s.push_str(" --noswap");
+        }
+        s
     }
 }
 
@@ -130,6 +168,7 @@ pub struct ApplyArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_REVERT)]
+#[command(mut_arg("dir", |a| a.help("The directory to take off tmpfs (where `apply` mounted one), e.g. /tmp")))]
 pub struct RevertArgs {
     #[command(flatten)]
     pub target: TargetArgs,
@@ -173,6 +212,13 @@ impl ApplyArgs {
         let mut opts = self.opts.request();
         opts.follow_up = target.follow_up();
         opts.allow_package_files = self.allow_package_files;
+        if let Some(p) = self.persist {
+            use clap::ValueEnum;
+            if let Some(v) = p.to_possible_value() {
+                opts.options_given
+                    .push_str(&format!(" --persist {}", v.get_name()));
+            }
+        }
         ApplyRequest {
             target,
             opts,

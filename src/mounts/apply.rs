@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context as _, Result, bail};
@@ -97,8 +98,21 @@ fn persist_step(
     }
 }
 
-/// Run `apply` as asked; the report goes to stdout (text or JSON).
+/// Run `apply` as asked; the report goes to stdout (text or JSON). Stopped
+/// by SIGINT/SIGTERM, it cleans up, says what state DIR is in and exits 130
+/// like other interrupted commands, not 2 as for a failure.
 pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
+    let stop = Arc::new(AtomicBool::new(false));
+    match apply_until(ctx, args, &stop) {
+        Err(e) if stop.load(std::sync::atomic::Ordering::Relaxed) => {
+            eprintln!("tmpfsctl: interrupted: {e:#}");
+            Ok(ExitCode::Interrupted)
+        }
+        r => r,
+    }
+}
+
+fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Result<ExitCode> {
     require_root("apply")?;
     if !ctx.sysroot.is_live() {
         bail!("--sysroot is for `plan` only; apply changes the running system");
@@ -122,7 +136,8 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
             args.yes,
         )?;
     }
-    let interrupt = Interrupt::install(false).context("cannot install signal handlers")?;
+    let interrupt =
+        Interrupt::install_on(stop.clone(), false).context("cannot install signal handlers")?;
     let cancel = interrupt.flag();
     let fstab = (via == Some(plan::Via::Fstab)).then(|| PathBuf::from(&p.persist.path));
     let _journal = journal::begin("apply", &dir, fstab.as_deref())?;
@@ -166,7 +181,17 @@ pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
     }
     let persisted = match persist_step(&p, &dir, via, facts.unit.fragment.as_deref()) {
         Ok(r) => r,
-        Err(e) => return Err(roll_back(e, switched, &dir, &cancel)),
+        Err(e) => {
+            let retry = Retry {
+                apply: &p.apply_command,
+                revert: &format!(
+                    "tmpfsctl revert {} --keep-data{}",
+                    dir.display(),
+                    args.target.follow_up()
+                ),
+            };
+            return Err(roll_back(e, switched, &dir, &cancel, &retry));
+        }
     };
     if persisted.edit != persist::Edit::Unchanged {
         changes.push(format!(
@@ -422,11 +447,19 @@ fn catch_up(
 /// After a failure that followed the mount: take the mount away again when
 /// nothing was written to it since, so the system is as it was; otherwise
 /// keep it and say how to finish.
+/// The commands that finish or undo a half-done apply, with every option
+/// the user gave (so they act on the same fstab and unit directory).
+struct Retry<'a> {
+    apply: &'a str,
+    revert: &'a str,
+}
+
 fn roll_back(
     e: anyhow::Error,
     switched: Option<Switched>,
     dir: &Path,
     cancel: &AtomicBool,
+    retry: &Retry,
 ) -> anyhow::Error {
     let Some(sw) = switched else {
         return e;
@@ -445,10 +478,11 @@ fn roll_back(
         ));
     }
     e.context(format!(
-        "{} IS now on tmpfs (and was written to since), but making that permanent failed; fix the cause and re-run apply \
-         (it will only persist), or `tmpfsctl revert {} --keep-data`",
+        "{} IS now on tmpfs (and was written to since), but making that permanent failed; fix the cause and re-run \
+         `{}` (it will only persist), or `{}`",
         dir.display(),
-        dir.display()
+        retry.apply,
+        retry.revert
     ))
 }
 

@@ -247,6 +247,12 @@ pub fn gather_facts_at(ctx: &Context, t: &Target) -> Result<(Facts, OpenedDir)> 
         nested_mounts: nested,
         package_files,
         package_files_total,
+        kernel_release: live::kernel_release(),
+        tmpfs_quota: if root.is_live() {
+            live::probe_tmpfs_quota()
+        } else {
+            plan::Support::Unknown("another system's root (--sysroot)".into())
+        },
         dir,
     };
     Ok((facts, opened))

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::ApplyReport;
 use super::plan::{MountState, Plan, Via};
+use crate::render::color::{Tone, paint};
 use crate::units::{fmt_bytes, fmt_count};
 
 pub fn plan_text(p: &Plan) -> String {
@@ -32,6 +33,7 @@ pub fn plan_text(p: &Plan) -> String {
     for o in &p.options {
         t.add_row(vec![o.option.clone(), o.reason.clone()]);
     }
+    crate::render::fit_to_terminal(&mut t);
     let _ = writeln!(s, "{t}");
     let _ = writeln!(s, "\nMount options: {}", p.mount_options);
     let _ = writeln!(
@@ -65,7 +67,11 @@ pub fn plan_text(p: &Plan) -> String {
             }
         }
     }
-    let _ = writeln!(s, "\nSteps `tmpfsctl apply {}` takes:", p.dir);
+    if p.fstype == super::plan::FsKind::Ramfs {
+        let _ = writeln!(s, "\nWhat apply would do:");
+    } else {
+        let _ = writeln!(s, "\nSteps `{}` takes:", p.apply_command);
+    }
     for (i, st) in p.steps.iter().enumerate() {
         let _ = writeln!(s, "  {}. {st}", i + 1);
     }
@@ -96,13 +102,13 @@ pub fn plan_text(p: &Plan) -> String {
         }
     }
     if !p.warnings.is_empty() {
-        let _ = writeln!(s, "\nWarnings");
+        let _ = writeln!(s, "\n{}", paint(Tone::Warn, "Warnings"));
         for w in &p.warnings {
             let _ = writeln!(s, "  [{}] {}", w.code, w.message);
         }
     }
     if !p.blockers.is_empty() {
-        let _ = writeln!(s, "\napply would refuse:");
+        let _ = writeln!(s, "\n{}", paint(Tone::Bad, "apply would refuse:"));
         for b in &p.blockers {
             let _ = writeln!(s, "  - {b}");
         }

@@ -121,8 +121,10 @@ fn directory_on_disk_is_advised_to_move() {
     assert_eq!(std::fs::read("/etc/fstab").ok(), fstab_before);
 }
 
+/// A right-sized tmpfs that nothing mounts at boot (no fstab line, no
+/// unit) is gone after a reboot: advise says so and how to persist it.
 #[test]
-fn well_sized_tmpfs_needs_nothing() {
+fn well_sized_live_only_tmpfs_is_persisted() {
     require_root!();
     let m = TestMount::tmpfs("size=512M,nr_inodes=100000");
     std::fs::write(m.path.join("a"), vec![1u8; 1 << 20]).unwrap();
@@ -131,13 +133,37 @@ fn well_sized_tmpfs_needs_nothing() {
     assert_numbers_present(&v);
     assert_eq!(v["location"]["ram_backed"], true);
     assert_eq!(v["location"]["size_limit_bytes"].as_u64(), Some(512 << 20));
-    assert_eq!(
-        v["verdict"]["kind"], "nothing_to_change",
+    assert_eq!(v["verdict"]["kind"], "persist", "{}", v["verdict"]);
+    assert!(
+        v["verdict"]["headline"]
+            .as_str()
+            .unwrap()
+            .contains("gone after a reboot"),
         "{}",
         v["verdict"]
     );
-    assert_eq!(out.status.code(), Some(0));
-    assert!(v["commands"]["act"].as_array().unwrap().is_empty());
+    assert_eq!(out.status.code(), Some(1));
+    let act: Vec<&str> = v["commands"]["act"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        act.iter().any(|c| c.starts_with("sudo tmpfsctl apply")
+            && c.contains("--persist")
+            && c.contains(m.path.to_str().unwrap())),
+        "{act:?}"
+    );
+    // The configuration keeps the size the tmpfs has.
+    assert!(
+        v["commands"]["config"]
+            .as_str()
+            .unwrap()
+            .contains("size=512M"),
+        "{}",
+        v["commands"]
+    );
     assert_eq!(listing(&m.path), before);
 }
 
@@ -238,6 +264,19 @@ fn html_report_has_the_verdict_and_charts() {
     );
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains(r#"id="verdict""#));
+    // Commands are copyable code blocks, not bullets.
+    let code = page
+        .split("<pre><code>")
+        .nth(1)
+        .and_then(|c| c.split("</code></pre>").next())
+        .unwrap_or_else(|| panic!("no <pre><code> block in the page"));
+    assert!(code.contains("sudo tmpfsctl apply"), "{code}");
+    assert!(!page.contains("<li>sudo tmpfsctl"), "commands as bullets");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&html).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
     assert_eq!(
         page.matches("<svg").count(),
         4,
@@ -268,4 +307,39 @@ fn bad_input_exits_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--window"));
     let out = tmpfsctl(&["advise", "--quick", "--html", "/no/such/dir/a.html", "/tmp"]);
     assert_eq!(out.status.code(), Some(2));
+    // A directory given as the report file is refused before measuring.
+    let d = tempfile::tempdir().unwrap();
+    let out = tmpfsctl(&[
+        "advise",
+        "--quick",
+        "--html",
+        d.path().to_str().unwrap(),
+        "/tmp",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--html") && err.contains("is a directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn verdict_is_coloured_only_when_asked() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |color: &str| {
+        let out = tmpfsctl(&[
+            "advise",
+            "--no-bench",
+            "--color",
+            color,
+            d.path().to_str().unwrap(),
+        ]);
+        assert!(out.status.code().is_some_and(|c| c < 2));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = run("always");
+    let first = first.lines().next().unwrap();
+    assert!(first.starts_with("Verdict: \x1b["), "{first:?}");
+    assert!(!run("never").contains('\x1b'));
 }

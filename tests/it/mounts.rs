@@ -1340,3 +1340,6 @@ fn a_user_swapping_dir_for_a_symlink_never_redirects_apply() {
     );
     assert!(!reasons.contains_key("other"), "{reasons:?}");
 }
+
+#[path = "mounts_options.rs"]
+mod options;

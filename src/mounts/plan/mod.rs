@@ -32,6 +32,8 @@ pub enum Via {
 pub enum Huge {
     Never,
     Always,
+    /// Also accepted as the kernel spells it: within_size
+    #[value(alias = "within_size")]
     WithinSize,
     Advise,
 }
@@ -67,11 +69,18 @@ pub struct Request {
     pub mode: Option<u32>,
     pub via: Option<Via>,
     pub ramfs: bool,
+    /// Per-user block limit (`usrquota_block_hardlimit`, Linux 6.6+).
+    pub user_quota: Option<Size>,
+    /// Per-group block limit (`grpquota_block_hardlimit`, Linux 6.6+).
+    pub group_quota: Option<Size>,
     /// Go ahead although DIR holds files the package manager installed.
     pub allow_package_files: bool,
     /// Options to repeat in the commands the plan tells the user to run
     /// (` --fstab F --unit-dir D`), so they act on the same files.
     pub follow_up: String,
+    /// The mount options as the user gave them (` --size 2G --noexec`), to
+    /// repeat in the `tmpfsctl apply` commands the plan prints.
+    pub options_given: String,
 }
 
 /// A tmpfs/ramfs mounted exactly at DIR right now.
@@ -130,6 +139,20 @@ pub struct Facts {
     /// A few files under DIR that the package manager installed, and how many in all.
     pub package_files: Vec<PathBuf>,
     pub package_files_total: usize,
+    /// The running kernel's release (`uname -r`), named when it lacks a feature.
+    pub kernel_release: String,
+    /// Whether this kernel's tmpfs takes `usrquota`/`grpquota`.
+    pub tmpfs_quota: Support,
+}
+
+/// Whether the kernel has a feature, as far as could be found out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Support {
+    Yes,
+    /// It does not; why, in the kernel's words where it gave them.
+    No(String),
+    /// It could not be asked (not root, or another system under --sysroot).
+    Unknown(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -200,6 +223,8 @@ pub struct Plan {
     pub mount_state: MountState,
     pub current: Option<CurrentMount>,
     pub persist: Persist,
+    /// The command that carries out this plan, with every option given.
+    pub apply_command: String,
     pub steps: Vec<String>,
     pub busy: Vec<ProcUse>,
     pub warnings: Vec<Warning>,
@@ -356,6 +381,7 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
             "asked for: pages never go to swap (Linux 6.4+); the limit then counts against RAM alone".into(),
         );
     }
+    quota_options(&mut d, facts, req)?;
     let mount_options = d
         .options
         .iter()
@@ -434,6 +460,12 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
         mount_state,
         current: facts.current.clone(),
         persist,
+        apply_command: format!(
+            "tmpfsctl apply {}{}{}",
+            facts.dir.display(),
+            req.options_given,
+            req.follow_up
+        ),
         steps,
         busy: facts.busy.clone(),
         warnings: d.warnings,
@@ -608,6 +640,14 @@ fn steps(
     persist: &Persist,
 ) -> Vec<String> {
     let shown = facts.dir.display().to_string();
+    if req.ramfs {
+        // Apply refuses ramfs, so the only step is the one that works.
+        return vec![format!(
+            "none: `tmpfsctl apply` refuses ramfs, which has no size limit and is never swapped \
+             (one runaway writer can take all RAM); plan a tmpfs instead: `tmpfsctl plan {shown}{}`",
+            req.follow_up
+        )];
+    }
     let mut steps = Vec::new();
     match mount_state {
         MountState::Same => steps.push(format!("{shown} already is a tmpfs with these options: mount nothing")),
@@ -661,7 +701,7 @@ fn steps(
 mod options;
 mod state;
 
-use options::{inode_limit, mode_and_owner, size_limit};
+use options::{inode_limit, mode_and_owner, quota_options, size_limit};
 use state::mount_state;
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! The mount options and why: size and inode limits, the root's mode and owner.
 
 use super::{
-    DEFAULT_INODES, Draft, Facts, PlanError, Request, current_tmpfs, is_shared_tmp, needed_bytes,
-    needed_inodes, resolve_size, tight_bytes,
+    DEFAULT_INODES, Draft, Facts, PlanError, Request, Support, current_tmpfs, is_shared_tmp,
+    needed_bytes, needed_inodes, resolve_size, round_up, tight_bytes,
 };
 use crate::units::{Size, fmt_bytes, tmpfs_size_option};
 
@@ -241,4 +241,76 @@ pub(super) fn mode_and_owner(d: &mut Draft, facts: &Facts, req: &Request) -> u32
         );
     }
     mode
+}
+
+/// `usrquota`/`grpquota` with a block limit per user or group, when asked
+/// and the kernel has them; otherwise a request error before anything
+/// changes, naming the kernel and what it lacks.
+pub(super) fn quota_options(d: &mut Draft, facts: &Facts, req: &Request) -> Result<(), PlanError> {
+    let asked = [
+        ("usrquota", "--user-quota", "user", req.user_quota),
+        ("grpquota", "--group-quota", "group", req.group_quota),
+    ];
+    let Some(&(_, flag, _, _)) = asked.iter().find(|a| a.3.is_some()) else {
+        return Ok(());
+    };
+    let release = &facts.kernel_release;
+    match &facts.tmpfs_quota {
+        Support::Yes => {}
+        Support::No(why) => {
+            return Err(PlanError(format!(
+                "{flag} cannot be honoured: {why}. Drop {flag}, or give each user a tmpfs of their own \
+                 (e.g. `tmpfsctl run`)"
+            )));
+        }
+        Support::Unknown(why) => {
+            if !release_at_least(release, 6, 6) {
+                return Err(PlanError(format!(
+                    "{flag} cannot be honoured: Linux {release} has no tmpfs quotas (they need Linux 6.6+ \
+                     built with CONFIG_TMPFS_QUOTA). Drop {flag}"
+                )));
+            }
+            d.warn(
+                "quota_unchecked",
+                format!(
+                    "could not ask the kernel whether its tmpfs has quotas ({why}); Linux {release} has them \
+                     only when built with CONFIG_TMPFS_QUOTA, and apply fails before changing anything if not"
+                ),
+            );
+        }
+    }
+    for (key, flag, who, size) in asked {
+        let Some(size) = size else { continue };
+        let Size::Bytes(b) = size else {
+            return Err(PlanError(format!(
+                "{flag} {size}: a quota is an amount per {who}, not a share of RAM; give a size such as 1G"
+            )));
+        };
+        d.opt(
+            key.to_string(),
+            format!(
+                "asked for: per-{who} accounting, so one {who} cannot fill the mount for everyone"
+            ),
+        );
+        d.opt(
+            format!(
+                "{key}_block_hardlimit={}",
+                tmpfs_size_option(round_up(b, super::PAGE))
+            ),
+            format!(
+                "asked for: each {who} may hold at most {} here",
+                fmt_bytes(b)
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Whether a release such as `6.6.0-1-amd64` is at least `major.minor`.
+pub(super) fn release_at_least(release: &str, major: u32, minor: u32) -> bool {
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (a, b) >= (major, minor)
 }

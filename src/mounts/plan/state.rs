@@ -30,7 +30,8 @@ pub(super) fn mount_state(
                 && c.noswap == req.noswap
                 && req
                     .huge
-                    .is_none_or(|h| c.huge.as_deref() == Some(h.as_str()));
+                    .is_none_or(|h| c.huge.as_deref() == Some(h.as_str()))
+                && quota_same(c, req);
             let size_same = match (limits.size_bytes, c.size_bytes) {
                 (Some(a), Some(b)) => close(a, b),
                 _ => false,
@@ -97,4 +98,11 @@ fn option_differences(
         ));
     }
     d
+}
+
+/// A quota asked for is on the mount now (limits are not shown in
+/// mountinfo, so only whether accounting is on can be compared).
+fn quota_same(c: &CurrentMount, req: &Request) -> bool {
+    let on = |k: &str| c.options.iter().any(|o| o == k);
+    req.user_quota.is_none_or(|_| on("usrquota")) && req.group_quota.is_none_or(|_| on("grpquota"))
 }

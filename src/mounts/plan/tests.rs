@@ -31,6 +31,8 @@ fn facts(dir: &str, used: u64, inodes: u64) -> Facts {
         nested_mounts: vec![],
         package_files: vec![],
         package_files_total: 0,
+        kernel_release: "6.18.0".into(),
+        tmpfs_quota: Support::Yes,
     }
 }
 
@@ -383,6 +385,84 @@ fn package_files_block_unless_allowed_and_follow_ups_carry_the_options() {
         p.steps
             .iter()
             .any(|s| s.contains("--resize 256M --fstab /x/fstab`")),
+        "{:?}",
+        p.steps
+    );
+}
+
+#[test]
+fn quotas_become_kernel_options_where_the_kernel_has_them() {
+    let f = facts("/tmp", 100 * MIB, 100);
+    let req = Request {
+        user_quota: Some(Size::Bytes(GIB)),
+        group_quota: Some(Size::Bytes(2 * GIB)),
+        ..Request::default()
+    };
+    let p = plan(&f, &req).unwrap();
+    for o in [
+        "usrquota",
+        "usrquota_block_hardlimit=1G",
+        "grpquota",
+        "grpquota_block_hardlimit=2G",
+    ] {
+        assert!(
+            p.mount_options.split(',').any(|x| x == o),
+            "{o} missing from {}",
+            p.mount_options
+        );
+    }
+    // A share of RAM is no amount per user.
+    let pct = Request {
+        user_quota: Some(Size::PercentOfRam(10.0)),
+        ..Request::default()
+    };
+    assert!(plan(&f, &pct).unwrap_err().0.contains("not a share of RAM"));
+}
+
+#[test]
+fn quotas_are_refused_naming_the_kernel_when_it_lacks_them() {
+    let req = Request {
+        group_quota: Some(Size::Bytes(GIB)),
+        ..Request::default()
+    };
+    let mut f = facts("/tmp", 100 * MIB, 100);
+    f.tmpfs_quota = Support::No("Linux 6.18.0 has no tmpfs quotas".into());
+    let e = plan(&f, &req).unwrap_err().0;
+    assert!(e.contains("--group-quota") && e.contains("6.18.0"), "{e}");
+    // Not probed: a release before 6.6 is enough to know.
+    f.tmpfs_quota = Support::Unknown("not root".into());
+    f.kernel_release = "6.1.0-18-amd64".into();
+    let e = plan(&f, &req).unwrap_err().0;
+    assert!(e.contains("6.1.0-18-amd64") && e.contains("6.6"), "{e}");
+    // Not probed on a new enough kernel: planned, with a warning.
+    f.kernel_release = "6.6.3".into();
+    let p = plan(&f, &req).unwrap();
+    assert!(codes(&p).contains(&"quota_unchecked"));
+    // Without a quota asked for, the kernel's lack of them does not matter.
+    f.tmpfs_quota = Support::No("none".into());
+    assert!(plan(&f, &Request::default()).is_ok());
+}
+
+#[test]
+fn ramfs_plan_lists_no_tmpfs_steps() {
+    let f = facts("/srv/cache", 100 * MIB, 100);
+    let req = Request {
+        ramfs: true,
+        follow_up: " --fstab /x/fstab".into(),
+        ..Request::default()
+    };
+    let p = plan(&f, &req).unwrap();
+    assert!(
+        p.steps
+            .iter()
+            .all(|s| !s.contains("tmpfs") || s.contains("tmpfsctl")),
+        "{:?}",
+        p.steps
+    );
+    assert!(!p.steps.iter().any(|s| s.contains("is the new tmpfs")));
+    assert!(
+        p.steps.iter().any(|s| s.contains("no size limit")
+            && s.contains("tmpfsctl plan /srv/cache --fstab /x/fstab")),
         "{:?}",
         p.steps
     );

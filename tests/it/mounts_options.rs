@@ -1,0 +1,262 @@
+//! The kernel's own tmpfs options in `plan`/`apply`: huge= spellings and
+//! per-user/per-group quotas, refused before anything changes where the
+//! kernel lacks them.
+
+use std::path::Path;
+
+use super::{fstype_at, root_dir, s, stderr};
+use crate::common::{is_root, json, tmpfsctl};
+
+#[test]
+fn huge_takes_the_kernels_spelling_and_the_cli_one() {
+    let t = root_dir();
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let fstab = t.path().join("fstab");
+    for spelling in ["within_size", "within-size"] {
+        let out = tmpfsctl(&[
+            "plan",
+            s(&dir),
+            "--fstab",
+            s(&fstab),
+            "--huge",
+            spelling,
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{spelling}: {}", stderr(&out));
+        let p = json(&out);
+        let opts = p["mount_options"].as_str().unwrap();
+        assert!(
+            opts.split(',').any(|o| o == "huge=within_size"),
+            "{spelling}: {opts}"
+        );
+    }
+}
+
+/// Whether this kernel's tmpfs takes usrquota, asked the way the kernel
+/// documents it (a mount attempt), independently of tmpfsctl's probe.
+fn kernel_has_tmpfs_quota(scratch: &Path) -> bool {
+    let m = scratch.join("q");
+    std::fs::create_dir(&m).unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "usrquota,size=1M", "tmpfs"])
+        .arg(&m)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    if ok {
+        let _ = std::process::Command::new("umount").arg(&m).status();
+    }
+    ok
+}
+
+#[test]
+fn quotas_refused_before_anything_changes_where_the_kernel_lacks_them() {
+    crate::require_root!();
+    let t = root_dir();
+    if kernel_has_tmpfs_quota(t.path()) {
+        eprintln!("skipped: this kernel's tmpfs has quotas");
+        return;
+    }
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("f"), b"kept").unwrap();
+    let fstab = t.path().join("fstab");
+    let release = String::from_utf8(
+        std::process::Command::new("uname")
+            .arg("-r")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    for (cmd, flag) in [("plan", "--user-quota"), ("apply", "--group-quota")] {
+        let mut args = vec![cmd, s(&dir), "--fstab", s(&fstab), flag, "1G"];
+        if cmd == "apply" {
+            args.push("--yes");
+        }
+        let out = tmpfsctl(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains(release.trim()),
+            "{cmd} names the kernel: {err}"
+        );
+        assert!(err.contains("CONFIG_TMPFS_QUOTA"), "{cmd}: {err}");
+        assert!(err.contains(flag), "{cmd}: {err}");
+        assert_eq!(fstype_at(&dir), None, "{cmd} mounted nothing");
+        assert!(!fstab.exists(), "{cmd} wrote no fstab");
+        assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"kept");
+    }
+    assert!(is_root());
+}
+
+#[test]
+fn printed_apply_command_carries_every_option_given() {
+    let t = root_dir();
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let fstab = t.path().join("fstab");
+    let units = t.path().join("units");
+    std::fs::create_dir(&units).unwrap();
+    let out = tmpfsctl(&[
+        "plan",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--unit-dir",
+        s(&units),
+        "--size",
+        "1G",
+        "--huge",
+        "within_size",
+        "--noexec",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = format!(
+        "Steps `tmpfsctl apply {} --size 1G --huge within-size --noexec --fstab {} --unit-dir {}` takes",
+        s(&dir),
+        s(&fstab),
+        s(&units)
+    );
+    assert!(text.contains(&want), "want {want}\n{text}");
+    let p = json(&tmpfsctl(&[
+        "plan",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--inodes",
+        "5000",
+        "--json",
+    ]));
+    assert_eq!(
+        p["apply_command"],
+        format!(
+            "tmpfsctl apply {} --inodes 5000 --fstab {}",
+            s(&dir),
+            s(&fstab)
+        )
+    );
+}
+
+#[test]
+fn revert_help_names_dir_as_what_is_taken_off_tmpfs() {
+    let out = tmpfsctl(&["revert", "--help"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("The directory to put on tmpfs"), "{text}");
+    assert!(text.contains("take off tmpfs"), "{text}");
+}
+
+#[test]
+fn plan_warnings_are_coloured_only_when_asked() {
+    let t = root_dir();
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let fstab = t.path().join("fstab");
+    // ramfs is a blocker, so "apply would refuse" is printed.
+    let run = |color: &str| {
+        let out = tmpfsctl(&[
+            "plan",
+            s(&dir),
+            "--fstab",
+            s(&fstab),
+            "--fstype",
+            "ramfs",
+            "--color",
+            color,
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let coloured = run("always");
+    // ramfs gets no tmpfs steps, only what to run instead.
+    assert!(!coloured.contains("is the new tmpfs"), "{coloured}");
+    assert!(!coloured.contains("Steps `tmpfsctl apply"), "{coloured}");
+    assert!(coloured.contains("plan a tmpfs instead"), "{coloured}");
+    let line = coloured
+        .lines()
+        .find(|l| l.contains("apply would refuse"))
+        .unwrap();
+    assert!(line.contains("\x1b["), "{line:?}");
+    assert!(!run("never").contains('\x1b'));
+}
+
+/// Whether process `pid` has a regular file under `dir` open: its copy (or
+/// the check after it) is under way. Measuring DIR beforehand opens only
+/// directories.
+fn has_open_under(pid: u32, dir: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    rd.flatten()
+        .any(|e| std::fs::read_link(e.path()).is_ok_and(|t| t.starts_with(dir) && t != dir))
+}
+
+/// Whether process `pid` has a handler for SIGTERM (apply installs one just
+/// before it starts changing anything).
+fn catches_sigterm(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|m| m & (1 << (libc::SIGTERM - 1)) != 0)
+}
+
+#[test]
+fn sigterm_during_the_copy_mounts_nothing_and_keeps_the_source() {
+    crate::require_root!();
+    let t = root_dir();
+    let dir = t.path().join("big");
+    std::fs::create_dir(&dir).unwrap();
+    // Enough data that the copy and its check take a while: large files for
+    // the bytes, many small ones for the per-entry work.
+    let chunk: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8 + 1).collect();
+    for i in 0..40 {
+        std::fs::write(dir.join(format!("big{i}")), &chunk).unwrap();
+    }
+    let small = dir.join("small");
+    std::fs::create_dir(&small).unwrap();
+    for i in 0..4000 {
+        std::fs::write(small.join(format!("f{i}")), format!("file {i}")).unwrap();
+    }
+    let fstab = t.path().join("fstab");
+    let mut child = crate::common::bin()
+        .args(["apply", s(&dir), "--fstab", s(&fstab), "--yes"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait for the copy to start (or for apply to end, which fails below):
+    // SIGTERM handled and a file under DIR open.
+    while !(catches_sigterm(pid) && has_open_under(pid, &dir))
+        && child.try_wait().unwrap().is_none()
+    {
+        std::thread::yield_now();
+    }
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(
+        !out.status.success(),
+        "apply finished before SIGTERM: {err}"
+    );
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert_eq!(fstype_at(&dir), None, "nothing left mounted: {err}");
+    assert!(!fstab.exists(), "no fstab line written");
+    for i in 0..40 {
+        assert_eq!(std::fs::read(dir.join(format!("big{i}"))).unwrap(), chunk);
+    }
+    assert_eq!(std::fs::read_dir(&small).unwrap().count(), 4000);
+    assert_eq!(
+        std::fs::read_to_string(small.join("f3999")).unwrap(),
+        "file 3999"
+    );
+}
