@@ -318,27 +318,7 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
         drop(private);
         report = Some(r.with_context(|| format!("measuring {shown} against tmpfs"))?);
     }
-    let speedups: Vec<Speedup> = report
-        .as_ref()
-        .map(|r| {
-            r.ratios
-                .iter()
-                .map(|x| Speedup {
-                    label: r
-                        .workloads
-                        .iter()
-                        .find(|w| w.id == x.workload)
-                        .map(|w| w.label.clone())
-                        .unwrap_or_default(),
-                    workload: x.workload.clone(),
-                    ratio: x.ratio,
-                    ratio_ci95_low: x.ratio_ci95_low,
-                    ratio_ci95_high: x.ratio_ci95_high,
-                    uncertain: x.flags.iter().any(|f| f == "ratio_uncertain"),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let speedups = report.as_ref().map(speedups_of).unwrap_or_default();
 
     let vfacts = Facts {
         fstype: facts.dir_fstype.clone(),
@@ -361,17 +341,7 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
         speedups: if ram_backed {
             vec![]
         } else {
-            speedups
-                .iter()
-                .map(|s| {
-                    let interval = match (s.uncertain, s.ratio_ci95_low, s.ratio_ci95_high) {
-                        (true, Some(lo), Some(hi)) => Some((lo, hi)),
-                        (true, _, _) => Some((f64::NAN, f64::NAN)),
-                        _ => None,
-                    };
-                    (s.label.clone(), s.ratio, interval)
-                })
-                .collect()
+            speedups.iter().map(Speedup::cited).collect()
         },
         quick: report.as_ref().is_some_and(|r| r.quick),
         persistent: facts.fstab_entry.is_some()
@@ -394,23 +364,7 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
         schema_version: SCHEMA_VERSION,
         dir: shown,
         verdict,
-        location: Location {
-            fstype: facts.dir_fstype.clone(),
-            ram_backed,
-            mountpoint: facts.current.as_ref().map(|_| dir.display().to_string()),
-            size_limit_bytes: facts.current.as_ref().and_then(|c| c.size_bytes),
-            fstab_line: facts.fstab_entry.as_ref().map(|e| {
-                format!(
-                    "{} {} {} {}",
-                    e.spec,
-                    e.file.display(),
-                    e.vfstype,
-                    e.options.join(",")
-                )
-            }),
-            systemd_unit: facts.unit.name.clone(),
-            systemd_state: facts.unit.state,
-        },
+        location: location(&facts, &dir, ram_backed),
         usage: Usage {
             current_bytes: facts.used_bytes,
             current_inodes: facts.inodes,
@@ -431,6 +385,59 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
         bench: report,
         notes,
     })
+}
+
+/// The measured tmpfs-vs-DIR ratios, named by workload.
+fn speedups_of(r: &bench::BenchReport) -> Vec<Speedup> {
+    r.ratios
+        .iter()
+        .map(|x| Speedup {
+            label: r
+                .workloads
+                .iter()
+                .find(|w| w.id == x.workload)
+                .map(|w| w.label.clone())
+                .unwrap_or_default(),
+            workload: x.workload.clone(),
+            ratio: x.ratio,
+            ratio_ci95_low: x.ratio_ci95_low,
+            ratio_ci95_high: x.ratio_ci95_high,
+            uncertain: x.flags.iter().any(|f| f == "ratio_uncertain"),
+        })
+        .collect()
+}
+
+impl Speedup {
+    /// As the verdict cites it: an uncertain ratio always with its interval.
+    fn cited(&self) -> (String, f64, Option<verdict::Interval>) {
+        let interval = match (self.uncertain, self.ratio_ci95_low, self.ratio_ci95_high) {
+            (true, Some(lo), Some(hi)) => Some((lo, hi)),
+            (true, _, _) => Some((f64::NAN, f64::NAN)),
+            _ => None,
+        };
+        (self.label.clone(), self.ratio, interval)
+    }
+}
+
+/// Where DIR lives and how it is configured.
+fn location(facts: &mounts::Facts, dir: &Path, ram_backed: bool) -> Location {
+    Location {
+        fstype: facts.dir_fstype.clone(),
+        ram_backed,
+        mountpoint: facts.current.as_ref().map(|_| dir.display().to_string()),
+        size_limit_bytes: facts.current.as_ref().and_then(|c| c.size_bytes),
+        fstab_line: facts.fstab_entry.as_ref().map(|e| {
+            format!(
+                "{} {} {} {}",
+                e.spec,
+                e.file.display(),
+                e.vfstype,
+                e.options.join(",")
+            )
+        }),
+        systemd_unit: facts.unit.name.clone(),
+        systemd_state: facts.unit.state,
+    }
 }
 
 fn commands(dir: &str, v: &Verdict, p: &plan::Plan, ramfs: bool) -> Commands {

@@ -202,7 +202,8 @@ fn option_advice(dir: &str, f: &Facts, reasons: &mut Vec<String>, risks: &mut Ve
         reasons.push(format!(
             "not measured: huge=within_size (2 MiB pages for large files) can speed up large sequential writes \
              (the default huge=never writes 4 KiB pages one at a time); measure a tmpfs mounted with it against \
-             one without before using it (`tmpfsctl plan {dir} --huge within_size` shows the change)"
+             one without before using it (`tmpfsctl bench tmpfs:huge=within_size tmpfs:huge=never` measures both; \
+             `tmpfsctl plan {dir} --huge within_size` shows the change)"
         ));
     }
     if ram
@@ -590,7 +591,7 @@ mod tests {
             decide("/tmp", f)
                 .reasons
                 .into_iter()
-                .find(|r| r.contains("huge=within_size"))
+                .find(|r| r.contains("beat tmpfs at sequential writes"))
         };
         assert_eq!(why(&f), None);
         f.speedups[0].1 = 0.55;
