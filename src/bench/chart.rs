@@ -61,7 +61,7 @@ pub fn bars(r: &BenchReport, title: &str, bars: &[Bar]) -> String {
     shown.dedup();
     let mut lx = left;
     for ti in shown {
-        let name = super::html::target_name(r, ti);
+        let name = super::report::target_label(r, ti);
         let _ = write!(
             s,
             r#"<rect class="legend" x="{lx:.1}" y="8" width="10" height="10" fill="{c}"/><text x="{tx:.1}" y="17">{n}</text>"#,
@@ -75,7 +75,7 @@ pub fn bars(r: &BenchReport, title: &str, bars: &[Bar]) -> String {
         let y = top + i as f64 * (bar_h + gap);
         let w = x(b.result.median).max(1.0);
         let val = super::render::fmt_value(b.result, Some(b.workload));
-        let name = super::html::target_name(r, b.target);
+        let name = super::report::target_label(r, b.target);
         let _ = write!(
             s,
             r#"<text x="{tx}" y="{ty:.1}" text-anchor="end">{label}</text><rect class="bar" data-target="{path}" x="{left}" y="{y:.1}" width="{w:.1}" height="{bar_h}" fill="{c}"><title>{label} on {name}: {val}</title></rect><text x="{vx:.1}" y="{ty:.1}">{val}</text>"#,

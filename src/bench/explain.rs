@@ -2,8 +2,8 @@
 //! beats tmpfs at buffered writes, why all cores copy slower than one.
 
 use super::ratio::fmt_ratio;
+use super::report::target_name;
 use super::report::{BenchReport, Warning};
-use super::suite::target_name;
 use super::workload::{Op, Sync};
 
 /// Why buffered writes to ext4 (or xfs, btrfs) can beat a tmpfs, and the fix.

@@ -19,14 +19,7 @@ const PALETTE: [&str; 6] = [
     "#d9480f", "#1971c2", "#2f9e44", "#9c36b5", "#e67700", "#495057",
 ];
 
-pub fn target_name(r: &BenchReport, i: usize) -> String {
-    let t = &r.targets[i];
-    if t.private_mount {
-        t.label()
-    } else {
-        format!("{} ({})", t.path, t.fstype)
-    }
-}
+pub use super::report::target_label as target_name;
 
 /// The ceiling in the workload's unit (ops/s for op workloads: bytes / bs).
 fn ceiling_in_unit(r: &BenchReport, w: &Workload) -> Option<f64> {

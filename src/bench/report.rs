@@ -254,3 +254,23 @@ impl BenchReport {
             .find(|r| r.workload == workload && r.target == target)
     }
 }
+
+/// How warnings name a target: a private tmpfs by what it is, not by the
+/// temporary directory it was mounted on (gone when the run ends).
+pub fn target_name(r: &BenchReport, path: &str) -> String {
+    match r.targets.iter().find(|t| t.path == path) {
+        Some(t) if t.private_mount => format!("{} (RAM)", t.label()),
+        _ => path.to_string(),
+    }
+}
+
+/// How charts and tables name the i-th target: a private tmpfs by what it
+/// is, a directory with its filesystem.
+pub fn target_label(r: &BenchReport, i: usize) -> String {
+    let t = &r.targets[i];
+    if t.private_mount {
+        t.label()
+    } else {
+        format!("{} ({})", t.path, t.fstype)
+    }
+}

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::engine::{self, CacheMode, Plan};
 use super::ratio::{fmt_ratio, ratio_pair};
+use super::report::target_name;
 use super::report::*;
 use super::stats::{self, HIGH_RSD};
 use super::target::{self, Scratch, Target};
@@ -588,15 +589,6 @@ pub fn ratios(r: &BenchReport) -> Vec<Ratio> {
             }
         })
         .collect()
-}
-
-/// How warnings name a target: a private tmpfs by what it is, not by the
-/// temporary directory it was mounted on (gone when the run ends).
-pub fn target_name(r: &BenchReport, path: &str) -> String {
-    match r.targets.iter().find(|t| t.path == path) {
-        Some(t) if t.private_mount => format!("{} (RAM)", t.label()),
-        _ => path.to_string(),
-    }
 }
 
 pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {

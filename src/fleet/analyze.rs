@@ -135,7 +135,7 @@ pub fn analyze(
     if fit.mem_available.evaluated < f.len() as u64 {
         warnings.push(format!(
             "{} {} no MemAvailable figure: the MemAvailable models only count the {} that do",
-            super::render::hosts(f.len() as u64 - fit.mem_available.evaluated),
+            super::stats::hosts(f.len() as u64 - fit.mem_available.evaluated),
             if f.len() as u64 - fit.mem_available.evaluated == 1 {
                 "has"
             } else {

@@ -26,14 +26,7 @@ fn t(h: &[&str], rows: Vec<Vec<String>>) -> Block {
     }
 }
 
-/// "1 host", "2 hosts".
-pub fn hosts(n: u64) -> String {
-    if n == 1 {
-        "1 host".into()
-    } else {
-        format!("{n} hosts")
-    }
-}
+pub use super::stats::hosts;
 
 fn names(v: &[String], total: u64, show: usize) -> String {
     if total == 0 {

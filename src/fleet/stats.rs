@@ -133,6 +133,15 @@ pub fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// "1 host", "2 hosts".
+pub fn hosts(n: u64) -> String {
+    if n == 1 {
+        "1 host".into()
+    } else {
+        format!("{n} hosts")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
