@@ -273,6 +273,7 @@ pub fn text(r: &FleetReport) -> String {
                 for r in rows {
                     tb.add_row(r.iter().map(|c| safe(c).into_owned()));
                 }
+                crate::render::fit_to_terminal(&mut tb);
                 let _ = writeln!(o, "{tb}");
             }
         }

@@ -209,6 +209,7 @@ fn print_human(r: &StatusReport) {
             state,
         ]);
     }
+    crate::render::fit_to_terminal(&mut t);
     println!("{t}");
 }
 

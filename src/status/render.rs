@@ -55,6 +55,7 @@ pub fn text(r: &StatusReport) -> String {
                 safe(&m.key_options.join(" ")).into_owned(),
             ]);
         }
+        crate::render::fit_to_terminal(&mut t);
         let _ = writeln!(s, "{t}");
     }
 
@@ -96,6 +97,7 @@ pub fn text(r: &StatusReport) -> String {
             how.join("\n"),
         ]);
     }
+    crate::render::fit_to_terminal(&mut t);
     let _ = writeln!(s, "{t}");
 
     let m = &r.memory;

@@ -75,6 +75,7 @@ fn mounts_table(r: &TopReport) -> String {
             m.time_to_full_s.map(fmt_secs).unwrap_or_else(|| "-".into()),
         ]);
     }
+    crate::render::fit_to_terminal(&mut t);
     t.to_string()
 }
 
@@ -131,10 +132,14 @@ fn mount_detail(s: &mut String, m: &MountTop) {
             .take(5)
             .map(|h| {
                 format!(
-                    "{} ({}) {} files {}",
+                    "{} ({}) {} {}",
                     h.pid,
                     safe(&h.comm),
-                    h.files,
+                    if h.files == 1 {
+                        "1 file".to_string()
+                    } else {
+                        format!("{} files", h.files)
+                    },
                     fmt_bytes(h.bytes)
                 )
             })
@@ -230,6 +235,7 @@ pub fn text(r: &TopReport, interval: Option<Duration>) -> String {
                 safe(&owner).into_owned(),
             ]);
         }
+        crate::render::fit_to_terminal(&mut t);
         let _ = writeln!(s, "{t}");
     }
     let pct = if r.shmem_bytes > 0 {
