@@ -1,8 +1,6 @@
 //! Small interactive pieces shared by apply and revert: the root check, the
 //! confirmation prompt, the copy progress bar.
 
-use std::io::IsTerminal;
-
 use anyhow::{Result, bail};
 
 use super::copy;
@@ -17,22 +15,7 @@ pub(crate) fn require_root(what: &str) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn confirm(question: &str, yes: bool) -> Result<()> {
-    if yes {
-        return Ok(());
-    }
-    if !std::io::stdin().is_terminal() {
-        bail!("stdin is not a terminal, so I cannot ask for confirmation; pass --yes to go ahead");
-    }
-    eprint!("{question} [y/N] ");
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line)?;
-    if matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-        Ok(())
-    } else {
-        bail!("not confirmed; nothing changed")
-    }
-}
+pub(crate) use crate::render::confirm;
 
 pub(crate) fn sparse_note(stats: &copy::CopyStats) -> String {
     format!(

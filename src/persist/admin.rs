@@ -6,7 +6,6 @@
 //! the final tree written back into DIR on disk, units and registry entry
 //! removed; the store is kept (it is the user's backup; they delete it).
 
-use std::io::IsTerminal;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -18,6 +17,7 @@ use super::registry::{Registered, Registry};
 use super::store::{Store, gen_name};
 use super::{load, mount, open_dir, resolve_dir, store, sync, units};
 use crate::context::{Context, ExitCode};
+use crate::render::confirm;
 use crate::render::term::safe_path;
 use crate::sys::atomic::AtomicWrite;
 use crate::units::{Size, fmt_bytes};
@@ -75,23 +75,6 @@ pub struct EnableReport {
     pub units: Vec<PathBuf>,
     pub units_verified: bool,
     pub fstab: Option<PathBuf>,
-}
-
-fn confirm(question: &str, yes: bool) -> Result<()> {
-    if yes {
-        return Ok(());
-    }
-    if !std::io::stdin().is_terminal() {
-        bail!("stdin is not a terminal, so I cannot ask for confirmation; pass --yes to go ahead");
-    }
-    eprint!("{question} [y/N] ");
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line)?;
-    if matches!(line.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
-        Ok(())
-    } else {
-        bail!("not confirmed; nothing changed")
-    }
 }
 
 /// The default store for DIR: /var/lib/tmpfsctl/persist/<escaped DIR>.

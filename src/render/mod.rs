@@ -6,7 +6,7 @@ pub mod term;
 
 use std::io::{IsTerminal, Write};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use comfy_table::{ContentArrangement, LineStyle, Table, presets};
 use serde::Serialize;
 
@@ -130,6 +130,25 @@ fn is_unit(w: &str) -> bool {
             | "hosts"
             | "inodes"
     )
+}
+
+/// Ask `question` on the terminal; `yes` (the `--yes` flag) skips it. With no
+/// terminal to ask on, refuse rather than guess.
+pub fn confirm(question: &str, yes: bool) -> Result<()> {
+    if yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("stdin is not a terminal, so I cannot ask for confirmation; pass --yes to go ahead");
+    }
+    eprint!("{question} [y/N] ");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    if matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+        Ok(())
+    } else {
+        bail!("not confirmed; nothing changed")
+    }
 }
 
 /// Escape text for HTML element content and attribute values.
