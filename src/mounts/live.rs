@@ -200,22 +200,24 @@ fn under(p: &Path, dir: &Path) -> bool {
     p == dir || p.starts_with(dir)
 }
 
+/// Every process in `proc_root` but this one, with its /proc directory.
+fn other_processes(proc_root: &Path) -> impl Iterator<Item = (u32, PathBuf)> {
+    let me = std::process::id();
+    std::fs::read_dir(proc_root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(move |e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            (pid != me).then(|| (pid, e.path()))
+        })
+}
+
 /// Processes whose cwd, root or open files are under `dir`, from
 /// `<proc>/*/{cwd,root,fd/*}`. Processes we may not inspect are skipped.
 pub fn users_of(proc_root: &Path, dir: &Path) -> Vec<ProcUse> {
-    let me = std::process::id();
     let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(proc_root) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let base = e.path();
+    for (pid, base) in other_processes(proc_root) {
         let mut uses = Vec::new();
         for what in ["cwd", "root"] {
             if let Ok(t) = std::fs::read_link(base.join(what))
@@ -257,19 +259,8 @@ pub fn users_of(proc_root: &Path, dir: &Path) -> Vec<ProcUse> {
 /// Processes holding a file under `dir` open for writing (O_WRONLY or
 /// O_RDWR in `<proc>/PID/fdinfo/N`), each with those files.
 pub fn writers_of(proc_root: &Path, dir: &Path) -> Vec<ProcUse> {
-    let me = std::process::id();
     let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(proc_root) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let base = e.path();
+    for (pid, base) in other_processes(proc_root) {
         let mut uses = Vec::new();
         let Ok(fds) = std::fs::read_dir(base.join("fd")) else {
             continue;
