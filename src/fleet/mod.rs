@@ -14,6 +14,7 @@ pub mod ingest;
 pub mod prom;
 pub mod render;
 pub mod stats;
+mod svg;
 
 use std::io::Write;
 use std::path::PathBuf;
