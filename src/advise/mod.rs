@@ -294,6 +294,7 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
         tmp_inodes: Some(decided_inodes),
         mem_total_bytes: facts.mem.mem_total_bytes,
         mem_available_bytes: Some(facts.mem.mem_available_bytes),
+        mem_free_bytes: Some(facts.mem.mem_free_bytes),
         swap_total_bytes: Some(facts.mem.swap_total_bytes),
         swap_free_bytes: Some(facts.mem.swap_free_bytes),
     };

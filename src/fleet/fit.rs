@@ -338,6 +338,7 @@ mod tests {
             tmp_inodes: Some(10),
             mem_total_bytes: ram,
             mem_available_bytes: avail,
+            mem_free_bytes: None,
             swap_total_bytes: swap_free,
             swap_free_bytes: swap_free,
         }

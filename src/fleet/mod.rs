@@ -40,6 +40,7 @@ impl HostRecord {
             tmp_inodes: Some(p.inodes),
             mem_total_bytes: s.mem.mem_total_bytes,
             mem_available_bytes: Some(s.mem.mem_available_bytes),
+            mem_free_bytes: Some(s.mem.mem_free_bytes),
             swap_total_bytes: Some(s.mem.swap_total_bytes),
             swap_free_bytes: Some(s.mem.swap_free_bytes),
         })

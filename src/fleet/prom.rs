@@ -59,8 +59,8 @@ fn lit(s: &str) -> String {
 }
 
 /// The queries, in order: fs used, textfile used, fs inodes, textfile inodes,
-/// MemTotal, MemAvailable, SwapTotal, SwapFree.
-pub fn queries(o: &PromOptions) -> [String; 8] {
+/// MemTotal, MemAvailable, SwapTotal, SwapFree, MemFree.
+pub fn queries(o: &PromOptions) -> [String; 9] {
     let mp = format!("{{mountpoint={}}}", lit(&o.path));
     let pl = format!("{{path={}}}", lit(&o.path));
     match o.window_s {
@@ -79,6 +79,7 @@ pub fn queries(o: &PromOptions) -> [String; 8] {
                 format!("min_over_time(node_memory_MemAvailable_bytes{r})"),
                 format!("last_over_time(node_memory_SwapTotal_bytes{r})"),
                 format!("min_over_time(node_memory_SwapFree_bytes{r})"),
+                format!("min_over_time(node_memory_MemFree_bytes{r})"),
             ]
         }
         None => [
@@ -90,6 +91,7 @@ pub fn queries(o: &PromOptions) -> [String; 8] {
             "node_memory_MemAvailable_bytes".into(),
             "node_memory_SwapTotal_bytes".into(),
             "node_memory_SwapFree_bytes".into(),
+            "node_memory_MemFree_bytes".into(),
         ],
     }
 }
@@ -214,9 +216,13 @@ pub fn fetch(o: &PromOptions) -> Result<(Fleet, IngestReport, Vec<String>)> {
     let c = Client::new(o)?;
     let qs = queries(o);
     let mut unlabeled = 0u64;
-    let mut res: Vec<HashMap<String, u64>> = Vec::with_capacity(8);
+    let mut res: Vec<HashMap<String, u64>> = Vec::with_capacity(qs.len());
     for (i, q) in qs.iter().enumerate() {
-        let pick: fn(u64, u64) -> u64 = if i == 5 || i == 7 { u64::min } else { u64::max };
+        let pick: fn(u64, u64) -> u64 = if i == 5 || i == 7 || i == 8 {
+            u64::min
+        } else {
+            u64::max
+        };
         res.push(by_host(c.query(q)?, &o.host_label, pick, &mut unlabeled));
     }
     let what = if o.window_s.is_some() {
@@ -269,6 +275,7 @@ pub fn fetch(o: &PromOptions) -> Result<(Fleet, IngestReport, Vec<String>)> {
             tmp_inodes: inodes,
             mem_total_bytes: mem_total,
             mem_available_bytes: res[5].get(h).copied().map(|a| a.min(mem_total)),
+            mem_free_bytes: res[8].get(h).copied().map(|f| f.min(mem_total)),
             swap_total_bytes: res[6].get(h).copied(),
             swap_free_bytes: res[7]
                 .get(h)

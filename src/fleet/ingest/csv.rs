@@ -128,6 +128,7 @@ impl Columns {
             inodes: v[0],
             mem_total,
             mem_avail: v[1].or_else(|| estimate_available(v[2], v[3], v[4])),
+            mem_free: v[2],
             swap_total: v[5],
             swap_free: v[6].or_else(|| v[7].zip(v[5]).map(|(u, t)| t.saturating_sub(u))),
         }

@@ -132,6 +132,7 @@ pub(super) fn parse<'a>(
         mem_avail: j
             .mem_available_bytes
             .or_else(|| estimate_available(j.mem_free_bytes, j.buffers_bytes, j.cached_bytes)),
+        mem_free: j.mem_free_bytes,
         swap_total: j.swap_total_bytes,
         swap_free,
     }

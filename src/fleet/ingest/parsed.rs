@@ -24,6 +24,8 @@ pub(super) struct Parsed<'a> {
     pub inodes: Option<u64>,
     pub mem_total: u64,
     pub mem_avail: Option<u64>,
+    /// MemFree: memory used for nothing at all, the Kirkland study's "free".
+    pub mem_free: Option<u64>,
     pub swap_total: Option<u64>,
     pub swap_free: Option<u64>,
 }
@@ -81,6 +83,12 @@ impl Parsed<'_> {
                     "available memory {a} B is more than total {} B",
                     self.mem_total
                 ),
+            ));
+        }
+        if let Some(f) = self.mem_free.filter(|&f| f != NONE && f > self.mem_total) {
+            return Err(bad(
+                "inconsistent memory",
+                format!("free memory {f} B is more than total {} B", self.mem_total),
             ));
         }
         if let (Some(t), Some(f)) = (self.swap_total, self.swap_free)

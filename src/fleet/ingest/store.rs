@@ -1,4 +1,4 @@
-//! The host store: every host read so far, packed small (one 56-byte [`Row`]
+//! The host store: every host read so far, packed small (one 64-byte [`Row`]
 //! plus its name in a shared byte arena), where each row was read, and the
 //! deduplication that keeps one snapshot per host.
 
@@ -18,6 +18,8 @@ pub struct HostRecord {
     pub tmp_inodes: Option<u64>,
     pub mem_total_bytes: u64,
     pub mem_available_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_free_bytes: Option<u64>,
     pub swap_total_bytes: Option<u64>,
     pub swap_free_bytes: Option<u64>,
 }
@@ -31,7 +33,7 @@ fn opt(v: u64) -> Option<u64> {
 /// All names together: the offset's bits (see [`NAME_LEN_BITS`]).
 const MAX_NAMES_BYTES: u64 = 1 << (64 - NAME_LEN_BITS);
 
-/// Compact storage of one host's figures (56 bytes); absent values are `u64::MAX`.
+/// Compact storage of one host's figures (64 bytes); absent values are `u64::MAX`.
 /// What only deduplication needs (timestamps, where a row was read) lives
 /// apart and is freed once duplicates are gone: at 10 million hosts every
 /// byte a row takes is 10 MB.
@@ -41,6 +43,7 @@ pub(crate) struct Row {
     pub inodes: u64,
     pub mem_total: u64,
     pub mem_avail: u64,
+    pub mem_free: u64,
     pub swap_total: u64,
     pub swap_free: u64,
     /// Offset into [`Fleet::names`] and length, packed (see [`NAME_LEN_BITS`]).
@@ -79,6 +82,7 @@ pub(super) fn pack(p: Parsed<'_>, names: &mut Vec<u8>) -> (Row, i64) {
         inodes: p.inodes.unwrap_or(NONE),
         mem_total: p.mem_total,
         mem_avail: p.mem_avail.unwrap_or(NONE),
+        mem_free: p.mem_free.unwrap_or(NONE),
         swap_total: p.swap_total.unwrap_or(NONE),
         swap_free: p.swap_free.unwrap_or(NONE),
         name: (off << NAME_LEN_BITS) | h.len() as u64,
@@ -207,6 +211,7 @@ impl Fleet {
             inodes: rec.tmp_inodes,
             mem_total: rec.mem_total_bytes,
             mem_avail: rec.mem_available_bytes,
+            mem_free: rec.mem_free_bytes,
             swap_total: rec.swap_total_bytes,
             swap_free: rec.swap_free_bytes,
         };
@@ -225,6 +230,7 @@ impl Fleet {
             tmp_inodes: opt(r.inodes),
             mem_total_bytes: r.mem_total,
             mem_available_bytes: opt(r.mem_avail),
+            mem_free_bytes: opt(r.mem_free),
             swap_total_bytes: opt(r.swap_total),
             swap_free_bytes: opt(r.swap_free),
         }

@@ -199,6 +199,7 @@ fn duplicate_examples_name_the_right_lines_across_gaps_and_files() {
             tmp_inodes: None,
             mem_total_bytes: 10,
             mem_available_bytes: None,
+            mem_free_bytes: None,
             swap_total_bytes: None,
             swap_free_bytes: None,
         },
@@ -222,8 +223,9 @@ fn duplicate_examples_name_the_right_lines_across_gaps_and_files() {
 
 #[test]
 fn row_stays_small() {
-    // 10 million hosts: each byte here is 10 MB of peak memory.
-    assert_eq!(std::mem::size_of::<Row>(), 56);
+    // 10 million hosts: each byte here is 10 MB of peak memory. Seven
+    // figures (MemFree among them, for the study's own fit model) and a name.
+    assert_eq!(std::mem::size_of::<Row>(), 64);
 }
 
 #[test]
@@ -308,4 +310,23 @@ fn names_in_order_skip_the_hashing_and_a_repeat_in_order_is_still_dropped() {
     assert_eq!((n, f.len()), (1, 3));
     assert_eq!(ex, ["b: kept r:3, dropped older r:2"]);
     assert_eq!(f.record(1).tmp_used_bytes, 8 * 1024);
+}
+
+#[test]
+fn mem_free_is_read_from_every_format() {
+    let opts = IngestOptions::default();
+    let mut f = Fleet::default();
+    let mut r = IngestReport::default();
+    // Kirkland TSV: column 5 is free(1)'s "free", in KiB.
+    let t = "a\t4\t1000\t600\t300\t0\t50\t100\t0\t0\t0\t7\n";
+    ingest("t", Box::new(t.as_bytes()), &opts, &mut f, &mut r).unwrap();
+    let j = r#"{"host":"b","tmp_used_bytes":1,"mem_total_bytes":100,"mem_free_bytes":42}"#;
+    ingest("j.jsonl", Box::new(j.as_bytes()), &opts, &mut f, &mut r).unwrap();
+    let c = "host,tmp_used_bytes,mem_total_bytes,mem_free_bytes\nc,1,100,43\n";
+    ingest("c.csv", Box::new(c.as_bytes()), &opts, &mut f, &mut r).unwrap();
+    let free: Vec<_> = (0..f.len()).map(|i| f.record(i).mem_free_bytes).collect();
+    assert_eq!(free, [Some(300 * 1024), Some(42), Some(43)]);
+    // More free than total is not a real host.
+    let bad = r#"{"host":"d","tmp_used_bytes":1,"mem_total_bytes":100,"mem_free_bytes":101}"#;
+    assert!(ingest("d.jsonl", Box::new(bad.as_bytes()), &opts, &mut f, &mut r).is_err());
 }

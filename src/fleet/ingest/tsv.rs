@@ -42,6 +42,7 @@ pub(super) fn parse(line: &[u8]) -> Result<Parsed<'_>, Bad> {
             v[4].saturating_add(v[6]).saturating_add(v[7]),
             "free+buffers+cached",
         )?),
+        mem_free: Some(kib(v[4], KIRKLAND_COLUMNS[4])?),
         swap_total: Some(kib(v[8], KIRKLAND_COLUMNS[8])?),
         swap_free: Some(kib(v[10], KIRKLAND_COLUMNS[10])?),
     }
