@@ -41,7 +41,7 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
     }
     let root = &ctx.sysroot;
     let t = &args.target;
-    super::journal::recover_and_tell(&t.dir);
+    super::journal::recover_and_tell(&t.dir)?;
     let opened = open_target(root, &t.dir)?;
     let dir = opened.path.clone();
     let (mounts, _) = root.mountinfo()?;
@@ -114,7 +114,7 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
         }
     }
     confirm("Go ahead?", args.yes)?;
-    let _journal = super::journal::begin("revert", &dir, fstab_managed.then_some(&*fstab_path))?;
+    let mut journal = super::journal::begin("revert", &dir, fstab_managed.then_some(&*fstab_path))?;
     let interrupt = Interrupt::install(false).context("cannot install signal handlers")?;
     let cancel = interrupt.flag();
     let mut changes = Vec::new();
@@ -122,7 +122,16 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
     if let Some(top) = &top {
         if args.keep_data {
             let show = crate::render::stderr_is_tty() && !t.json;
-            let mut back = copy_back(&mounts, top, &opened, &cancel, show)?;
+            let mut back = match copy_back(&mounts, top, &opened, &cancel, show, &mut journal) {
+                Ok(b) => b,
+                Err(e) => {
+                    // Half swapped: the next run puts the directory underneath back.
+                    if journal.at("swapping") {
+                        journal.keep();
+                    }
+                    return Err(e);
+                }
+            };
             let stats = back.stats.clone();
             changes.push(format!(
                 "copied {} files, {} dirs, {} symlinks ({}) back to the directory on disk",
@@ -137,11 +146,27 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
             copied_back = Some(stats);
             // Detached, not unmounted: whoever still writes to it keeps
             // writing to the tmpfs, which stays readable through its root
-            // descriptor until the catch-up below has taken everything.
+            // descriptor — and, should this process be killed, at the
+            // staging mount the note names — until the catch-up below has
+            // taken everything.
+            let cut = super::journal::now_ts();
+            journal.step("unmounting", |p| p.cut = Some(cut))?;
             let root = format!("/proc/self/fd/{}", back.src.as_raw_fd());
             rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
                 .with_context(|| format!("cannot detach the tmpfs at {}", dir.display()))?;
-            catch_up(&mut back, &dir, &cancel, &mut changes)?;
+            back.staging.hold(true);
+            if let Err(e) = catch_up(&mut back, &dir, &cancel, &mut changes) {
+                journal.keep();
+                return Err(e.context(format!(
+                    "the tmpfs is still mounted at {}; run `tmpfsctl revert {} --keep-data{}` again to finish",
+                    back.staging.path.display(),
+                    dir.display(),
+                    t.follow_up()
+                )));
+            }
+            journal.step("caught-up", |_| {})?;
+            back.staging.hold(false);
+            drop(back);
         } else {
             let (_parent, path) = opened.into_parent_path();
             unmount_or_explain(&path, &dir, args)?;
@@ -193,6 +218,7 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
 /// held when compared.
 struct Back {
     stats: copy::CopyStats,
+    staging: live::StagingMount,
     src: OwnedFd,
     under: live::Underlying,
     base: BTreeMap<Vec<u8>, copy::EntrySig>,
@@ -204,6 +230,7 @@ fn copy_back(
     opened: &OpenedDir,
     cancel: &AtomicBool,
     show_progress: bool,
+    journal: &mut super::journal::Journal,
 ) -> Result<Back> {
     let dir = opened.path.as_path();
     use rustix::fs::{AtFlags, Mode};
@@ -219,6 +246,13 @@ fn copy_back(
         Mode::empty(),
     )
     .with_context(|| format!("cannot open {}", dir.display()))?;
+    let at = journal.stage_path();
+    let dev = rustix::fs::fstat(&src)?.st_dev;
+    journal.step("staging", |p| {
+        p.dev = Some(dev);
+        p.stage = Some(at.display().to_string());
+    })?;
+    let staging = live::StagingMount::mount(src.as_fd(), &at)?;
     rustix::fs::mkdirat(u, &stage, Mode::RWXU)
         .context("cannot create a scratch directory on disk")?;
     let staged = copy::open_dir_at(u, &stage)?;
@@ -266,6 +300,7 @@ fn copy_back(
         rustix::fs::renameat(u, &n, &tr, &n)
             .with_context(|| format!("cannot move old entry {} aside", copy::show(n.as_bytes())))?;
     }
+    journal.step("swapping", |_| {})?;
     for n in list(staged.as_fd())? {
         rustix::fs::renameat(&staged, &n, u, &n).with_context(|| {
             format!(
@@ -278,6 +313,7 @@ fn copy_back(
             )
         })?;
     }
+    journal.step("copied-back", |_| {})?;
     drop(staged);
     drop(tr);
     rustix::fs::unlinkat(u, &stage, AtFlags::REMOVEDIR)
@@ -285,6 +321,7 @@ fn copy_back(
     copy::remove_tree(u, &trash).context("cannot remove the old entries")?;
     Ok(Back {
         stats,
+        staging,
         src,
         under,
         base,
