@@ -13,7 +13,7 @@ A round is consistent when: the rerun succeeded; DIR is a tmpfs (apply) or
 not (revert) and the fstab agrees; every seed and every acknowledged file is
 in DIR with its content; no `.tmpfsctl-*` entry is left in DIR, underneath
 it, or beside the fstab; no mount is left under the round's directory or in
-/run/tmpfsctl-journal. Run as root. Prints one line of counts.
+/run/tmpfsctl-journal for it. Run as root. Prints one line of counts.
 """
 import os
 import random
@@ -92,12 +92,19 @@ def leftovers(root):
     return out
 
 
+def stage_of(d):
+    """Where revert stages the tmpfs of `d`: its note's name (FNV-1a of the path)."""
+    h = 0xcbf29ce484222325
+    for b in d.encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return "/run/tmpfsctl-journal/%016x.stage" % h
+
+
 def cleanup(d):
     while fstype(d):
         subprocess.run(["umount", "-l", d])
-    for m in mounts():
-        if m.startswith("/run/tmpfsctl-journal/"):
-            subprocess.run(["umount", "-l", m])
+    while fstype(stage_of(d)):
+        subprocess.run(["umount", "-l", stage_of(d)])
 
 
 def round_(delay):
@@ -169,7 +176,7 @@ def round_(delay):
             left.append(fstab + ".tmpfsctl.bak")
         if left:
             problems.append("left behind: %s" % left[:3])
-        stray = [m for m in mounts() if m.startswith("/run/tmpfsctl-journal/") or (m.startswith(top) and m != d)]
+        stray = [m for m in mounts() if m == stage_of(d) or (m.startswith(top) and m != d)]
         if stray:
             problems.append("mounts left: %s" % stray)
         return ("killed" if killed else "finished"), lost, problems

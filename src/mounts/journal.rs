@@ -131,7 +131,7 @@ pub fn recover_in(base: &Path, proc_root: &Path, dir: &Path) -> Result<Vec<Strin
     if proc_root.join(p.pid.to_string()).exists() {
         return Ok(notes);
     }
-    let settled = super::recover::settle(&p, dir).with_context(|| {
+    let settled = super::recover::settle(&p, dir, &path).with_context(|| {
         format!(
             "an earlier `tmpfsctl {}` of {} (pid {}) was interrupted, and finishing what it was doing failed; \
              fix the cause and run the command again (its note {} is kept)",

@@ -25,11 +25,13 @@ use super::live;
 use crate::sys::Sysroot;
 use crate::sys::journal::Pending;
 
-/// Settle the killed run `p` on `dir`; what was done, for the user.
-pub(super) fn settle(p: &Pending, dir: &Path) -> Result<Vec<String>> {
+/// Settle the killed run `p` on `dir` (its note at `note`, rewritten when
+/// a step of the settling must not be repeated should this run be killed
+/// too); what was done, for the user.
+pub(super) fn settle(p: &Pending, dir: &Path, note: &Path) -> Result<Vec<String>> {
     match p.op.as_str() {
         "apply" => settle_apply(p, dir),
-        "revert" => settle_revert(p, dir),
+        "revert" => settle_revert(p, dir, note),
         _ => Ok(Vec::new()),
     }
 }
@@ -74,7 +76,7 @@ fn settle_apply(p: &Pending, dir: &Path) -> Result<Vec<String>> {
     )])
 }
 
-fn settle_revert(p: &Pending, dir: &Path) -> Result<Vec<String>> {
+fn settle_revert(p: &Pending, dir: &Path, note: &Path) -> Result<Vec<String>> {
     let (Some(stage), Some(dev)) = (p.stage.as_deref().map(Path::new), p.dev) else {
         return Ok(Vec::new());
     };
@@ -87,11 +89,11 @@ fn settle_revert(p: &Pending, dir: &Path) -> Result<Vec<String>> {
         out.push(format!(
             "{} is still on tmpfs with all its files; {}",
             dir.display(),
-            fix_swap(under.dir.as_fd(), p)?
+            fix_swap(under.dir.as_fd(), p, note)?
         ));
     } else if staged {
         let d = open_dir(dir)?;
-        let swap = fix_swap(d.as_fd(), p)?;
+        let swap = fix_swap(d.as_fd(), p, note)?;
         sweep_scratch(d.as_fd(), &scratch_name("delta", p.pid)?)?;
         let s = open_dir(stage)?;
         let delta = merge(s.as_fd(), d.as_fd(), p.cut.unwrap_or((0, 0)))?;
@@ -146,7 +148,7 @@ pub(super) fn scratch_name(what: &str, pid: u32) -> Result<CString> {
 /// was cut short: before all old entries were moved aside, move them back
 /// (the tmpfs still holds the new ones); once the new ones were all in
 /// place, only the scratch directories go.
-fn fix_swap(u: BorrowedFd<'_>, p: &Pending) -> Result<String> {
+fn fix_swap(u: BorrowedFd<'_>, p: &Pending, note: &Path) -> Result<String> {
     let stage = scratch_name("revert", p.pid)?;
     let trash = scratch_name("old", p.pid)?;
     let exists = |n: &CStr| rustix::fs::statat(u, n, AtFlags::SYMLINK_NOFOLLOW).is_ok();
@@ -163,6 +165,12 @@ fn fix_swap(u: BorrowedFd<'_>, p: &Pending) -> Result<String> {
                     copy::remove_tree(u, &n)?;
                 }
             }
+            // Killed from here on, the next run must only move the old
+            // entries back, not remove what is in place (by then, some of them).
+            let mut again = p.clone();
+            again.step = "staging".into();
+            crate::sys::atomic::AtomicWrite::report("the progress note")
+                .write(note, &serde_json::to_vec(&again)?)?;
         }
         let t = copy::open_dir_at(u, &trash)?;
         for n in copy::names(t.as_fd())? {
