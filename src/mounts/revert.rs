@@ -121,52 +121,15 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
     let mut copied_back = None;
     if let Some(top) = &top {
         if args.keep_data {
-            let show = crate::render::stderr_is_tty() && !t.json;
-            let mut back = match copy_back(&mounts, top, &opened, &cancel, show, &mut journal) {
-                Ok(b) => b,
-                Err(e) => {
-                    // Half swapped: the next run puts the directory underneath back.
-                    if journal.at("swapping") {
-                        journal.keep();
-                    }
-                    return Err(e);
-                }
-            };
-            let stats = back.stats.clone();
-            changes.push(format!(
-                "copied {} files, {} dirs, {} symlinks ({}) back to the directory on disk",
-                stats.files,
-                stats.dirs,
-                stats.symlinks,
-                crate::units::fmt_bytes(stats.content_bytes)
-            ));
-            if stats.sparse_files > 0 {
-                changes.push(sparse_note(&stats));
-            }
-            copied_back = Some(stats);
-            // Detached, not unmounted: whoever still writes to it keeps
-            // writing to the tmpfs, which stays readable through its root
-            // descriptor — and, should this process be killed, at the
-            // staging mount the note names — until the catch-up below has
-            // taken everything.
-            let cut = super::journal::now_ts();
-            journal.step("unmounting", |p| p.cut = Some(cut))?;
-            let root = format!("/proc/self/fd/{}", back.src.as_raw_fd());
-            rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
-                .with_context(|| format!("cannot detach the tmpfs at {}", dir.display()))?;
-            back.staging.hold(true);
-            if let Err(e) = catch_up(&mut back, &dir, &cancel, &mut changes) {
-                journal.keep();
-                return Err(e.context(format!(
-                    "the tmpfs is still mounted at {}; run `tmpfsctl revert {} --keep-data{}` again to finish",
-                    back.staging.path.display(),
-                    dir.display(),
-                    t.follow_up()
-                )));
-            }
-            journal.step("caught-up", |_| {})?;
-            back.staging.hold(false);
-            drop(back);
+            copied_back = Some(keep_data(
+                &mounts,
+                top,
+                &opened,
+                args,
+                &cancel,
+                &mut journal,
+                &mut changes,
+            )?);
         } else {
             let (_parent, path) = opened.into_parent_path();
             unmount_or_explain(&path, &dir, args)?;
@@ -207,6 +170,69 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::Ok)
+}
+
+/// `--keep-data`: copy the tmpfs back to the directory underneath, take it
+/// off DIR, bring back what was written to it meanwhile; a kill at any point
+/// leaves the tmpfs reachable (on DIR, or at the staging mount) for the next
+/// run to finish from. What was copied.
+fn keep_data(
+    mounts: &[MountInfo],
+    top: &MountInfo,
+    opened: &OpenedDir,
+    args: &RevertRequest,
+    cancel: &AtomicBool,
+    journal: &mut super::journal::Journal,
+    changes: &mut Vec<String>,
+) -> Result<copy::CopyStats> {
+    let t = &args.target;
+    let dir = opened.path.clone();
+    let show = crate::render::stderr_is_tty() && !t.json;
+    let mut back = match copy_back(mounts, top, opened, cancel, show, journal) {
+        Ok(b) => b,
+        Err(e) => {
+            // Half swapped: the next run puts the directory underneath back.
+            if journal.at("swapping") {
+                journal.keep();
+            }
+            return Err(e);
+        }
+    };
+    let stats = back.stats.clone();
+    changes.push(format!(
+        "copied {} files, {} dirs, {} symlinks ({}) back to the directory on disk",
+        stats.files,
+        stats.dirs,
+        stats.symlinks,
+        crate::units::fmt_bytes(stats.content_bytes)
+    ));
+    if stats.sparse_files > 0 {
+        changes.push(sparse_note(&stats));
+    }
+    // Detached, not unmounted: whoever still writes to it keeps
+    // writing to the tmpfs, which stays readable through its root
+    // descriptor — and, should this process be killed, at the
+    // staging mount the note names — until the catch-up below has
+    // taken everything.
+    let cut = super::journal::now_ts();
+    journal.step("unmounting", |p| p.cut = Some(cut))?;
+    let root = format!("/proc/self/fd/{}", back.src.as_raw_fd());
+    rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
+        .with_context(|| format!("cannot detach the tmpfs at {}", dir.display()))?;
+    back.staging.hold(true);
+    if let Err(e) = catch_up(&mut back, &dir, cancel, changes) {
+        journal.keep();
+        return Err(e.context(format!(
+            "the tmpfs is still mounted at {}; run `tmpfsctl revert {} --keep-data{}` again to finish",
+            back.staging.path.display(),
+            dir.display(),
+            t.follow_up()
+        )));
+    }
+    journal.step("caught-up", |_| {})?;
+    back.staging.hold(false);
+    drop(back);
+    Ok(stats)
 }
 
 /// Make the directory under the tmpfs hold exactly what the tmpfs holds.
