@@ -117,7 +117,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
     if !ctx.sysroot.is_live() {
         bail!("--sysroot is for `plan` only; apply changes the running system");
     }
-    journal::recover_and_tell(&args.target.dir);
+    journal::recover_and_tell(&args.target.dir)?;
     let (facts, opened, p, via) = checked_plan(ctx, args)?;
     let dir = facts.dir.clone();
     if !args.target.json {
@@ -140,7 +140,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         Interrupt::install_on(stop.clone(), false).context("cannot install signal handlers")?;
     let cancel = interrupt.flag();
     let fstab = (via == Some(plan::Via::Fstab)).then(|| PathBuf::from(&p.persist.path));
-    let _journal = journal::begin("apply", &dir, fstab.as_deref())?;
+    let mut note = journal::begin("apply", &dir, fstab.as_deref())?;
 
     let mut copied = None;
     let mut verified = None;
@@ -156,7 +156,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         }
         plan::MountState::NotMounted => {
             let show = crate::render::stderr_is_tty() && !args.target.json;
-            let mut sw = stage_and_move(&p, &opened, &cancel, show)?;
+            let mut sw = stage_and_move(&p, &opened, &cancel, show, &mut note)?;
             let stats = &sw.stats;
             changes.push(format!(
                 "mounted tmpfs ({}) on {} with its {} files, {} dirs, {} symlinks, {} hard links, {} special files ({})",
@@ -174,7 +174,12 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
             }
             copied = Some(sw.stats.clone());
             verified = Some(sw.verified);
-            catch_up(&mut sw, &dir, &cancel, &mut changes)?;
+            if let Err(e) = catch_up(&mut sw, &dir, &cancel, &mut changes) {
+                // The next run brings across what this one could not.
+                note.keep();
+                return Err(e);
+            }
+            note.step("caught-up", |_| {})?;
             switched = Some(sw);
         }
         plan::MountState::Conflict => unreachable!("conflicts are blockers"),
@@ -494,6 +499,7 @@ fn stage_and_move(
     opened: &OpenedDir,
     cancel: &AtomicBool,
     show_progress: bool,
+    note: &mut journal::Journal,
 ) -> Result<Switched> {
     let dir = &opened.path;
     let abort = |e: anyhow::Error| {
@@ -533,6 +539,15 @@ fn stage_and_move(
     if cancel.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(abort(anyhow::anyhow!("interrupted")));
     }
+    // Recorded before the switch, so that a kill right after it leaves a
+    // note naming this tmpfs and the moment writes to it began to count.
+    let dev = rustix::fs::fstat(&staged.root)?.st_dev;
+    let cut = journal::now_ts();
+    note.step("attaching", |n| {
+        n.dev = Some(dev);
+        n.cut = Some(cut);
+    })
+    .map_err(abort)?;
     live::attach_at(&staged, opened).map_err(abort)?;
     let verified = base.len() as u64;
     Ok(Switched {

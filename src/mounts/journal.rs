@@ -1,10 +1,12 @@
 //! A note for each apply or revert in progress, under /run/tmpfsctl-journal/ (gone
 //! at reboot, like the live mount it is about). Written before the first
-//! change, removed when the command ends — also on errors, which roll back
-//! first — so a note whose process is dead means it was killed part way. The
-//! next apply or revert of the same directory then sweeps what the killed
-//! run left (its temp files beside the fstab, a backup that never got a
-//! line), and `status` can name it through [`pending`].
+//! change and rewritten at each step that a kill would leave half done,
+//! removed when the command ends — also on errors, which roll back first —
+//! so a note whose process is dead means it was killed part way. The next
+//! apply or revert of the same directory then finishes or undoes what the
+//! killed run was doing (see `recover`), sweeps its temp files beside the
+//! fstab and a backup that never got a line, and `status` can name it
+//! through [`pending`].
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -16,14 +18,43 @@ use crate::sys::journal::read_in;
 pub use crate::sys::journal::{JOURNAL_DIR, Pending, pending};
 
 /// The note of a run in progress; dropping it (success or a handled error)
-/// removes it.
+/// removes it, unless [`Journal::keep`] said the next run must finish.
 pub struct Journal {
     path: PathBuf,
+    note: Pending,
+    keep: bool,
 }
 
 impl Drop for Journal {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl Journal {
+    /// Record that the run is about to take `step` (with what `f` adds),
+    /// before taking it: a kill then leaves a note that says what to check.
+    pub fn step(&mut self, step: &str, f: impl FnOnce(&mut Pending)) -> Result<()> {
+        self.note.step = step.into();
+        f(&mut self.note);
+        AtomicWrite::report("the progress note").write(&self.path, &serde_json::to_vec(&self.note)?)
+    }
+
+    pub fn at(&self, step: &str) -> bool {
+        self.note.step == step
+    }
+
+    /// Leave the note when this process ends: what it did must be finished
+    /// by the next run (which finds the note with a dead pid).
+    pub fn keep(&mut self) {
+        self.keep = true;
+    }
+
+    /// Where revert mounts the tmpfs while it copies back, beside the note.
+    pub fn stage_path(&self) -> PathBuf {
+        self.path.with_extension("stage")
     }
 }
 
@@ -36,6 +67,15 @@ fn key(dir: &Path) -> String {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{h:016x}.json")
+}
+
+/// The clock now, as a file's mtime would show it.
+pub fn now_ts() -> (i64, u64) {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or((0, 0), |d| {
+            (d.as_secs() as i64, u64::from(d.subsec_nanos()))
+        })
 }
 
 fn now_s() -> u64 {
@@ -54,21 +94,31 @@ pub fn begin_in(base: &Path, op: &str, dir: &Path, fstab: Option<&Path>) -> Resu
         pid: std::process::id(),
         started_unix_s: now_s(),
         fstab: fstab.map(|f| f.display().to_string()),
+        step: "begun".into(),
+        dev: None,
+        cut: None,
+        stage: None,
     };
     let path = base.join(key(dir));
     AtomicWrite::report("the progress note").write(&path, &serde_json::to_vec(&p)?)?;
-    Ok(Journal { path })
+    Ok(Journal {
+        path,
+        note: p,
+        keep: false,
+    })
 }
 
 pub fn begin(op: &str, dir: &Path, fstab: Option<&Path>) -> Result<Journal> {
     begin_in(Path::new(JOURNAL_DIR), op, dir, fstab)
 }
 
-/// Before a new run on `dir`: if an earlier one was killed part way, remove
-/// what it left beside its fstab — temp files it created and a backup made
-/// for a line that never got written — and its note. Returns what was done,
-/// for the user.
-pub fn recover_in(base: &Path, proc_root: &Path, dir: &Path) -> Vec<String> {
+/// Before a new run on `dir`: if an earlier one was killed part way, finish
+/// or undo the step it was taking (`recover::settle`), then remove what it
+/// left beside its fstab — temp files it created and a backup made for a
+/// line that never got written — and its note. Returns what was done, for
+/// the user; an error (the note is kept) when the killed run's work could
+/// not be settled.
+pub fn recover_in(base: &Path, proc_root: &Path, dir: &Path) -> Result<Vec<String>> {
     let mut notes = Vec::new();
     let path = base.join(key(dir));
     let Some(p) = read_in(base)
@@ -76,11 +126,21 @@ pub fn recover_in(base: &Path, proc_root: &Path, dir: &Path) -> Vec<String> {
         .find(|(f, _)| *f == path)
         .map(|(_, p)| p)
     else {
-        return notes;
+        return Ok(notes);
     };
     if proc_root.join(p.pid.to_string()).exists() {
-        return notes;
+        return Ok(notes);
     }
+    let settled = super::recover::settle(&p, dir, &path).with_context(|| {
+        format!(
+            "an earlier `tmpfsctl {}` of {} (pid {}) was interrupted, and finishing what it was doing failed; \
+             fix the cause and run the command again (its note {} is kept)",
+            p.op,
+            p.dir,
+            p.pid,
+            path.display()
+        )
+    })?;
     let since = UNIX_EPOCH + std::time::Duration::from_secs(p.started_unix_s.saturating_sub(1));
     let made_by_it = |f: &Path| {
         std::fs::symlink_metadata(f)
@@ -111,30 +171,37 @@ pub fn recover_in(base: &Path, proc_root: &Path, dir: &Path) -> Vec<String> {
     }
     let _ = std::fs::remove_file(&path);
     notes.push(format!(
-        "an earlier `tmpfsctl {}` of {} (pid {}) was interrupted; {}",
+        "an earlier `tmpfsctl {}` of {} (pid {}) was interrupted{}; {}",
         p.op,
         p.dir,
         p.pid,
+        if p.step.is_empty() {
+            String::new()
+        } else {
+            format!(" at step {}", p.step)
+        },
         if swept.is_empty() {
             "it left nothing behind beside the fstab".to_string()
         } else {
             format!("removed what it left: {}", swept.join(", "))
         }
     ));
-    notes
+    notes.extend(settled);
+    Ok(notes)
 }
 
-pub fn recover(dir: &Path) -> Vec<String> {
+pub fn recover(dir: &Path) -> Result<Vec<String>> {
     recover_in(Path::new(JOURNAL_DIR), Path::new("/proc"), dir)
 }
 
 /// [`recover`] for DIR as the user gave it, telling them on stderr.
-pub fn recover_and_tell(given: &Path) {
+pub fn recover_and_tell(given: &Path) -> Result<()> {
     if let Ok(abs) = crate::sys::resolve::lexical_absolute(given) {
-        for n in recover(&abs) {
+        for n in recover(&abs)? {
             eprintln!("tmpfsctl: {}", crate::render::term::safe(&n));
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -176,7 +243,7 @@ mod tests {
         assert_eq!(live.len(), 1);
         assert_eq!(live[0].op, "apply");
 
-        let notes = recover_in(&base, Path::new("/proc"), dir);
+        let notes = recover_in(&base, Path::new("/proc"), dir).unwrap();
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(
             notes[0].contains("interrupted") && notes[0].contains("fstab.tmpfsctl.bak"),
@@ -186,7 +253,11 @@ mod tests {
         assert!(other.exists() && fstab.exists());
         // A note of a live process is left alone.
         let j = begin_in(&base, "revert", dir, Some(&fstab)).unwrap();
-        assert!(recover_in(&base, Path::new("/proc"), dir).is_empty());
+        assert!(
+            recover_in(&base, Path::new("/proc"), dir)
+                .unwrap()
+                .is_empty()
+        );
         drop(j);
         assert!(!note.exists());
     }

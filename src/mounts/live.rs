@@ -2,7 +2,7 @@
 //! place, reaching the directory underneath a mount, processes using a tree.
 
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -102,6 +102,63 @@ pub fn attach_at(d: &Detached, at: &OpenedDir) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A second mount of a tmpfs at a staging point: its files stay reachable
+/// there once it leaves DIR — after a kill of this process too, for the
+/// next run to finish from. Dropped, it is unmounted and its directory
+/// removed, unless [`StagingMount::hold`] kept it for that next run.
+pub struct StagingMount {
+    pub path: PathBuf,
+    hold: bool,
+}
+
+impl StagingMount {
+    /// Mount a clone of the mount whose root `root` is (no submounts) at `at`.
+    pub fn mount(root: BorrowedFd<'_>, at: &Path) -> Result<StagingMount> {
+        match std::fs::create_dir(at) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                return Err(e).with_context(|| format!("cannot create {}", at.display()));
+            }
+            _ => {}
+        }
+        let staged = StagingMount {
+            path: at.to_path_buf(),
+            hold: false,
+        };
+        let tree = rustix::mount::open_tree(
+            root,
+            "",
+            OpenTreeFlags::OPEN_TREE_CLONE
+                | OpenTreeFlags::OPEN_TREE_CLOEXEC
+                | OpenTreeFlags::AT_EMPTY_PATH,
+        )
+        .context("cannot clone the tmpfs mount")?;
+        rustix::mount::move_mount(
+            tree.as_fd(),
+            "",
+            CWD,
+            at,
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+        .with_context(|| format!("cannot mount the tmpfs also at {}", at.display()))?;
+        Ok(staged)
+    }
+
+    /// Whether to leave it mounted when this value goes.
+    pub fn hold(&mut self, yes: bool) {
+        self.hold = yes;
+    }
+}
+
+impl Drop for StagingMount {
+    fn drop(&mut self) {
+        if !self.hold {
+            let _ =
+                rustix::mount::unmount(&self.path, UnmountFlags::DETACH | UnmountFlags::NOFOLLOW);
+            let _ = std::fs::remove_dir(&self.path);
+        }
+    }
 }
 
 /// Unmount (lazily) a mount this process attached, found through its root

@@ -13,6 +13,7 @@ pub mod journal;
 pub mod live;
 pub mod persist;
 pub mod plan;
+mod recover;
 mod render;
 pub mod revert;
 mod ui;

@@ -41,7 +41,7 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
     }
     let root = &ctx.sysroot;
     let t = &args.target;
-    super::journal::recover_and_tell(&t.dir);
+    super::journal::recover_and_tell(&t.dir)?;
     let opened = open_target(root, &t.dir)?;
     let dir = opened.path.clone();
     let (mounts, _) = root.mountinfo()?;
@@ -114,34 +114,22 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
         }
     }
     confirm("Go ahead?", args.yes)?;
-    let _journal = super::journal::begin("revert", &dir, fstab_managed.then_some(&*fstab_path))?;
+    let mut journal = super::journal::begin("revert", &dir, fstab_managed.then_some(&*fstab_path))?;
     let interrupt = Interrupt::install(false).context("cannot install signal handlers")?;
     let cancel = interrupt.flag();
     let mut changes = Vec::new();
     let mut copied_back = None;
     if let Some(top) = &top {
         if args.keep_data {
-            let show = crate::render::stderr_is_tty() && !t.json;
-            let mut back = copy_back(&mounts, top, &opened, &cancel, show)?;
-            let stats = back.stats.clone();
-            changes.push(format!(
-                "copied {} files, {} dirs, {} symlinks ({}) back to the directory on disk",
-                stats.files,
-                stats.dirs,
-                stats.symlinks,
-                crate::units::fmt_bytes(stats.content_bytes)
-            ));
-            if stats.sparse_files > 0 {
-                changes.push(sparse_note(&stats));
-            }
-            copied_back = Some(stats);
-            // Detached, not unmounted: whoever still writes to it keeps
-            // writing to the tmpfs, which stays readable through its root
-            // descriptor until the catch-up below has taken everything.
-            let root = format!("/proc/self/fd/{}", back.src.as_raw_fd());
-            rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
-                .with_context(|| format!("cannot detach the tmpfs at {}", dir.display()))?;
-            catch_up(&mut back, &dir, &cancel, &mut changes)?;
+            copied_back = Some(keep_data(
+                &mounts,
+                top,
+                &opened,
+                args,
+                &cancel,
+                &mut journal,
+                &mut changes,
+            )?);
         } else {
             let (_parent, path) = opened.into_parent_path();
             unmount_or_explain(&path, &dir, args)?;
@@ -184,6 +172,69 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
+/// `--keep-data`: copy the tmpfs back to the directory underneath, take it
+/// off DIR, bring back what was written to it meanwhile; a kill at any point
+/// leaves the tmpfs reachable (on DIR, or at the staging mount) for the next
+/// run to finish from. What was copied.
+fn keep_data(
+    mounts: &[MountInfo],
+    top: &MountInfo,
+    opened: &OpenedDir,
+    args: &RevertRequest,
+    cancel: &AtomicBool,
+    journal: &mut super::journal::Journal,
+    changes: &mut Vec<String>,
+) -> Result<copy::CopyStats> {
+    let t = &args.target;
+    let dir = opened.path.clone();
+    let show = crate::render::stderr_is_tty() && !t.json;
+    let mut back = match copy_back(mounts, top, opened, cancel, show, journal) {
+        Ok(b) => b,
+        Err(e) => {
+            // Half swapped: the next run puts the directory underneath back.
+            if journal.at("swapping") {
+                journal.keep();
+            }
+            return Err(e);
+        }
+    };
+    let stats = back.stats.clone();
+    changes.push(format!(
+        "copied {} files, {} dirs, {} symlinks ({}) back to the directory on disk",
+        stats.files,
+        stats.dirs,
+        stats.symlinks,
+        crate::units::fmt_bytes(stats.content_bytes)
+    ));
+    if stats.sparse_files > 0 {
+        changes.push(sparse_note(&stats));
+    }
+    // Detached, not unmounted: whoever still writes to it keeps
+    // writing to the tmpfs, which stays readable through its root
+    // descriptor — and, should this process be killed, at the
+    // staging mount the note names — until the catch-up below has
+    // taken everything.
+    let cut = super::journal::now_ts();
+    journal.step("unmounting", |p| p.cut = Some(cut))?;
+    let root = format!("/proc/self/fd/{}", back.src.as_raw_fd());
+    rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
+        .with_context(|| format!("cannot detach the tmpfs at {}", dir.display()))?;
+    back.staging.hold(true);
+    if let Err(e) = catch_up(&mut back, &dir, cancel, changes) {
+        journal.keep();
+        return Err(e.context(format!(
+            "the tmpfs is still mounted at {}; run `tmpfsctl revert {} --keep-data{}` again to finish",
+            back.staging.path.display(),
+            dir.display(),
+            t.follow_up()
+        )));
+    }
+    journal.step("caught-up", |_| {})?;
+    back.staging.hold(false);
+    drop(back);
+    Ok(stats)
+}
+
 /// Make the directory under the tmpfs hold exactly what the tmpfs holds.
 /// The copy goes to a scratch directory inside it first, so a failed copy
 /// changes nothing; then old entries move to a trash directory, new ones move
@@ -193,6 +244,7 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
 /// held when compared.
 struct Back {
     stats: copy::CopyStats,
+    staging: live::StagingMount,
     src: OwnedFd,
     under: live::Underlying,
     base: BTreeMap<Vec<u8>, copy::EntrySig>,
@@ -204,6 +256,7 @@ fn copy_back(
     opened: &OpenedDir,
     cancel: &AtomicBool,
     show_progress: bool,
+    journal: &mut super::journal::Journal,
 ) -> Result<Back> {
     let dir = opened.path.as_path();
     use rustix::fs::{AtFlags, Mode};
@@ -219,6 +272,13 @@ fn copy_back(
         Mode::empty(),
     )
     .with_context(|| format!("cannot open {}", dir.display()))?;
+    let at = journal.stage_path();
+    let dev = rustix::fs::fstat(&src)?.st_dev;
+    journal.step("staging", |p| {
+        p.dev = Some(dev);
+        p.stage = Some(at.display().to_string());
+    })?;
+    let staging = live::StagingMount::mount(src.as_fd(), &at)?;
     rustix::fs::mkdirat(u, &stage, Mode::RWXU)
         .context("cannot create a scratch directory on disk")?;
     let staged = copy::open_dir_at(u, &stage)?;
@@ -266,6 +326,7 @@ fn copy_back(
         rustix::fs::renameat(u, &n, &tr, &n)
             .with_context(|| format!("cannot move old entry {} aside", copy::show(n.as_bytes())))?;
     }
+    journal.step("swapping", |_| {})?;
     for n in list(staged.as_fd())? {
         rustix::fs::renameat(&staged, &n, u, &n).with_context(|| {
             format!(
@@ -278,6 +339,7 @@ fn copy_back(
             )
         })?;
     }
+    journal.step("copied-back", |_| {})?;
     drop(staged);
     drop(tr);
     rustix::fs::unlinkat(u, &stage, AtFlags::REMOVEDIR)
@@ -285,6 +347,7 @@ fn copy_back(
     copy::remove_tree(u, &trash).context("cannot remove the old entries")?;
     Ok(Back {
         stats,
+        staging,
         src,
         under,
         base,

@@ -26,18 +26,35 @@ pub(crate) fn sparse_note(stats: &copy::CopyStats) -> String {
     )
 }
 
-/// A bar on stderr for copying about `total` bytes of file data; hidden
-/// unless stderr is a terminal and --json is off. Finished by the caller.
+/// A bar on stderr for copying about `total` bytes of file data: what runs,
+/// bytes done of the total, speed, time taken and left. Hidden unless
+/// stderr is a terminal and --json is off. Finished by the caller.
 pub(crate) fn copy_bar(show: bool, total: u64, what: &str) -> indicatif::ProgressBar {
     if !show {
         return indicatif::ProgressBar::hidden();
     }
     let pb = indicatif::ProgressBar::new(total);
     if let Ok(st) = indicatif::ProgressStyle::with_template(
-        "{msg} [{bar:30}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} [{elapsed}]",
+        "{msg} [{bar:30}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} [{elapsed}, ETA {eta}]",
     ) {
         pb.set_style(st.progress_chars("=> "));
     }
     pb.set_message(what.to_string());
     pb
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_copy_bar_draws_only_when_asked() {
+        assert!(copy_bar(false, 1 << 20, "copying").is_hidden());
+        let pb = copy_bar(true, 1 << 20, "copying");
+        pb.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        pb.inc(1 << 19);
+        assert_eq!(pb.position(), 1 << 19);
+        assert_eq!(pb.length(), Some(1 << 20));
+        assert_eq!(pb.message(), "copying");
+    }
 }

@@ -22,6 +22,22 @@ pub struct Pending {
     pub started_unix_s: u64,
     /// The fstab the run was editing, if any.
     pub fstab: Option<String>,
+    /// The last step the run recorded before going on (`attaching`,
+    /// `caught-up` for apply; `staging`, `staged`, `swapping`,
+    /// `copied-back`, `unmounting`, `caught-up` for revert).
+    #[serde(default)]
+    pub step: String,
+    /// The device number of the tmpfs being switched, to recognise it later.
+    #[serde(default)]
+    pub dev: Option<u64>,
+    /// The clock just before the switch (seconds, nanoseconds): entries
+    /// written at or after it on the side the switch made visible are
+    /// newer than anything left to carry.
+    #[serde(default)]
+    pub cut: Option<(i64, u64)>,
+    /// Where revert keeps the tmpfs reachable while it copies back.
+    #[serde(default)]
+    pub stage: Option<String>,
 }
 
 /// Every note under `base`, with its file.

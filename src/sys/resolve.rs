@@ -256,23 +256,50 @@ pub fn is_system_dir(abs: &Path) -> bool {
     matches!((c.next(), c.next()), (Some(Component::Normal(n)), None) if n.as_bytes().starts_with(b"lib"))
 }
 
-/// Up to `max` regular files under `dir` that dpkg installed (from
-/// `/var/lib/dpkg/info/*.list` of the system at `root`), and how many in all.
+/// Where rpm keeps its database: Fedora 36+ and newer RHEL first, then the
+/// older place (relative to the system's root).
+const RPM_DBS: &[&str] = &["usr/lib/sysimage/rpm", "var/lib/rpm"];
+
+/// Every path the package managers of the system at `root` installed, one
+/// per line: dpkg's `/var/lib/dpkg/info/*.list`, and what `rpm` lists from
+/// an rpm database there (when both the database and the `rpm` program
+/// exist; a system without rpm has no such database to read).
+fn installed_lists(root: &Path) -> Vec<Vec<u8>> {
+    let mut lists: Vec<Vec<u8>> = std::fs::read_dir(root.join("var/lib/dpkg/info"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().as_bytes().ends_with(b".list"))
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .collect();
+    let db = RPM_DBS
+        .iter()
+        .find(|db| std::fs::read_dir(root.join(db)).is_ok_and(|mut r| r.next().is_some()));
+    if let Some(db) = db
+        && let Ok(out) = std::process::Command::new("rpm")
+            .arg("--root")
+            .arg(root)
+            .arg("--dbpath")
+            .arg(format!("/{db}"))
+            .args(["-qa", "--qf", "[%{FILENAMES}\\n]"])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+        && out.status.success()
+    {
+        lists.push(out.stdout);
+    }
+    lists
+}
+
+/// Up to `max` regular files under `dir` that a package manager installed
+/// (dpkg or rpm, of the system at `root`), and how many in all.
 pub fn package_files(root: &Path, dir: &Path, max: usize) -> (Vec<PathBuf>, usize) {
     let mut found = Vec::new();
     let mut n = 0;
-    let Ok(rd) = std::fs::read_dir(root.join("var/lib/dpkg/info")) else {
-        return (found, n);
-    };
     let mut prefix = dir.as_os_str().as_bytes().to_vec();
     prefix.push(b'/');
-    for e in rd.flatten() {
-        if !e.file_name().as_bytes().ends_with(b".list") {
-            continue;
-        }
-        let Ok(text) = std::fs::read(e.path()) else {
-            continue;
-        };
+    for text in installed_lists(root) {
         for line in text.split(|&b| b == b'\n') {
             if !line.starts_with(&prefix) {
                 continue;
@@ -343,5 +370,61 @@ mod tests {
                 other => panic!("{p}: {other:?}"),
             }
         }
+    }
+
+    /// A tiny package built with rpmbuild and recorded (not installed:
+    /// `--justdb`) in the rpm database of a system root in a temp dir.
+    #[test]
+    fn files_in_an_rpm_database_are_package_files() {
+        let has = |p: &str| {
+            std::process::Command::new(p)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if !has("rpm") || !has("rpmbuild") {
+            eprintln!("skipped: no rpm/rpmbuild here (scripts/setup installs the rpm package)");
+            return;
+        }
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().join("build");
+        std::fs::create_dir_all(top.join("SPECS")).unwrap();
+        let spec = top.join("SPECS/probe.spec");
+        std::fs::write(
+            &spec,
+            "Name: tmpfsctl-probe\nVersion: 1\nRelease: 1\nSummary: probe\nLicense: MIT\nBuildArch: noarch\n\
+             %description\nprobe\n%install\nmkdir -p %{buildroot}/data/app\n\
+             echo x > %{buildroot}/data/app/app.conf\necho y > %{buildroot}/data/app/gone.conf\n\
+             %files\n/data/app/app.conf\n/data/app/gone.conf\n",
+        )
+        .unwrap();
+        let ok = |c: &mut std::process::Command| {
+            let o = c.output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        };
+        ok(std::process::Command::new("rpmbuild")
+            .args(["-bb", "--quiet", "--define"])
+            .arg(format!("_topdir {}", top.display()))
+            .arg("--define")
+            .arg(format!("_rpmdir {}", t.path().join("out").display()))
+            .arg(&spec));
+        let rpm = t.path().join("out/noarch/tmpfsctl-probe-1-1.noarch.rpm");
+        let root = t.path().join("root");
+        std::fs::create_dir_all(root.join("var/lib/rpm")).unwrap();
+        std::fs::create_dir_all(root.join("data/app")).unwrap();
+        std::fs::write(root.join("data/app/app.conf"), b"x").unwrap();
+        std::fs::write(root.join("data/app/mine.txt"), b"not packaged").unwrap();
+        // Without a database yet: nothing.
+        assert_eq!(package_files(&root, Path::new("/data/app"), 5).1, 0);
+        ok(std::process::Command::new("rpm")
+            .arg("--root")
+            .arg(&root)
+            .args(["--dbpath", "/var/lib/rpm", "-i", "--justdb", "--nodeps"])
+            .arg(&rpm));
+        let (files, n) = package_files(&root, Path::new("/data/app"), 5);
+        // gone.conf is in the database but not on disk: not counted.
+        assert_eq!(files, vec![PathBuf::from("/data/app/app.conf")]);
+        assert_eq!(n, 1);
+        assert_eq!(package_files(&root, Path::new("/data/other"), 5).1, 0);
     }
 }

@@ -1343,3 +1343,6 @@ fn a_user_swapping_dir_for_a_symlink_never_redirects_apply() {
 
 #[path = "mounts_options.rs"]
 mod options;
+
+#[path = "mounts_crash.rs"]
+mod crash;

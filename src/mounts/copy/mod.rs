@@ -113,7 +113,7 @@ pub fn open_regular(
 }
 
 /// Entry names of a directory, `.` and `..` excluded, sorted (deterministic order).
-pub(super) fn names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<CString>> {
+pub(crate) fn names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<CString>> {
     let mut d = Dir::read_from(dir)?;
     let mut v = Vec::new();
     while let Some(e) = d.read() {
