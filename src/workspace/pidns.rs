@@ -304,14 +304,23 @@ fn supervise(child: i32) -> i32 {
     }
 }
 
-/// The processes in the namespace besides the init, with their names.
+/// The processes in the namespace besides the init, with their names;
+/// zombies (exited, waiting to be reaped) are not running.
 fn running() -> Vec<(i32, String)> {
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
+    let zombie = |p: i32| {
+        std::fs::read(format!("/proc/{p}/stat")).is_ok_and(|st| {
+            st.iter()
+                .rposition(|&b| b == b')')
+                .and_then(|i| st.get(i + 2))
+                == Some(&b'Z')
+        })
+    };
     rd.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&p| p != 1)
+        .filter(|&p| p != 1 && !zombie(p))
         .map(|p| (p, super::tree::read_comm(p)))
         .collect()
 }
