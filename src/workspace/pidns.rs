@@ -19,6 +19,7 @@ use std::ffi::OsStr;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::process::{Command, ExitStatus};
 
 use rustix::mount::{MountFlags, MountPropagationFlags};
@@ -67,8 +68,15 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// Why the kernel's policy forbids unprivileged user namespaces, if it does.
 pub fn userns_policy() -> Option<String> {
-    let read_num =
-        |p: &str| -> Option<i64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    userns_policy_in(Path::new("/"))
+}
+
+/// [`userns_policy`] with /proc under `root` (a fixture in tests).
+fn userns_policy_in(root: &Path) -> Option<String> {
+    let read_num = |p: &str| -> Option<i64> {
+        let text = std::fs::read_to_string(root.join(p.trim_start_matches('/'))).ok()?;
+        text.trim().parse().ok()
+    };
     [
         ("/proc/sys/user/max_user_namespaces", 0),
         ("/proc/sys/kernel/unprivileged_userns_clone", 0),
@@ -374,5 +382,41 @@ impl Init {
             let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
         }
         reap(self.pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_setting_that_forbids_user_namespaces_is_named() {
+        let t = tempfile::tempdir().unwrap();
+        let set = |p: &str, v: &str| {
+            let f = t.path().join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, v).unwrap();
+        };
+        // Absent files (most kernels lack two of them) forbid nothing.
+        assert_eq!(userns_policy_in(t.path()), None);
+        set("proc/sys/user/max_user_namespaces", "63000\n");
+        set(
+            "proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+            "0\n",
+        );
+        assert_eq!(userns_policy_in(t.path()), None);
+        set(
+            "proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+            "1\n",
+        );
+        assert_eq!(
+            userns_policy_in(t.path()).as_deref(),
+            Some("/proc/sys/kernel/apparmor_restrict_unprivileged_userns is 1")
+        );
+        set("proc/sys/user/max_user_namespaces", "0\n");
+        assert_eq!(
+            userns_policy_in(t.path()).as_deref(),
+            Some("/proc/sys/user/max_user_namespaces is 0")
+        );
     }
 }
