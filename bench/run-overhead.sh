@@ -6,8 +6,10 @@
 #
 # Targets: tmpfsctl adds < 5 ms median over plain `true`, and
 # tmpfsctl / mktemp script <= 1.0. tmpfsctl's figure includes what it does for
-# safety on every run: the cgroup CMD runs in (made and removed), the guard
-# process forked beside it, and PR_SET_PDEATHSIG.
+# safety on every run: as root the cgroup CMD runs in (made and removed), the
+# guard process forked beside it, and PR_SET_PDEATHSIG; unprivileged (run it
+# as another user, e.g. `setpriv --reuid=65534 --regid=65534 --clear-groups`)
+# the PID namespace CMD runs in, its init and the /proc mounted for it.
 #
 # Then idle wake-ups: `tmpfsctl run -- sleep IDLE_S` and the samples it took
 # (the `samples` field of --json: one wake-up and one fstatfs each), against

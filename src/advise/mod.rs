@@ -2,9 +2,11 @@
 //! commands' library code (mounts' planner, fleet's fit and history readers,
 //! bench's suite) — no second copy of their logic here, only the verdict.
 
+mod huge;
 mod render;
 mod verdict;
 
+pub use huge::{HugeAdvice, HugeRow, Outcome};
 pub use verdict::{Facts, Kind, Verdict, decide};
 
 use std::path::{Path, PathBuf};
@@ -82,9 +84,24 @@ pub struct Advice {
     /// Measured tmpfs speed-up per operation (tmpfs / DIR's filesystem).
     pub speedups: Vec<Speedup>,
     pub commands: Commands,
+    /// The kernel's tmpfs options beyond size=: what was measured, what is recommended.
+    pub options: OptionAdvice,
     pub bench: Option<BenchReport>,
     /// What could not be done (e.g. no RAM target to measure), in words.
     pub notes: Vec<String>,
+}
+
+/// The JSON `options`: tmpfs mount options advise recommends, and why.
+#[derive(Debug, Serialize)]
+pub struct OptionAdvice {
+    /// `huge=within_size` measured against `huge=never` on two private tmpfs
+    /// (root, when advise measures); null when not measured (`notes` says why).
+    pub huge: Option<HugeAdvice>,
+    /// `noswap` is recommended: only with `--secrets`, where there is swap
+    /// and the tmpfs lacks it.
+    pub noswap: bool,
+    /// The options recommended beyond size=, as the kernel spells them.
+    pub recommended: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -228,7 +245,8 @@ fn bench_targets(
 fn scale_and_options(args: &AdviseArgs) -> (Vec<bench::Workload>, bench::Options) {
     let mut o = bench::Options {
         latency: false,
-        progress: crate::render::stderr_is_tty() && !args.json,
+        // stderr only: with --json on stdout the bar still shows on a terminal.
+        progress: crate::render::stderr_is_tty(),
         stop: Arc::new(AtomicBool::new(false)),
         ..Default::default()
     };
@@ -308,6 +326,7 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
 
     let ram_backed = sys::is_ram_backed(&facts.dir_fstype);
     let mut report = None;
+    let mut huge_advice = None;
     if args.no_bench {
         notes.push("not measured (--no-bench): the verdict rests on sizes alone".into());
     } else {
@@ -315,9 +334,24 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
         let (need, _) = bench::need(&workloads);
         let (ram, disk, private) = bench_targets(ctx, &dir, ram_backed, need)?;
         let private_paths: Vec<PathBuf> = private.iter().map(|m| m.path.clone()).collect();
+        let huge_why_not = huge_why_not(&facts);
+        let steps = if huge_why_not.is_none() { 2 } else { 1 };
+        step(
+            &opts,
+            1,
+            steps,
+            &format!("{shown} ({}) against tmpfs", facts.dir_fstype),
+        );
         let r = bench::run_suite_with(ctx, &[ram, disk], &private_paths, &workloads, &opts);
         drop(private);
         report = Some(r.with_context(|| format!("measuring {shown} against tmpfs"))?);
+        match huge_why_not {
+            Some(why) => notes.extend(why),
+            None => {
+                step(&opts, 2, 2, huge::TITLE);
+                huge_advice = measure_huge(ctx, &workloads, &opts, need, &mut notes);
+            }
+        }
     }
     let speedups = report.as_ref().map(speedups_of).unwrap_or_default();
 
@@ -350,6 +384,7 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
         secrets: args.secrets,
         noswap_now: facts.current.as_ref().is_some_and(|c| c.noswap),
         huge_now: facts.current.as_ref().and_then(|c| c.huge.clone()),
+        huge_measured: huge_advice.clone(),
     };
     let verdict = decide(&shown, &vfacts);
     // Persisting keeps the tmpfs as it is, so its configuration is the plan
@@ -359,7 +394,34 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
     } else {
         &recommended
     };
-    let commands = commands(&shown, &verdict, for_commands, facts.dir_fstype == "ramfs");
+    let huge_recommended = huge_advice.as_ref().is_some_and(|h| h.recommended);
+    let with_huge;
+    let for_commands = if huge_recommended && verdict.kind == Kind::Move {
+        let req = plan::Request {
+            huge: Some(plan::Huge::WithinSize),
+            ..Default::default()
+        };
+        with_huge = plan::plan(&fresh, &req).map_err(|e| anyhow::anyhow!(e.0))?;
+        &with_huge
+    } else {
+        for_commands
+    };
+    let mut commands = commands(&shown, &verdict, for_commands, facts.dir_fstype == "ramfs");
+    if huge_recommended {
+        huge_commands(&mut commands, &shown, &verdict, &facts);
+    }
+    let noswap = verdict::noswap_recommended(&vfacts);
+    let options = OptionAdvice {
+        recommended: [
+            huge_recommended.then(|| huge::CANDIDATE.to_string()),
+            noswap.then(|| "noswap".to_string()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+        huge: huge_advice,
+        noswap,
+    };
 
     Ok(Advice {
         schema_version: SCHEMA_VERSION,
@@ -383,9 +445,77 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
         plan: shown_plan,
         speedups,
         commands,
+        options,
         bench: report,
         notes,
     })
+}
+
+/// On a terminal, which measurement runs now (bench's bar below it shows
+/// the workloads done of all and the ETA of this step).
+fn step(opts: &bench::Options, n: u32, of: u32, what: &str) {
+    if opts.progress {
+        eprintln!("tmpfsctl advise: measuring {n} of {of}: {what}");
+    }
+}
+
+/// Whether huge=within_size is measured against huge=never: only as root
+/// (private mounts), and not where DIR uses huge pages already. Some(note)
+/// says why not; Some(None) needs no note.
+fn huge_why_not(facts: &mounts::Facts) -> Option<Option<String>> {
+    let huge_now = facts.current.as_ref().and_then(|c| c.huge.as_deref());
+    if huge_now.is_some_and(|h| h != "never") {
+        return Some(None);
+    }
+    if !rustix::process::geteuid().is_root() {
+        return Some(Some(
+            "huge=within_size not measured: that mounts two private tmpfs, which needs root".into(),
+        ));
+    }
+    None
+}
+
+fn measure_huge(
+    ctx: &Context,
+    workloads: &[bench::Workload],
+    opts: &bench::Options,
+    need: u64,
+    notes: &mut Vec<String>,
+) -> Option<HugeAdvice> {
+    let size = need + bench::target::margin_bytes(need) + (8 << 20);
+    match huge::measure(ctx, workloads, opts, size) {
+        Ok((h, _)) => Some(h),
+        Err(e) => {
+            notes.push(format!("huge=within_size not measured: {e:#}"));
+            None
+        }
+    }
+}
+
+/// Where huge=within_size is recommended: how to get it. A new tmpfs gets
+/// it from apply (its plan was made with it); a tmpfs already there by a
+/// remount, which keeps the files, and in its fstab line or unit.
+fn huge_commands(c: &mut Commands, dir: &str, v: &Verdict, facts: &mounts::Facts) {
+    let q = shell_quote(dir);
+    match v.kind {
+        Kind::Move => {
+            for a in &mut c.act {
+                if let Some(i) = a.find(" --size ") {
+                    let end = a[i + 8..].find(' ').map_or(a.len(), |j| i + 8 + j);
+                    a.insert_str(end, " --huge within_size");
+                }
+            }
+        }
+        _ if facts.dir_fstype == "tmpfs" => {
+            c.act
+                .push(format!("sudo mount -o remount,huge=within_size {q}"));
+            c.act.push(format!(
+                "add huge=within_size to the options of {dir} in its fstab line or mount unit, so a reboot keeps it"
+            ));
+            c.undo.push(format!("sudo mount -o remount,huge=never {q}"));
+        }
+        _ => {}
+    }
 }
 
 /// The measured tmpfs-vs-DIR ratios, named by workload.

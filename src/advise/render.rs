@@ -97,6 +97,9 @@ fn sections(a: &Advice) -> Vec<(String, Vec<String>)> {
             ),
         ],
     ));
+    if let Some(h) = &a.options.huge {
+        out.push((huge_title(h), h.rows.iter().map(huge_line).collect()));
+    }
     out.push(("Why".into(), a.verdict.reasons.clone()));
     if !a.verdict.risks.is_empty() {
         out.push(("Risks".into(), a.verdict.risks.clone()));
@@ -125,6 +128,33 @@ fn sections(a: &Advice) -> Vec<(String, Vec<String>)> {
         out.push(("Notes".into(), a.notes.clone()));
     }
     out
+}
+
+fn huge_title(h: &super::HugeAdvice) -> String {
+    format!(
+        "Measured: {} (two private tmpfs, same run; ratio and its 95% interval){}",
+        h.compared,
+        if h.quick {
+            " — quick run: figures not meaningful"
+        } else {
+            ""
+        }
+    )
+}
+
+fn huge_line(r: &super::HugeRow) -> String {
+    use super::Outcome;
+    let interval = match (r.ratio_ci95_low, r.ratio_ci95_high) {
+        (Some(lo), Some(hi)) => format!("{lo:.2}..{hi:.2}"),
+        _ => "no interval".into(),
+    };
+    let said = match r.outcome {
+        Outcome::Faster => "faster",
+        Outcome::Slower => "slower",
+        Outcome::Same => "same within the interval",
+        Outcome::NoInterval => "not shown either way",
+    };
+    format!("{}: {:.2}× ({interval}): {said}", r.label, r.ratio)
 }
 
 pub fn text(a: &Advice) -> String {

@@ -42,6 +42,14 @@ pub struct Facts {
     pub noswap_now: bool,
     /// The tmpfs at DIR has a `huge=` policy now (absent: never).
     pub huge_now: Option<String>,
+    /// `huge=within_size` measured against `huge=never`, when it was.
+    pub huge_measured: Option<super::HugeAdvice>,
+}
+
+/// noswap is advised only when the user said DIR holds secrets, there is
+/// swap for them to reach, and the tmpfs does not have it already.
+pub fn noswap_recommended(f: &Facts) -> bool {
+    f.secrets && f.swap_total_bytes > 0 && !f.noswap_now
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -184,21 +192,31 @@ fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, 
 }
 
 /// What the kernel's tmpfs options and the sibling commands offer here:
-/// noswap only for secrets the user named, where there is swap; huge= only
-/// mentioned (advise measures no huge-page mount to recommend it on); where
-/// to look when a RAM-backed DIR is nearly full.
+/// noswap only for secrets the user named, where there is swap; huge= as
+/// measured (recommended only from a measurement, else only mentioned);
+/// where to look when a RAM-backed DIR is nearly full.
 fn option_advice(dir: &str, f: &Facts, reasons: &mut Vec<String>, risks: &mut Vec<String>) {
     let ram = crate::sys::is_ram_backed(&f.fstype);
-    if f.secrets && f.swap_total_bytes > 0 && !f.noswap_now {
+    if noswap_recommended(f) {
         risks.push(format!(
-            "{dir} holds secrets (--secrets) and this machine has swap: its pages can be written to the swap              device. Mount it with noswap (Linux 6.4+): `sudo tmpfsctl apply {dir} --noswap`"
+            "{dir} holds secrets (--secrets) and this machine has swap: its pages can be written to the swap device. Mount it with noswap (Linux 6.4+): `sudo tmpfsctl apply {dir} --noswap`"
         ));
     } else if f.secrets && f.swap_total_bytes == 0 {
         reasons.push(format!(
             "{dir} holds secrets (--secrets); there is no swap, so they never leave RAM: noswap is not needed"
         ));
     }
-    if (ram || !f.speedups.is_empty()) && f.huge_now.as_deref().is_none_or(|h| h == "never") {
+    if let Some(h) = &f.huge_measured {
+        reasons.push(if h.recommended {
+            format!(
+                "{}: use huge=within_size for {dir} (`tmpfsctl plan {dir} --huge within_size` shows the change)",
+                h.reason
+            )
+        } else {
+            h.reason.clone()
+        });
+    } else if (ram || !f.speedups.is_empty()) && f.huge_now.as_deref().is_none_or(|h| h == "never")
+    {
         reasons.push(format!(
             "not measured: huge=within_size (2 MiB pages for large files) can speed up large sequential writes \
              (the default huge=never writes 4 KiB pages one at a time); measure a tmpfs mounted with it against \
@@ -375,6 +393,7 @@ mod tests {
             secrets: false,
             noswap_now: false,
             huge_now: None,
+            huge_measured: None,
         }
     }
 
@@ -421,6 +440,63 @@ mod tests {
         let huge: Vec<&String> = v.reasons.iter().filter(|r| r.contains("huge=")).collect();
         assert_eq!(huge.len(), 1, "{:?}", v.reasons);
         assert!(huge[0].starts_with("not measured"), "{}", huge[0]);
+    }
+
+    #[test]
+    fn huge_is_recommended_only_from_a_measurement_that_shows_it() {
+        use crate::advise::huge::{HugeRow, decide as decide_huge};
+        let mut f = base();
+        let faster = HugeRow::new("seq-write-1m-fsync", "seq write", 6.0, Some((5.7, 6.3)));
+        f.huge_measured = Some(decide_huge(vec![faster.clone()], false));
+        let v = decide("/tmp", &f);
+        let huge: Vec<&String> = v.reasons.iter().filter(|r| r.contains("huge=")).collect();
+        assert_eq!(huge.len(), 1, "{:?}", v.reasons);
+        assert!(
+            huge[0].contains("6.00× (95% interval 5.70..6.30)"),
+            "{}",
+            huge[0]
+        );
+        assert!(
+            huge[0].contains("use huge=within_size for /tmp"),
+            "{}",
+            huge[0]
+        );
+        // Overlapping intervals: the measurement is cited, nothing recommended.
+        let same = HugeRow::new("seq-write-1m-fsync", "seq write", 1.4, Some((0.9, 1.8)));
+        f.huge_measured = Some(decide_huge(vec![same], false));
+        let v = decide("/tmp", &f);
+        assert!(
+            !v.reasons.iter().any(|r| r.contains("use huge=")),
+            "{:?}",
+            v.reasons
+        );
+        assert!(
+            v.reasons.iter().any(|r| r.contains("keep huge=never")),
+            "{:?}",
+            v.reasons
+        );
+        // The same clear figures from --quick recommend nothing.
+        f.huge_measured = Some(decide_huge(vec![faster], true));
+        let v = decide("/tmp", &f);
+        assert!(
+            !v.reasons.iter().any(|r| r.contains("use huge=")),
+            "{:?}",
+            v.reasons
+        );
+    }
+
+    #[test]
+    fn noswap_needs_secrets_swap_and_no_noswap_yet() {
+        let mut f = base();
+        f.swap_total_bytes = 1 << 30;
+        assert!(!noswap_recommended(&f), "never without --secrets");
+        f.secrets = true;
+        assert!(noswap_recommended(&f));
+        f.noswap_now = true;
+        assert!(!noswap_recommended(&f), "already has it");
+        f.noswap_now = false;
+        f.swap_total_bytes = 0;
+        assert!(!noswap_recommended(&f), "no swap to keep secrets from");
     }
 
     #[test]

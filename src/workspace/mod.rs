@@ -11,6 +11,7 @@
 //! builds one lives in `cli::workspace`.
 
 mod cleanup;
+mod pidns;
 mod sampling;
 mod scratch;
 mod summary;
@@ -225,7 +226,7 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<ExitCode> {
     let start = Instant::now();
     // Before the scratch: its guard must stay outside the private mount
     // namespace, and the cgroup files are opened before any user namespace.
-    let tree = tree::Tree::new();
+    let mut tree = tree::Tree::new(opts.private);
     let scratch = Scratch::create(&Spec {
         size_bytes,
         allow_private: opts.private,
@@ -249,12 +250,21 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<ExitCode> {
             (128 + r.signo) as u8,
             format!("{} before CMD started", signal_name(r.signo)),
         )),
-        None => match spawn(req, &scratch, &tree, oldpwd.as_deref()) {
-            Err(e) => Err(e),
-            Ok(child) => Ok(supervise_child(
-                child, &signals, &scratch, &mut peak, opts.quiet,
-            )?),
-        },
+        None => {
+            let mut note = |n: String| {
+                if !opts.quiet {
+                    eprintln!("tmpfsctl: note: {n}");
+                }
+                notes.push(n);
+            };
+            match spawn(req, &scratch, &mut tree, oldpwd.as_deref(), &mut note) {
+                Err(e) => Err(e),
+                Ok(child) => {
+                    let st = supervise_child(child, &signals, &scratch, &mut peak, opts.quiet)?;
+                    Ok(tree.cmd_status(st))
+                }
+            }
+        }
     };
 
     // Final reading (CMD has exited; what is still there counts), then
@@ -327,8 +337,9 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<ExitCode> {
 fn spawn(
     req: &RunRequest,
     scratch: &Scratch,
-    tree: &tree::Tree,
+    tree: &mut tree::Tree,
     oldpwd: Option<&std::path::Path>,
+    note: &mut dyn FnMut(String),
 ) -> std::result::Result<i32, (u8, String)> {
     let mut cmd = std::process::Command::new(&req.program);
     cmd.args(&req.args);
@@ -342,7 +353,7 @@ fn spawn(
         cmd.env("OLDPWD", o);
     }
     supervise::unblock_in_child(&mut cmd);
-    tree.spawn(&mut cmd).map_err(|e| {
+    tree.spawn(&mut cmd, note).map_err(|e| {
         let code = if e.kind() == std::io::ErrorKind::NotFound {
             127
         } else {

@@ -676,7 +676,7 @@ fn ensure_private_dir(p: &Path, euid: rustix::process::Uid) -> std::result::Resu
 
 /// Map our own uid and gid onto themselves in the new user namespace, so CMD
 /// runs with the same ids (files it writes are owned by the caller).
-fn map_ids(uid: u32, gid: u32) -> Result<()> {
+pub(super) fn map_ids(uid: u32, gid: u32) -> Result<()> {
     let write = |file: &str, text: String| -> Result<()> {
         match std::fs::write(file, &text) {
             Ok(()) => Ok(()),

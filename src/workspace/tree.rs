@@ -19,11 +19,13 @@
 //!   daemons along.
 //!
 //! Without a usable cgroup v2 (an unprivileged user without a delegated
-//! subtree, a kernel without cgroup2 mounted) tmpfsctl becomes a child
-//! subreaper instead: orphans of CMD are reparented to tmpfsctl rather than
-//! to init, so at the end it finds them as its own children and kills them.
-//! A kill -9 of tmpfsctl then still takes CMD, but not what CMD left running;
-//! the note at start says so.
+//! subtree, a kernel without cgroup2 mounted) CMD runs in a PID namespace of
+//! its own whose init dies with tmpfsctl (see `pidns`): the kernel then kills
+//! the whole namespace. Only where that is impossible too (user namespaces
+//! disabled, `--no-namespace`) tmpfsctl becomes a child subreaper: orphans
+//! of CMD are reparented to tmpfsctl rather than to init, so at the end it
+//! finds them as its own children and kills them. A kill -9 of tmpfsctl then
+//! still takes CMD, but not what CMD left running; a note says so and why.
 
 use std::ffi::CString;
 use std::io;
@@ -34,6 +36,8 @@ use std::time::Duration;
 
 use rustix::fs::{Mode as FsMode, OFlags};
 use rustix::process::{Pid, Signal};
+
+use super::pidns;
 
 /// Prefix of the per-run cgroups, followed by tmpfsctl's pid.
 const CGROUP_PREFIX: &str = "tmpfsctl-run-";
@@ -79,6 +83,12 @@ pub struct Tree {
     /// Set when there is no cgroup: orphans come back to tmpfsctl.
     subreaper: bool,
     parent: Pid,
+    /// No cgroup (and why), and a PID namespace may be tried instead.
+    try_pidns: Option<String>,
+    /// CMD's PID namespace, while its init runs.
+    init: Option<pidns::Init>,
+    /// What the init reported when CMD ended.
+    report: Option<pidns::Report>,
     pub notes: Vec<String>,
 }
 
@@ -86,9 +96,12 @@ impl Tree {
     /// Set up the cgroup and its guard, or the subreaper fallback. Call
     /// before anything else forks, and before leaving the user namespace
     /// tmpfsctl started in (the cgroup files are opened here).
-    pub fn new() -> Tree {
+    /// `pidns`: without a cgroup, CMD may run in a PID namespace of its own
+    /// (false for `--no-namespace`).
+    pub fn new(pidns: bool) -> Tree {
         let parent = rustix::process::getpid();
         let mut notes = Vec::new();
+        let mut try_pidns = None;
         let (cgroup, guard) = match make_cgroup(parent) {
             Ok(cg) => match start_guard(&cg) {
                 Ok(g) => (Some(cg), Some(g)),
@@ -99,10 +112,12 @@ impl Tree {
                     (Some(cg), None)
                 }
             },
+            Err(why) if pidns => {
+                try_pidns = Some(why);
+                (None, None)
+            }
             Err(why) => {
-                notes.push(format!(
-                    "no cgroup for CMD ({why}): what CMD leaves running is killed at the end, but not if tmpfsctl itself is killed"
-                ));
+                notes.push(no_leash(&why, "--no-namespace asks for none"));
                 (None, None)
             }
         };
@@ -113,14 +128,37 @@ impl Tree {
             guard,
             subreaper,
             parent,
+            try_pidns,
+            init: None,
+            report: None,
             notes,
         }
     }
 
     /// Start `cmd` in the tree, dying with tmpfsctl; returns its pid. The
     /// caller waits for it with waitpid.
-    pub fn spawn(&self, cmd: &mut std::process::Command) -> io::Result<i32> {
+    /// A PID namespace that cannot be made is said through `note` before
+    /// CMD starts.
+    pub fn spawn(
+        &mut self,
+        cmd: &mut std::process::Command,
+        note: &mut dyn FnMut(String),
+    ) -> io::Result<i32> {
         use std::os::unix::process::CommandExt;
+        if let Some(why) = self.try_pidns.take() {
+            match pidns::spawn(cmd) {
+                Ok(init) => {
+                    note_opt(note, init.proc_note.clone());
+                    let pid = init.pid;
+                    self.init = Some(init);
+                    return Ok(pid);
+                }
+                Err(pidns::SpawnError::Exec(e)) => return Err(e),
+                Err(pidns::SpawnError::NotPossible(pidns::NotPossible(w))) => {
+                    note(no_leash(&why, &w));
+                }
+            }
+        }
         let parent = self.parent;
         // SAFETY: the closure runs between fork and exec and makes only
         // async-signal-safe system calls (prctl, getppid, _exit).
@@ -166,7 +204,18 @@ impl Tree {
     /// cgroup and stand the guard down.
     pub fn end(mut self) -> Ended {
         let mut out = Ended::default();
-        if let Some(cg) = self.cgroup.take() {
+        if let Some(init) = self.init.take() {
+            init.kill();
+        }
+        if let Some(r) = self.report.take() {
+            out.killed = r.leftovers;
+            if r.unnamed > 0 {
+                out.notes.push(format!(
+                    "and {} more processes CMD left running, killed with its PID namespace",
+                    r.unnamed
+                ));
+            }
+        } else if let Some(cg) = self.cgroup.take() {
             end_cgroup(&cg, &mut out);
         } else if self.subreaper {
             end_orphans(self.parent, &mut out);
@@ -194,9 +243,40 @@ impl Tree {
     }
 }
 
+impl Tree {
+    /// CMD's status, from the status of the process `spawn` returned (in a
+    /// PID namespace that is the init, which reports CMD's own).
+    pub fn cmd_status(&mut self, st: std::process::ExitStatus) -> std::process::ExitStatus {
+        let Some(init) = self.init.take() else {
+            return st;
+        };
+        let r = init.finish(st);
+        let status = r.status;
+        self.report = Some(r);
+        status
+    }
+}
+
+fn note_opt(note: &mut dyn FnMut(String), n: Option<String>) {
+    if let Some(n) = n {
+        note(n);
+    }
+}
+
+/// The note for a run whose CMD's tree is held by nothing stronger than the
+/// subreaper.
+fn no_leash(no_cgroup: &str, no_pidns: &str) -> String {
+    format!(
+        "no cgroup for CMD ({no_cgroup}) and no PID namespace ({no_pidns}): what CMD leaves running is killed at the end, but not if tmpfsctl itself is killed"
+    )
+}
+
 impl Drop for Tree {
     /// Reached without `end` only on an early error: still leave nothing.
     fn drop(&mut self) {
+        if let Some(init) = self.init.take() {
+            init.kill();
+        }
         if let Some(cg) = self.cgroup.take() {
             end_cgroup(&cg, &mut Ended::default());
         }
@@ -313,7 +393,7 @@ fn wait_empty(events: &OwnedFd) -> bool {
     false
 }
 
-fn read_comm(pid: i32) -> String {
+pub(super) fn read_comm(pid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|s| s.trim_end().to_string())
         .unwrap_or_else(|_| "?".into())
@@ -444,18 +524,18 @@ fn end_orphans(me: Pid, out: &mut Ended) {
 /// CLONE_ARGS_SIZE_VER2, the same on every architecture).
 #[repr(C)]
 #[derive(Default)]
-struct CloneArgs {
-    flags: u64,
-    pidfd: u64,
-    child_tid: u64,
-    parent_tid: u64,
-    exit_signal: u64,
-    stack: u64,
-    stack_size: u64,
-    tls: u64,
-    set_tid: u64,
-    set_tid_size: u64,
-    cgroup: u64,
+pub(super) struct CloneArgs {
+    pub flags: u64,
+    pub pidfd: u64,
+    pub child_tid: u64,
+    pub parent_tid: u64,
+    pub exit_signal: u64,
+    pub stack: u64,
+    pub stack_size: u64,
+    pub tls: u64,
+    pub set_tid: u64,
+    pub set_tid_size: u64,
+    pub cgroup: u64,
 }
 
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
@@ -468,7 +548,7 @@ enum Clone3 {
 
 /// Only one thread: then the child of a raw clone may allocate (no other
 /// thread can hold the allocator's lock), which `Command::exec` does.
-fn single_threaded() -> bool {
+pub(super) fn single_threaded() -> bool {
     std::fs::read_dir("/proc/self/task").is_ok_and(|d| d.count() == 1)
 }
 

@@ -20,8 +20,15 @@ fn listing(p: &Path) -> Vec<String> {
 /// tmpfs and scratch it makes there are gone afterwards (other tests mount
 /// tmpfs concurrently, so a global mount count would not do).
 fn advise(dir: &Path, extra: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let mut args = vec!["--quick"];
+    args.extend_from_slice(extra);
+    advise_measured(dir, &args)
+}
+
+/// As [`advise`], measuring as long as `extra` says (no `--quick` of its own).
+fn advise_measured(dir: &Path, extra: &[&str]) -> (std::process::Output, serde_json::Value) {
     let tmp = tempfile::tempdir().unwrap();
-    let mut args = vec!["advise", "--quick", "--json"];
+    let mut args = vec!["advise", "--json"];
     args.extend_from_slice(extra);
     args.push(dir.to_str().unwrap());
     let out = crate::common::bin()
@@ -342,4 +349,201 @@ fn verdict_is_coloured_only_when_asked() {
     let first = first.lines().next().unwrap();
     assert!(first.starts_with("Verdict: \x1b["), "{first:?}");
     assert!(!run("never").contains('\x1b'));
+}
+
+/// A fresh directory on disk (not tmpfs) for advise to measure against.
+fn disk_dir() -> tempfile::TempDir {
+    let base = if Path::new("/var/tmp").is_dir() {
+        "/var/tmp"
+    } else {
+        "/root"
+    };
+    tempfile::Builder::new()
+        .prefix("tmpfsctl-advise-")
+        .tempdir_in(base)
+        .unwrap()
+}
+
+fn huge_rows(v: &serde_json::Value) -> &Vec<serde_json::Value> {
+    v["options"]["huge"]["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no options.huge.rows: {}", v["options"]))
+}
+
+#[test]
+fn quick_measures_huge_within_size_but_never_recommends_it() {
+    require_root!(); // two private tmpfs mounts
+    let d = disk_dir();
+    let (_, v) = advise(d.path(), &[]);
+    let h = &v["options"]["huge"];
+    assert_eq!(h["compared"], "huge=within_size vs huge=never", "{h}");
+    assert_eq!(h["quick"], true);
+    assert_eq!(h["recommended"], false, "{h}");
+    assert!(h["reason"].as_str().unwrap().contains("--quick"), "{h}");
+    // Every operation of the main measurement was run on both mounts.
+    let main: Vec<&str> = v["speedups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["workload"].as_str().unwrap())
+        .collect();
+    let rows: Vec<&str> = huge_rows(&v)
+        .iter()
+        .map(|r| r["workload"].as_str().unwrap())
+        .collect();
+    assert_eq!(rows, main);
+    assert!(
+        !v["options"]["recommended"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o == "huge=within_size")
+    );
+    let act = v["commands"]["act"].to_string();
+    assert!(!act.contains("--huge"), "{act}");
+    assert_eq!(v["options"]["noswap"], false, "never without --secrets");
+}
+
+/// A real (not --quick) measurement: whatever it shows on this machine, the
+/// recommendation follows the intervals, and the command carries it.
+#[test]
+fn huge_within_size_is_recommended_exactly_when_measured_faster_beyond_the_interval() {
+    require_root!();
+    let d = disk_dir();
+    let (_, v) = advise_measured(d.path(), &[]);
+    let h = &v["options"]["huge"];
+    assert_eq!(h["quick"], false);
+    let mut faster = false;
+    let mut slower = false;
+    for r in huge_rows(&v) {
+        let (lo, hi) = (
+            r["ratio_ci95_low"].as_f64().unwrap(),
+            r["ratio_ci95_high"].as_f64().unwrap(),
+        );
+        let want = if lo > 1.0 {
+            faster = true;
+            "faster"
+        } else if hi < 1.0 {
+            slower = true;
+            "slower"
+        } else {
+            "same"
+        };
+        assert_eq!(r["outcome"], want, "{r}");
+    }
+    let recommended = faster && !slower;
+    assert_eq!(h["recommended"], recommended, "{h}");
+    let act = v["commands"]["act"].to_string();
+    let reasons = v["verdict"]["reasons"].to_string();
+    let listed = v["options"]["recommended"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|o| o == "huge=within_size");
+    assert_eq!(listed, recommended);
+    if recommended {
+        assert_eq!(v["verdict"]["kind"], "move", "{}", v["verdict"]);
+        assert!(
+            act.contains("tmpfsctl apply") && act.contains("--huge within_size"),
+            "{act}"
+        );
+        assert!(reasons.contains("95% interval"), "{reasons}");
+        assert!(
+            v["commands"]["config"]
+                .as_str()
+                .unwrap()
+                .contains("huge=within_size"),
+            "{}",
+            v["commands"]["config"]
+        );
+    } else {
+        assert!(!act.contains("--huge"), "{act}");
+        eprintln!(
+            "huge=within_size not recommended on this run: {}",
+            h["reason"]
+        );
+    }
+}
+
+#[test]
+fn a_tmpfs_already_on_huge_pages_is_not_measured_for_them() {
+    require_root!();
+    let m = TestMount::tmpfs("size=64M,huge=within_size");
+    let (_, v) = advise(&m.path, &[]);
+    assert!(v["options"]["huge"].is_null(), "{}", v["options"]);
+    // Left out because it is on huge pages already, not for a failure.
+    assert!(
+        !v["notes"].to_string().contains("not measured"),
+        "{}",
+        v["notes"]
+    );
+    assert!(
+        !v["verdict"]["reasons"]
+            .to_string()
+            .contains("huge=within_size")
+    );
+}
+
+#[test]
+fn noswap_is_a_json_answer_only_with_secrets() {
+    let d = tempfile::tempdir().unwrap();
+    let swap = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("SwapTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap();
+    for (secrets, extra) in [(false, vec![]), (true, vec!["--secrets"])] {
+        let mut args = vec!["advise", "--no-bench", "--json"];
+        args.extend(extra);
+        args.push(d.path().to_str().unwrap());
+        let v = json(&tmpfsctl(&args));
+        let want = secrets && swap > 0;
+        assert_eq!(v["options"]["noswap"], want, "{}", v["options"]);
+        let listed = v["options"]["recommended"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o == "noswap");
+        assert_eq!(listed, want);
+    }
+}
+
+/// On a terminal advise shows bench's bar (what runs, workloads done of
+/// all, ETA) on stderr, after a line naming each measurement; piped, none.
+#[test]
+fn progress_only_on_a_terminal() {
+    require_root!();
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIP progress_only_on_a_terminal: script (util-linux) is not installed");
+        return;
+    }
+    let d = disk_dir();
+    let tmp = tempfile::tempdir().unwrap();
+    let cmdline = format!(
+        "{} advise --quick --json {} >/dev/null",
+        env!("CARGO_BIN_EXE_tmpfsctl"),
+        d.path().display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmdline, "/dev/null"])
+        .env("TMPDIR", tmp.path())
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(tty.contains("workloads, ETA"), "{tty}");
+    assert!(tty.contains("measuring 1 of 2"), "{tty}");
+    assert!(
+        tty.contains("measuring 2 of 2: private tmpfs huge=within_size"),
+        "{tty}"
+    );
+    let (out, _) = advise(d.path(), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("ETA") && !err.contains('\r'), "{err}");
+    assert!(!err.contains("measuring 1 of"), "{err}");
 }

@@ -15,18 +15,20 @@ use std::time::Duration;
 use crate::common::{bin, is_root, json, tmpfsctl};
 use crate::require_root;
 
+mod pidns;
+
 const ROOT_ANCHOR: &str = "/run/tmpfsctl";
 
-fn stderr(o: &Output) -> String {
+pub(super) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn stdout(o: &Output) -> String {
+pub(super) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Mount lines in any namespace whose source is `tag`.
-fn mounts_tagged(tag: &str) -> Vec<String> {
+pub(super) fn mounts_tagged(tag: &str) -> Vec<String> {
     let needle = format!(" - tmpfs {tag} ");
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -45,7 +47,7 @@ fn mounts_tagged(tag: &str) -> Vec<String> {
 }
 
 /// Poll `f` every 10 ms, for at most 20 s (a bound against hangs, not a timing assert).
-fn eventually(mut f: impl FnMut() -> bool) -> bool {
+pub(super) fn eventually(mut f: impl FnMut() -> bool) -> bool {
     for _ in 0..2000 {
         if f() {
             return true;
@@ -55,7 +57,7 @@ fn eventually(mut f: impl FnMut() -> bool) -> bool {
     false
 }
 
-fn anchor_is_empty(p: &str) -> bool {
+pub(super) fn anchor_is_empty(p: &str) -> bool {
     std::fs::read_dir(p)
         .map(|mut d| d.next().is_none())
         .unwrap_or(true)
@@ -84,7 +86,10 @@ fn start(args: &[&str]) -> (Child, i32, String, BufReader<ChildStdout>) {
 }
 
 /// [`start`] with a prepared command (environment, ...).
-fn start_in(mut cmd: Command, args: &[&str]) -> (Child, i32, String, BufReader<ChildStdout>) {
+pub(super) fn start_in(
+    mut cmd: Command,
+    args: &[&str],
+) -> (Child, i32, String, BufReader<ChildStdout>) {
     default_signals(&mut cmd);
     let mut child = cmd
         .args(args)
@@ -134,7 +139,7 @@ fn finish(mut child: Child) -> (std::process::ExitStatus, String) {
     (child.wait().unwrap(), err)
 }
 
-fn read_json(p: &Path) -> serde_json::Value {
+pub(super) fn read_json(p: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(p)
         .unwrap_or_else(|e| panic!("no JSON summary at {}: {e}", p.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON ({e}): {text}"))
@@ -289,7 +294,7 @@ fn signals_to_tmpfsctl_reach_cmd_then_cleanup_runs() {
 }
 
 /// True once `pid` has exited (gone, or a zombie waiting for init).
-fn is_gone(pid: i32) -> bool {
+pub(super) fn is_gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
         Ok(st) => st
@@ -452,8 +457,9 @@ fn a_daemon_started_by_cmd_is_killed_at_the_end_and_named() {
             stderr(&o)
         );
     }
-    // Unprivileged there is no cgroup to create: orphans come back to
-    // tmpfsctl (a child subreaper) and are killed all the same.
+    // Unprivileged with --no-namespace there is neither a cgroup nor a PID
+    // namespace: orphans come back to tmpfsctl (a child subreaper) and are
+    // killed all the same.
     if Command::new("setpriv").arg("--version").output().is_err() {
         eprintln!("SKIP the unprivileged half: setpriv (util-linux) is not installed");
         return;
@@ -481,7 +487,10 @@ fn a_daemon_started_by_cmd_is_killed_at_the_end_and_named() {
         .unwrap();
     assert!(eventually(|| is_gone(pid)), "nobody: daemon {pid} survived");
     let err = stderr(&o);
-    assert!(err.contains("no cgroup for CMD"), "{err}");
+    assert!(
+        err.contains("no cgroup for CMD") && err.contains("no PID namespace (--no-namespace"),
+        "{err}"
+    );
     assert!(
         err.contains(&format!(
             "CMD left 1 process running when it ended, killed: {pid} ("
@@ -864,7 +873,7 @@ fn shell_starts_in_the_scratch_and_cd_dash_returns() {
 }
 
 /// The binary copied where uid 65534 can run it (the build tree may sit under /root).
-fn nobody_bin(t: &Path) -> PathBuf {
+pub(super) fn nobody_bin(t: &Path) -> PathBuf {
     let dst = t.join("tmpfsctl");
     std::fs::copy(env!("CARGO_BIN_EXE_tmpfsctl"), &dst).unwrap();
     std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o777)).unwrap();
