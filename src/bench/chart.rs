@@ -22,6 +22,19 @@ pub fn wants_log(lo: f64, hi: f64) -> bool {
     lo > 0.0 && hi / lo > 10.0
 }
 
+/// `s` cut to at most `max` characters, keeping its end (a target's
+/// "second (tmpfs)" tells more than its "/tmp/..." start) after an ellipsis.
+/// Chart labels are fitted so that none runs off the chart; the full text
+/// stays in the bar's tooltip.
+pub fn fit_end(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let tail: String = s.chars().skip(n + 1 - max.max(2)).collect();
+    format!("…{tail}")
+}
+
 /// The chart as an SVG element with class "chart" and one `rect.bar` per bar.
 pub fn bars(r: &BenchReport, title: &str, bars: &[Bar]) -> String {
     const PALETTE: [&str; 6] = [
@@ -50,7 +63,7 @@ pub fn bars(r: &BenchReport, title: &str, bars: &[Bar]) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-scale="{scale}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{t}"><style>text{{font:11px sans-serif;fill:#212529}} .t{{font-weight:bold;font-size:13px}}</style><text class="t" x="4" y="18">{t}{note}</text>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-scale="{scale}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{t}"><style>text{{font:12px sans-serif;fill:#212529}} .t{{font-weight:bold;font-size:13px}}</style><text class="t" x="4" y="18">{t}{note}</text>"#,
         scale = if log { "log" } else { "linear" },
         t = esc(title),
         note = if log { " (log scale)" } else { "" },
@@ -61,7 +74,7 @@ pub fn bars(r: &BenchReport, title: &str, bars: &[Bar]) -> String {
     shown.dedup();
     let mut lx = left;
     for ti in shown {
-        let name = super::report::target_label(r, ti);
+        let name = fit_end(&super::report::target_label(r, ti), 40);
         let _ = write!(
             s,
             r#"<rect class="legend" x="{lx:.1}" y="8" width="10" height="10" fill="{c}"/><text x="{tx:.1}" y="17">{n}</text>"#,
@@ -69,7 +82,7 @@ pub fn bars(r: &BenchReport, title: &str, bars: &[Bar]) -> String {
             tx = lx + 14.0,
             n = esc(&name)
         );
-        lx += 24.0 + 6.5 * name.chars().count() as f64;
+        lx += 24.0 + 7.5 * name.chars().count() as f64;
     }
     for (i, b) in bars.iter().enumerate() {
         let y = top + i as f64 * (bar_h + gap);
@@ -81,7 +94,7 @@ pub fn bars(r: &BenchReport, title: &str, bars: &[Bar]) -> String {
             r#"<text x="{tx}" y="{ty:.1}" text-anchor="end">{label}</text><rect class="bar" data-target="{path}" x="{left}" y="{y:.1}" width="{w:.1}" height="{bar_h}" fill="{c}"><title>{label} on {name}: {val}</title></rect><text x="{vx:.1}" y="{ty:.1}">{val}</text>"#,
             tx = left - 6.0,
             ty = y + bar_h * 0.8,
-            label = esc(&b.label),
+            label = esc(&fit_end(&b.label, ((left - 10.0) / 7.5) as usize)),
             path = esc(&b.result.target),
             c = PALETTE[b.target % PALETTE.len()],
             name = esc(&name),
@@ -100,5 +113,17 @@ mod tests {
         assert!(!super::wants_log(1.0, 10.0));
         assert!(super::wants_log(7.5e3, 1e10));
         assert!(!super::wants_log(0.0, 5.0));
+    }
+
+    #[test]
+    fn long_labels_keep_their_end() {
+        assert_eq!(super::fit_end("short", 10), "short");
+        assert_eq!(super::fit_end("/tmp/abc/second (tmpfs)", 10), "…d (tmpfs)");
+        assert_eq!(
+            super::fit_end("/tmp/abc/second (tmpfs)", 10)
+                .chars()
+                .count(),
+            10
+        );
     }
 }

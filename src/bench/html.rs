@@ -93,10 +93,14 @@ pub fn bar_chart(r: &BenchReport, w: &Workload) -> String {
         let color = PALETTE[i % PALETTE.len()];
         let _ = write!(
             s,
-            r#"<text x="{tx}" y="{ty}" text-anchor="end">{name}</text><rect class="bar" data-target="{path}" x="{left}" y="{y}" width="{bw:.1}" height="{bar_h}" fill="{color}"><title>{name}: median {val}, min {min}, max {max}, {runs} runs</title></rect>"#,
+            r#"<text x="{tx}" y="{ty}" text-anchor="end">{short}</text><rect class="bar" data-target="{path}" x="{left}" y="{y}" width="{bw:.1}" height="{bar_h}" fill="{color}"><title>{name}: median {val}, min {min}, max {max}, {runs} runs</title></rect>"#,
             tx = left - 6.0,
             ty = y + bar_h * 0.65,
             name = esc(&target_name(r, *i)),
+            short = esc(&super::chart::fit_end(
+                &target_name(r, *i),
+                ((left - 10.0) / 7.5) as usize
+            )),
             path = esc(&res.target),
             bw = (x(res.median) - left).max(1.0),
             val = esc(&fmt_value(res, Some(w))),
@@ -127,10 +131,21 @@ pub fn bar_chart(r: &BenchReport, w: &Workload) -> String {
         if res.cache_state == "warm" {
             label.push_str(" (warm)");
         }
+        // Right of the whisker when it fits; a label too long for that
+        // ("... (above ceiling!)" on a long bar) goes inside the bar in white.
+        let est = label.chars().count() as f64 * 12.0 * 0.62 + 4.0;
+        let after = x(res.max.max(res.median)) + 6.0;
+        let bar_end = x(res.median);
+        let (lx, anchor, fill) = if after + est <= width - 4.0 {
+            (after, "start", "#212529")
+        } else if bar_end - left - 12.0 >= est {
+            (bar_end - 6.0, "end", "#fff")
+        } else {
+            (width - 4.0, "end", "#212529")
+        };
         let _ = write!(
             s,
-            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-            x(res.max.max(res.median)) + 6.0,
+            r#"<text x="{lx:.1}" y="{:.1}" text-anchor="{anchor}" style="fill:{fill}">{}</text>"#,
             y + bar_h * 0.65,
             esc(&label)
         );
@@ -140,7 +155,7 @@ pub fn bar_chart(r: &BenchReport, w: &Workload) -> String {
         (Some(c), Some(_)) => {
             let _ = write!(
                 s,
-                r##"<line class="ceiling" x1="{cx:.1}" x2="{cx:.1}" y1="{y1}" y2="{bottom}" stroke="#c92a2a" stroke-width="2" stroke-dasharray="6 4"/><text x="{cx:.1}" y="{ty}" text-anchor="end" fill="#c92a2a">memcpy ceiling {v}</text>"##,
+                r##"<line class="ceiling" x1="{cx:.1}" x2="{cx:.1}" y1="{y1}" y2="{bottom}" stroke="#c92a2a" stroke-width="2" stroke-dasharray="6 4"/><text x="{cx:.1}" y="{ty}" text-anchor="end" style="fill:#c92a2a">memcpy ceiling {v}</text>"##,
                 cx = x(c),
                 y1 = top - 6.0,
                 ty = bottom + 16.0,
@@ -150,7 +165,7 @@ pub fn bar_chart(r: &BenchReport, w: &Workload) -> String {
         (Some(c), None) => {
             let _ = write!(
                 s,
-                r##"<text class="ceiling-note" x="{left}" y="{ty}" fill="#c92a2a">memcpy ceiling {v} (off this scale)</text>"##,
+                r##"<text class="ceiling-note" x="{left}" y="{ty}" style="fill:#c92a2a">memcpy ceiling {v} (off this scale)</text>"##,
                 ty = bottom + 16.0,
                 v = esc(&fmt_in_unit(c, w))
             );
@@ -237,8 +252,11 @@ pub fn heatmaps(r: &BenchReport) -> Vec<(String, String)> {
             let mut s = String::new();
             let _ = write!(
                 s,
-                r#"<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" data-op="{op}" width="{width}" height="{height}" viewBox="0 0 {width} {height}"><style>text{{font:11px sans-serif;fill:#212529}} .t{{font-weight:bold;font-size:13px}}</style><text class="t" x="4" y="16">iozone {op}: {name}</text>"#,
-                name = esc(&target_name(r, ti))
+                r#"<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" data-op="{op}" width="{width}" height="{height}" viewBox="0 0 {width} {height}"><style>text{{font:11px sans-serif;fill:#212529}} .t{{font-weight:bold;font-size:13px}} .tier{{font-size:9px}}</style><text class="t" x="4" y="16">iozone {op}: {name}</text>"#,
+                name = esc(&super::chart::fit_end(
+                    &target_name(r, ti),
+                    ((width - 8.0) / 8.5) as usize - op.len() - 8
+                ))
             );
             for (ci, rec) in recs.iter().enumerate() {
                 let _ = write!(
@@ -276,7 +294,7 @@ pub fn heatmaps(r: &BenchReport) -> Vec<(String, String)> {
                     };
                     let _ = write!(
                         s,
-                        r##"<rect class="cell" x="{x}" y="{y}" width="{cw}" height="{ch}" fill="{fill}" stroke="#fff"><title>{label}: {val} ({tier})</title></rect><text x="{tx:.1}" y="{ty:.1}" text-anchor="middle" fill="{tc}">{val}</text><text x="{tx:.1}" y="{ty2:.1}" text-anchor="middle" fill="{tc}" font-size="9">{tier}</text>"##,
+                        r##"<rect class="cell" x="{x}" y="{y}" width="{cw}" height="{ch}" fill="{fill}" stroke="#fff"><title>{label}: {val} ({tier})</title></rect><text x="{tx:.1}" y="{ty:.1}" text-anchor="middle" style="fill:{tc}">{val}</text><text class="tier" x="{tx:.1}" y="{ty2:.1}" text-anchor="middle" style="fill:{tc}">{tier}</text>"##,
                         fill = heat_color(f),
                         label = esc(&w.label),
                         val = esc(&fmt_value(res, Some(w))),

@@ -8,16 +8,17 @@ use super::html_escape as esc;
 
 /// The house stylesheet. Class names are shared: `.warn` (a warning box),
 /// `.verdict` (advise's answer), `.grid` (charts side by side), `.charts`
-/// (charts stacked full width).
+/// (charts stacked full width). Every chart shrinks to the column on a narrow
+/// window (its viewBox keeps the proportions) instead of overflowing it.
 const STYLE: &str = "\
-body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1040px;color:#212529;padding:0 12px}
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#212529;padding:0 12px}
 h1{font-size:22px} h2{font-size:17px;margin-top:28px}
 table{border-collapse:collapse;margin:.5em 0} td,th{padding:3px 10px;border-bottom:1px solid #dee2e6;text-align:left} th{background:#f3f3f3}
 .warn{background:#fff4e6;border-left:4px solid #e67700;padding:6px 10px;margin:6px 0}
 .verdict{font-size:18px;background:#e7f5ff;border-left:5px solid #1971c2;padding:10px 14px}
 code,pre{background:#f1f3f5;padding:2px 4px} figure{margin:10px 0}
-.grid{display:flex;flex-wrap:wrap;gap:12px} .charts svg{display:block;margin:1em 0;border:1px solid #eee}
-text{font-size:11px;font-family:sans-serif}
+.grid{display:flex;flex-wrap:wrap;gap:12px} .charts svg{display:block;margin:1em 0;border:1px solid #eee;width:100%;height:auto}
+svg{max-width:100%;height:auto} pre{overflow-x:auto;padding:8px 10px}
 ";
 
 /// A whole HTML document: `title` in the head and as the page heading,

@@ -105,3 +105,142 @@ pub fn df_inodes(p: &Path) -> (u64, u64) {
     let v = df(&["--output=itotal,iused"], p);
     (v[0], v[1])
 }
+
+/// Headless Chromium, or None (with the reason printed) where it is not installed.
+pub fn chromium() -> Option<&'static str> {
+    let exe = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    if exe.is_none() {
+        eprintln!("SKIP chromium rendering: chromium is not installed (scripts/setup installs it)");
+    }
+    exe
+}
+
+fn run_chromium(exe: &str, width: u32, height: u32, args: &[String], page: &Path) -> Output {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(exe)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--window-size={width},{height}"))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Lays `html` out in Chromium at `width` CSS pixels and returns what
+/// tests/it/layout.js measured: per inline SVG its size, its number of texts
+/// and shapes, the smallest text height, and the labels that are clipped,
+/// overlap each other or sit on a drawn curve; the tables and code blocks.
+/// The script goes into a copy: the report itself stays script-free.
+pub fn chromium_layout(html: &Path, width: u32) -> Option<serde_json::Value> {
+    let exe = chromium()?;
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("layout.html");
+    let page = std::fs::read_to_string(html).unwrap();
+    let script = format!("<script>{}</script></body>", include_str!("layout.js"));
+    assert!(page.contains("</body>"), "no </body> in {}", html.display());
+    std::fs::write(&copy, page.replacen("</body>", &script, 1)).unwrap();
+    let out = run_chromium(exe, width, 900, &["--dump-dom".to_string()], &copy);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let json = dom
+        .split("<pre id=\"layout-findings\">")
+        .nth(1)
+        .and_then(|s| s.split("</pre>").next())
+        .unwrap_or_else(|| {
+            panic!(
+                "the layout script left no findings in the DOM of {}",
+                html.display()
+            )
+        });
+    let json = json
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    Some(serde_json::from_str(&json).unwrap())
+}
+
+/// Every layout fault in `findings`, each naming the chart and its labels:
+/// clipped text, overlapping text, text on a curve, empty charts, text
+/// shrunk below `min_text_px`, a page wider than the window.
+pub fn layout_faults(findings: &serde_json::Value, min_text_px: f64) -> Vec<String> {
+    let mut faults = Vec::new();
+    let width = &findings["width"];
+    for c in findings["charts"].as_array().unwrap() {
+        let name = c["name"].as_str().unwrap_or("?");
+        for t in c["clipped"].as_array().unwrap() {
+            faults.push(format!(
+                "{name} at {width}px: label {t} is clipped by the chart's edge"
+            ));
+        }
+        for p in c["overlaps"].as_array().unwrap() {
+            faults.push(format!(
+                "{name} at {width}px: labels {} and {} overlap",
+                p[0], p[1]
+            ));
+        }
+        for t in c["on_curve"].as_array().unwrap() {
+            faults.push(format!("{name} at {width}px: label {t} sits on the curve"));
+        }
+        if c["texts"].as_u64() == Some(0) || c["shapes"].as_u64() == Some(0) {
+            faults.push(format!("{name} at {width}px: empty chart {c}"));
+        }
+        if c["min_font_px"].as_f64().is_some_and(|f| f < min_text_px) {
+            faults.push(format!(
+                "{name} at {width}px: text {}px high, below {min_text_px}px",
+                c["min_font_px"]
+            ));
+        }
+    }
+    for t in findings["tables"].as_array().unwrap() {
+        if t["rows"].as_u64().unwrap_or(0) < 2 || t["cells"].as_u64() == Some(0) {
+            faults.push(format!("table at {width}px has no data rows: {t}"));
+        }
+        if t["overflows"].as_bool() == Some(true) {
+            faults.push(format!("table at {width}px is wider than the window: {t}"));
+        }
+    }
+    if findings["page_overflows"].as_bool() == Some(true) {
+        faults.push(format!("the page is wider than a {width}px window"));
+    }
+    faults
+}
+
+/// A PNG of `html` at `width`×`height`; when TMPFSCTL_SCREENSHOTS names a
+/// directory the PNG is copied there for a person to look at.
+pub fn chromium_screenshot(html: &Path, width: u32, height: u32, name: &str) -> Option<Vec<u8>> {
+    let exe = chromium()?;
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join(format!("{name}.png"));
+    run_chromium(
+        exe,
+        width,
+        height,
+        &[format!("--screenshot={}", png.display())],
+        html,
+    );
+    let bytes = std::fs::read(&png).unwrap();
+    if let Some(keep) = std::env::var_os("TMPFSCTL_SCREENSHOTS") {
+        std::fs::write(Path::new(&keep).join(format!("{name}.png")), &bytes).unwrap();
+    }
+    Some(bytes)
+}

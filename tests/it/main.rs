@@ -12,6 +12,7 @@ mod explain;
 mod fleet;
 mod mounts;
 mod persist;
+mod reports;
 mod status;
 mod top;
 mod workspace;
