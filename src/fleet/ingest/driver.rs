@@ -166,12 +166,15 @@ struct Input<'r> {
     buf: Vec<u8>,
     more: bool,
     block: usize,
+    progress: &'r indicatif::ProgressBar,
 }
 
 impl Input<'_> {
     fn fill(&mut self, want: usize) -> Result<()> {
+        let had = self.buf.len();
         self.more = fill(&mut *self.r, &mut self.buf, want)
             .with_context(|| format!("reading {}", self.name))?;
+        self.progress.inc(self.buf.len().saturating_sub(had) as u64);
         Ok(())
     }
 
@@ -237,6 +240,7 @@ pub(super) fn ingest_blocks(
         buf: Vec::with_capacity(block + 4096),
         more: true,
         block,
+        progress: &opts.progress,
     };
     input.fill(block)?;
     let first_line = input

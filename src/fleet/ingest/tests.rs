@@ -413,3 +413,19 @@ fn csv_read_in_parallel_blocks_equals_the_csv_reader_line_for_line() {
     // The cases do reach the records past the first bad one.
     assert!(csv_outcome(&cases[0], true, None).contains("kept c.csv:"));
 }
+
+#[test]
+fn the_progress_bar_counts_every_byte_read_and_small_inputs_get_none() {
+    let text: String = (0..500)
+        .map(|i| format!("h{i}\t4\t1000\t500\t500\t0\t0\t0\t0\t0\t0\t1\n"))
+        .collect();
+    let opts = IngestOptions {
+        progress: indicatif::ProgressBar::hidden(),
+        ..Default::default()
+    };
+    let (mut f, mut r) = (Fleet::default(), IngestReport::default());
+    driver::ingest_blocks("p", Box::new(text.as_bytes()), &opts, &mut f, &mut r, 1000).unwrap();
+    assert_eq!(f.len(), 500);
+    assert_eq!(opts.progress.position(), text.len() as u64);
+    assert!(read_bar(1 << 20).is_hidden());
+}
