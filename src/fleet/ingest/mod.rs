@@ -3,9 +3,9 @@
 //! can be mixed; `-` is stdin.
 //!
 //! Built to stream: input is read in blocks that are parsed on all cores, and
-//! each host is kept as one 56-byte numeric [`Row`] plus its name in a shared
+//! each host is kept as one 64-byte numeric [`Row`] plus its name in a shared
 //! byte arena and its timestamp until deduplication, so 10 million hosts peak
-//! under 0.9 GiB and never near the size of the input.
+//! near 1.2 GiB and never near the size of the input.
 //!
 //! One file per input format ([`jsonl`], [`tsv`], [`csv`]; Prometheus is
 //! `fleet::prom`), the host store and dedup in [`store`], the checks all
