@@ -2,9 +2,11 @@
 # fleet analyze vs DuckDB on the same fleet as JSON lines, survey TSV and CSV.
 #
 #   bench/fleet-analyze-vs-duckdb.sh [HOSTS] [PAIRS] [FORMATS]
+#   bench/fleet-analyze-vs-duckdb.sh "1000000 10000000" 5 "tsv csv jsonl"   (the full proof)
 #   BIN=/path/to/other/tmpfsctl NOBUILD=1 bench/fleet-analyze-vs-duckdb.sh ...  (before/after)
 #
-# Generates HOSTS synthetic hosts (default 1,000,000) in each format
+# For each of HOSTS (one count or several; default 1,000,000), generates
+# that many synthetic hosts in each format
 # (default "jsonl tsv csv"; files /tmp/tmpfsctl-bench-fleet-HOSTS.FORMAT are
 # reused), then runs `tmpfsctl fleet analyze FILE --json` and a DuckDB query
 # computing the same figures (one row per host, the max/min/mean/median/mode/
@@ -18,13 +20,14 @@
 # median of the per-pair ratios, and the largest peak RSS of each tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${1:-1000000}
+COUNTS=${1:-1000000}
 PAIRS=${2:-5}
+[ "$PAIRS" -ge 5 ] || { echo "PAIRS must be 5 or more: fewer alternated pairs give no stable median" >&2; exit 2; }
 FORMATS=${3:-jsonl tsv csv}
 BIN=${BIN:-target/release/tmpfsctl}
 [ -n "${NOBUILD:-}" ] || cargo build --release --quiet
 python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb
-echo "$N hosts, $PAIRS alternated pairs; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); duckdb $(python3 -c 'import duckdb; print(duckdb.__version__)'); $("$BIN" --version)"
+echo "hosts $COUNTS, $PAIRS alternated pairs; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); duckdb $(python3 -c 'import duckdb; print(duckdb.__version__)'); $("$BIN" --version)"
 
 DUCK=$(mktemp --suffix=.py)
 OUT=$(mktemp)
@@ -94,11 +97,13 @@ timed() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+for N in $COUNTS; do
 for fmt in $FORMATS; do
   F=/tmp/tmpfsctl-bench-fleet-$N.$fmt
   gen=$fmt; [ "$fmt" = tsv ] && gen=kirkland
-  [ -s "$F" ] || python3 bench/fleet-gen.py "$N" --format "$gen" > "$F"
-  echo "== $fmt: $F ($(du -h "$F" | cut -f1))"
+  # Written aside first: an interrupted run must not leave a short file to be reused.
+  [ -s "$F" ] || { python3 bench/fleet-gen.py "$N" --format "$gen" > "$F.part" && mv "$F.part" "$F"; }
+  echo "== $N hosts, $fmt: $F ($(du -h "$F" | cut -f1))"
   tws=() dws=() ratios=() trss=0 drss=0
   for i in $(seq "$PAIRS"); do
     read -r tw tr < <(timed tmpfsctl "$BIN" fleet analyze "$F" --json)
@@ -114,4 +119,5 @@ for fmt in $FORMATS; do
   rm_=$(printf '%s\n' "${ratios[@]}" | median)
   echo "  $fmt: tmpfsctl median ${tm}s, duckdb median ${dm}s; median ratio tmpfsctl/duckdb $rm_ (goal <= 0.5)"
   echo "  $fmt: peak RSS tmpfsctl $((trss / 1024)) MiB, duckdb $((drss / 1024)) MiB; ratio $(awk -v a="$trss" -v b="$drss" 'BEGIN { printf "%.2f", a / b }')"
+done
 done

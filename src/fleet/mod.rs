@@ -204,6 +204,15 @@ pub fn read_files(
     if files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
         anyhow::bail!("`-` (stdin) is given more than once; stdin can be read only once");
     }
+    let total = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    let opts = &ingest::IngestOptions {
+        progress: ingest::read_bar(total),
+        ..opts.clone()
+    };
     for f in files {
         if f.as_os_str() == "-" {
             ingest::ingest(
@@ -236,6 +245,7 @@ pub fn read_files(
             )?;
         }
     }
+    opts.progress.finish_and_clear();
     Ok((fleet, report))
 }
 

@@ -1,12 +1,14 @@
 //! The parallel driver: reads an input in blocks cut at line ends, parses
 //! the blocks on all cores (JSON lines and TSV are one record a line), and
-//! appends the results in input order. CSV, whose quoted fields may span
-//! lines, is read by its own streaming parser.
+//! appends the results in input order. CSV goes the same way while its
+//! blocks hold no quote (a quoted field may span lines); from the first
+//! block with one, the `csv` crate's streaming reader takes over.
 
 use std::io::Read;
 
 use anyhow::{Context as _, Result};
 
+use super::parsed::Parsed;
 use super::parsed::{Bad, bad, bad_line_message};
 use super::store::{Fleet, Row, pack};
 use super::{FileReport, Format, IngestOptions, IngestReport, csv, detect, jsonl, tsv};
@@ -35,13 +37,43 @@ fn fill(r: &mut dyn Read, buf: &mut Vec<u8>, want: usize) -> std::io::Result<boo
     Ok(true)
 }
 
-struct ChunkOut {
+/// What one block of input gave.
+pub(super) struct ChunkOut {
     rows: Vec<Row>,
     /// Per row: timestamp and line within the chunk.
     ts_lines: Vec<(i64, u64)>,
     names: Vec<u8>,
-    bad: Vec<(u64, Bad)>,
-    lines: u64,
+    pub(super) bad: Vec<(u64, Bad)>,
+    pub(super) lines: u64,
+    /// CSV: the `csv` reader's line count after the block's last record, if any.
+    pub(super) csv_next: Option<u64>,
+}
+
+impl ChunkOut {
+    /// Room for `rows` rows: survey lines are ~100 bytes, so a block's length
+    /// / 64 holds them all and saves regrowing (pages never written cost nothing).
+    pub(super) fn with_capacity(rows: usize) -> ChunkOut {
+        ChunkOut {
+            rows: Vec::with_capacity(rows),
+            ts_lines: Vec::with_capacity(rows),
+            names: Vec::new(),
+            bad: Vec::new(),
+            lines: 0,
+            csv_next: None,
+        }
+    }
+
+    pub(super) fn push(&mut self, p: Parsed<'_>, line: u64) {
+        let (row, ts) = pack(p, &mut self.names);
+        self.rows.push(row);
+        self.ts_lines.push((ts, line));
+    }
+}
+
+/// Where each line of `chunk` ends: its newlines, and the end of a last line without one.
+pub(super) fn line_ends(chunk: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    memchr::memchr_iter(b'\n', chunk)
+        .chain((!chunk.is_empty() && chunk[chunk.len() - 1] != b'\n').then_some(chunk.len()))
 }
 
 fn parse_chunk(
@@ -50,15 +82,7 @@ fn parse_chunk(
     path: &str,
     first_line_is_file_start: bool,
 ) -> ChunkOut {
-    let mut out = ChunkOut {
-        // Survey lines are ~100 bytes: room for them all up front saves regrowing
-        // (pages never written cost nothing).
-        rows: Vec::with_capacity(chunk.len() / 64),
-        ts_lines: Vec::with_capacity(chunk.len() / 64),
-        names: Vec::new(),
-        bad: Vec::new(),
-        lines: 0,
-    };
+    let mut out = ChunkOut::with_capacity(chunk.len() / 64);
     let mut start = 0;
     let mut seen_data = false;
     let chunk_text = if format == Format::Jsonl {
@@ -66,9 +90,7 @@ fn parse_chunk(
     } else {
         None
     };
-    let ends = memchr::memchr_iter(b'\n', chunk)
-        .chain((!chunk.is_empty() && chunk[chunk.len() - 1] != b'\n').then_some(chunk.len()));
-    for end in ends {
+    for end in line_ends(chunk) {
         out.lines += 1;
         let mut line_end = end;
         if line_end > start && chunk[line_end - 1] == b'\r' {
@@ -89,39 +111,47 @@ fn parse_chunk(
             // A header row may open the file, and only the file.
             Format::Kirkland if first && tsv::is_header(line) => continue,
             Format::Kirkland => tsv::parse(line),
-            Format::Csv => Err(bad("internal", "CSV is not line-parsed")),
+            Format::Csv => Err(bad("internal", "CSV is parsed by csv::Columns")),
         };
         match parsed {
-            Ok(p) => {
-                let (row, ts) = pack(p, &mut out.names);
-                out.rows.push(row);
-                out.ts_lines.push((ts, out.lines));
-            }
+            Ok(p) => out.push(p, out.lines),
             Err(b) => out.bad.push((out.lines, b)),
         }
     }
     out
 }
 
+/// How the blocks of one input are parsed.
+#[derive(Clone, Copy)]
+enum Parser<'a> {
+    /// One record a line; whether the next block starts the file.
+    Lines(Format, &'a str, bool),
+    Csv(&'a csv::Columns),
+}
+
+impl Parser<'_> {
+    /// None: a CSV block the fast reader cannot take.
+    fn parse(self, chunk: &[u8], first: bool) -> Option<ChunkOut> {
+        match self {
+            Parser::Lines(format, path, file_start) => {
+                Some(parse_chunk(chunk, format, path, file_start && first))
+            }
+            Parser::Csv(cols) => cols.parse_chunk(chunk),
+        }
+    }
+}
+
 /// Parse `chunks` (consecutive blocks of one input), one thread each;
 /// results in input order.
-fn parse_blocks(
-    chunks: &[Vec<u8>],
-    format: Format,
-    path: &str,
-    first_chunk: bool,
-) -> Vec<ChunkOut> {
+fn parse_blocks(chunks: &[Vec<u8>], parser: Parser<'_>) -> Vec<Option<ChunkOut>> {
     if chunks.len() == 1 {
-        return vec![parse_chunk(&chunks[0], format, path, first_chunk)];
+        return vec![parser.parse(&chunks[0], true)];
     }
     std::thread::scope(|s| {
         let hs: Vec<_> = chunks
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                let fc = first_chunk && i == 0;
-                s.spawn(move || parse_chunk(c, format, path, fc))
-            })
+            .map(|(i, c)| s.spawn(move || parser.parse(c, i == 0)))
             .collect();
         hs.into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
@@ -129,26 +159,99 @@ fn parse_blocks(
     })
 }
 
+/// The input being read: what is buffered, and whether more follows.
+struct Input<'r> {
+    r: Box<dyn Read + 'r>,
+    name: &'r str,
+    buf: Vec<u8>,
+    more: bool,
+    block: usize,
+    progress: &'r indicatif::ProgressBar,
+}
+
+impl Input<'_> {
+    fn fill(&mut self, want: usize) -> Result<()> {
+        let had = self.buf.len();
+        self.more = fill(&mut *self.r, &mut self.buf, want)
+            .with_context(|| format!("reading {}", self.name))?;
+        self.progress.inc(self.buf.len().saturating_sub(had) as u64);
+        Ok(())
+    }
+
+    /// Up to `n` next blocks, each cut at a line end.
+    fn blocks(&mut self, n: usize) -> Result<Vec<Vec<u8>>> {
+        let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(n);
+        let mut carry: Vec<u8> = Vec::new();
+        while chunks.len() < n && (self.more || !self.buf.is_empty()) {
+            if self.buf.is_empty() {
+                self.fill(self.block)?;
+                continue;
+            }
+            let cut = if self.more {
+                match memchr::memrchr(b'\n', &self.buf) {
+                    Some(i) => i + 1,
+                    None => {
+                        // A line longer than a block: read on until it ends.
+                        self.fill(self.buf.len() + self.block)?;
+                        continue;
+                    }
+                }
+            } else {
+                self.buf.len()
+            };
+            carry.clear();
+            carry.extend_from_slice(&self.buf[cut..]);
+            self.buf.truncate(cut);
+            chunks.push(std::mem::replace(&mut self.buf, std::mem::take(&mut carry)));
+            self.buf.reserve(self.block + 4096);
+            if self.more {
+                self.fill(self.block)?;
+            }
+        }
+        Ok(chunks)
+    }
+}
+
 /// Read one input (a file or stdin) into `fleet`.
 pub fn ingest(
     name: &str,
-    mut r: Box<dyn Read + '_>,
+    r: Box<dyn Read + '_>,
     opts: &IngestOptions,
     fleet: &mut Fleet,
     report: &mut IngestReport,
 ) -> Result<()> {
+    ingest_blocks(name, r, opts, fleet, report, BLOCK)
+}
+
+/// [`ingest`] in blocks of `block` bytes (tests use small ones to cut lines anywhere).
+pub(super) fn ingest_blocks(
+    name: &str,
+    r: Box<dyn Read + '_>,
+    opts: &IngestOptions,
+    fleet: &mut Fleet,
+    report: &mut IngestReport,
+    block: usize,
+) -> Result<()> {
     let file_idx = fleet.sources.len();
     fleet.sources.push(name.to_string());
-    let mut buf = Vec::with_capacity(BLOCK + 4096);
-    let mut more = fill(&mut *r, &mut buf, BLOCK).with_context(|| format!("reading {name}"))?;
-    let first_line = buf
+    let mut input = Input {
+        r,
+        name,
+        buf: Vec::with_capacity(block + 4096),
+        more: true,
+        block,
+        progress: &opts.progress,
+    };
+    input.fill(block)?;
+    let first_line = input
+        .buf
         .split(|b| *b == b'\n')
         .find(|l| {
             let t = l.trim_ascii();
             !t.is_empty() && t[0] != b'#'
         })
         .unwrap_or(b"");
-    if first_line.is_empty() && !more {
+    if first_line.is_empty() && !input.more {
         report.files.push(FileReport {
             name: name.into(),
             format: Format::Jsonl,
@@ -173,69 +276,120 @@ pub fn ingest(
         records: 0,
         skipped: 0,
     };
-    if format == Format::Csv {
-        let rest = std::io::Cursor::new(buf).chain(r);
-        csv::ingest(name, file_idx, rest, opts, fleet, report, &mut fr)?;
-        report.files.push(fr);
-        return Ok(());
-    }
-    let threads = opts.threads.max(1);
-    let mut carry: Vec<u8> = Vec::new();
-    let mut first_chunk = true;
-    let mut line_base = 0u64;
+    let mut pos = Position::default();
+    let cols;
+    let parser = if format == Format::Csv {
+        let Some(h) = csv::plain_header(&input.buf, !input.more) else {
+            // Quotes or stray carriage returns from the start: the `csv` reader reads it all.
+            let rest = std::io::Cursor::new(std::mem::take(&mut input.buf)).chain(input.r);
+            csv::ingest(name, file_idx, rest, opts, fleet, report, &mut fr, None)?;
+            report.records += fr.records;
+            report.files.push(fr);
+            return Ok(());
+        };
+        cols = csv::Columns::from_header(name, &h.record)?;
+        input.buf.drain(..h.len);
+        pos.line_base = h.lines;
+        pos.csv_next = h.next;
+        fr.lines = 1;
+        Parser::Csv(&cols)
+    } else {
+        Parser::Lines(format, &opts.path, true)
+    };
+    read_blocks(
+        &mut input, parser, file_idx, opts, fleet, report, &mut fr, pos,
+    )?;
+    report.records += fr.records;
+    report.files.push(fr);
+    Ok(())
+}
+
+/// Where reading is: lines before the next block; for CSV, the `csv`
+/// reader's line count after the last record (see `csv::Columns::parse_chunk`).
+#[derive(Default)]
+struct Position {
+    line_base: u64,
+    csv_next: u64,
+}
+
+/// Parse the rest of `input` in blocks on all cores, appending to `fleet` in input order.
+#[allow(clippy::too_many_arguments)]
+fn read_blocks(
+    input: &mut Input<'_>,
+    mut parser: Parser<'_>,
+    file_idx: usize,
+    opts: &IngestOptions,
+    fleet: &mut Fleet,
+    report: &mut IngestReport,
+    fr: &mut FileReport,
+    mut pos: Position,
+) -> Result<()> {
+    let name = input.name;
     loop {
-        // Cut up to `threads` blocks at line ends.
-        let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(threads);
-        while chunks.len() < threads && (more || !buf.is_empty()) {
-            if buf.is_empty() {
-                more = fill(&mut *r, &mut buf, BLOCK).with_context(|| format!("reading {name}"))?;
-                continue;
-            }
-            let cut = if more {
-                match memchr::memrchr(b'\n', &buf) {
-                    Some(i) => i + 1,
-                    None => {
-                        // A line longer than a block: read on until it ends.
-                        let want = buf.len() + BLOCK;
-                        more = fill(&mut *r, &mut buf, want)
-                            .with_context(|| format!("reading {name}"))?;
-                        continue;
-                    }
-                }
-            } else {
-                buf.len()
-            };
-            carry.clear();
-            carry.extend_from_slice(&buf[cut..]);
-            buf.truncate(cut);
-            chunks.push(std::mem::replace(&mut buf, std::mem::take(&mut carry)));
-            buf.reserve(BLOCK + 4096);
-            if more {
-                more = fill(&mut *r, &mut buf, BLOCK).with_context(|| format!("reading {name}"))?;
-            }
-        }
+        let chunks = input.blocks(opts.threads.max(1))?;
         if chunks.is_empty() {
             break;
         }
-        let outs = parse_blocks(&chunks, format, &opts.path, first_chunk);
-        first_chunk = false;
-        for o in outs {
+        let outs = parse_blocks(&chunks, parser);
+        for (k, o) in outs.into_iter().enumerate() {
+            let mut o = match (o, parser) {
+                (Some(o), _) => o,
+                (None, Parser::Csv(cols)) => {
+                    // A quote: the `csv` reader takes over from this block on.
+                    let mut rest = chunks[k..].concat();
+                    rest.extend_from_slice(&input.buf);
+                    let resume = csv::Resume {
+                        cols,
+                        line_base: pos.line_base,
+                        first: pos.csv_next,
+                    };
+                    let rest = std::io::Cursor::new(rest).chain(&mut input.r);
+                    return csv::ingest(
+                        name,
+                        file_idx,
+                        rest,
+                        opts,
+                        fleet,
+                        report,
+                        fr,
+                        Some(resume),
+                    );
+                }
+                (None, Parser::Lines(..)) => anyhow::bail!("{name}: a block of lines was not read"),
+            };
+            let mut base = pos.line_base;
+            if let Parser::Csv(_) = parser {
+                // Lines as the `csv` reader counts them (it reports where a record
+                // begins after skipped lines), made absolute here.
+                let abs = |l: u64| if l == 0 { pos.csv_next } else { base + l };
+                o.ts_lines.iter_mut().for_each(|x| x.1 = abs(x.1));
+                o.bad.iter_mut().for_each(|x| x.0 = abs(x.0));
+                let last = [o.ts_lines.last().map(|x| x.1), o.bad.last().map(|x| x.0)];
+                fr.lines = last.into_iter().flatten().max().unwrap_or(fr.lines);
+                if let Some(n) = o.csv_next {
+                    pos.csv_next = base + n;
+                }
+                base = 0;
+            }
             if let Some((l, b)) = o.bad.first()
                 && !opts.skip_bad
             {
-                anyhow::bail!(bad_line_message(name, line_base + l, b));
+                anyhow::bail!(bad_line_message(name, base + l, b));
             }
             for (l, b) in &o.bad {
-                report.note_bad(name, line_base + l, b);
+                report.note_bad(name, base + l, b);
             }
             fr.skipped += o.bad.len() as u64;
             fr.records += o.rows.len() as u64;
-            fleet.append_block(&o.names, o.rows, o.ts_lines, file_idx, line_base)?;
-            line_base += o.lines;
+            fleet.append_block(&o.names, o.rows, o.ts_lines, file_idx, base)?;
+            pos.line_base += o.lines;
+        }
+        if let Parser::Lines(format, path, _) = parser {
+            parser = Parser::Lines(format, path, false);
         }
     }
-    fr.lines = line_base;
-    report.records += fr.records;
-    report.files.push(fr);
+    if let Parser::Lines(..) = parser {
+        fr.lines = pos.line_base;
+    }
     Ok(())
 }

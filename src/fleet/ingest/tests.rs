@@ -330,3 +330,102 @@ fn mem_free_is_read_from_every_format() {
     let bad = r#"{"host":"d","tmp_used_bytes":1,"mem_total_bytes":100,"mem_free_bytes":101}"#;
     assert!(ingest("d.jsonl", Box::new(bad.as_bytes()), &opts, &mut f, &mut r).is_err());
 }
+
+/// Everything a read gives that output shows: hosts, the report, the
+/// duplicate examples (which quote lines), or the error.
+fn csv_outcome(text: &[u8], skip_bad: bool, block: Option<usize>) -> String {
+    let opts = IngestOptions {
+        skip_bad,
+        threads: 3,
+        ..Default::default()
+    };
+    let mut f = Fleet::default();
+    let mut r = IngestReport::default();
+    let res = match block {
+        Some(b) => driver::ingest_blocks("c.csv", Box::new(text), &opts, &mut f, &mut r, b),
+        None => {
+            // The `csv` reader alone, from the header on: the reference.
+            f.sources.push("c.csv".into());
+            let mut fr = FileReport {
+                name: "c.csv".into(),
+                format: Format::Csv,
+                lines: 0,
+                records: 0,
+                skipped: 0,
+            };
+            let res = csv::ingest("c.csv", 0, text, &opts, &mut f, &mut r, &mut fr, None);
+            r.records += fr.records;
+            r.files.push(fr);
+            res
+        }
+    };
+    if let Err(e) = res {
+        return format!("error: {e:#}");
+    }
+    r.finish();
+    let hosts: Vec<HostRecord> = (0..f.len()).map(|i| f.record(i)).collect();
+    let dups = f.dedup(100);
+    format!("{hosts:?}\n{:?}\n{:?}\n{dups:?}", r.files, r.skip_reasons)
+}
+
+#[test]
+fn csv_read_in_parallel_blocks_equals_the_csv_reader_line_for_line() {
+    let head = "host,tmp_used_kb,mem_total_kb,timestamp_unix_s,mem_free_kb\n";
+    let rows = [
+        "a,4,1000,5,100\n",
+        "b,8,1000,,\n",
+        "\n",
+        "# a comment, with a comma\n",
+        "a,12,1000,7,100\n",
+        "c,x,1000,1,1\n",
+        "d,4\n",
+        "  e , 4 , 1000 ,3, 9 ,extra,more\n",
+        "b,16,1000,9,2000\n",
+        "\n\n",
+        "f,4,1000,1,1,,,,,,,,\n",
+        "g,4,1000\n",
+    ];
+    let mut cases: Vec<Vec<u8>> = Vec::new();
+    let body: String = rows.concat();
+    for variant in 0..6 {
+        let mut t = format!("{head}{body}");
+        match variant {
+            1 => t = t.replace('\n', "\r\n"),
+            2 => t = format!("# leading comment\n\n{t}h,4,1000,1,1"),
+            // Quotes part-way (a host name with a comma), and a line break in one.
+            3 => t = format!("{t}\"q,1\",4,1000,2,1\n\"r\ns\",4,1000,2,1\nq,8,1000,3,1\n"),
+            4 => t = format!("\"host\",tmp_used_kb,mem_total_kb\n{body}"),
+            5 => t = t.replace("c,x", "c\rx"),
+            _ => {}
+        }
+        cases.push(t.into_bytes());
+    }
+    for t in &cases {
+        for skip_bad in [true, false] {
+            let want = csv_outcome(t, skip_bad, None);
+            // Format detection needs the first line in the first block.
+            for block in [64, 71, 90, 128, 1 << 20] {
+                let got = csv_outcome(t, skip_bad, Some(block));
+                assert_eq!(got, want, "block {block}, skip_bad {skip_bad}, input {t:?}");
+            }
+        }
+    }
+    // The cases do reach the records past the first bad one.
+    assert!(csv_outcome(&cases[0], true, None).contains("kept c.csv:"));
+}
+
+#[test]
+fn the_progress_bar_counts_every_byte_read_and_small_inputs_get_none() {
+    let text: String = (0..500)
+        .map(|i| format!("h{i}\t4\t1000\t500\t500\t0\t0\t0\t0\t0\t0\t1\n"))
+        .collect();
+    let opts = IngestOptions {
+        progress: indicatif::ProgressBar::hidden(),
+        ..Default::default()
+    };
+    let (mut f, mut r) = (Fleet::default(), IngestReport::default());
+    driver::ingest_blocks("p", Box::new(text.as_bytes()), &opts, &mut f, &mut r, 1000).unwrap();
+    assert_eq!(f.len(), 500);
+    assert_eq!(opts.progress.position(), text.len() as u64);
+    assert!(read_bar(1 << 20).is_hidden());
+}
