@@ -169,6 +169,30 @@ fn cut_at(s: &str, w: usize) -> usize {
     s.len()
 }
 
+/// Characters the table's borders take on a line of `visible` columns.
+fn borders(t: &Table, visible: usize) -> usize {
+    let st = t.style();
+    let lines = [
+        st.top_border,
+        st.header_separator,
+        st.row_separator,
+        st.bottom_border,
+    ];
+    let content = [st.header_lines, st.content_lines];
+    let left = lines.iter().any(|l| l.left.is_some()) || content.iter().any(|l| l.left.is_some());
+    let right =
+        lines.iter().any(|l| l.right.is_some()) || content.iter().any(|l| l.right.is_some());
+    let junction =
+        lines.iter().any(|l| l.junction.is_some()) || content.iter().any(|l| l.junction.is_some());
+    usize::from(left)
+        + usize::from(right)
+        + if junction {
+            visible.saturating_sub(1)
+        } else {
+            0
+        }
+}
+
 /// Columns each wants: (longest unbreakable piece, longest line).
 fn wants(cells: &[Vec<String>], n: usize) -> (Vec<usize>, Vec<usize>) {
     let mut min = vec![1usize; n];
@@ -255,16 +279,44 @@ pub fn fit(t: &mut Table, term_width: usize) {
             .map(|c| usize::from(c.padding_width()))
             .sum()
     };
-    // The house style draws an (invisible) border left, right and between
-    // columns: one character each.
-    let mut overhead = padding(t) + visible + 1;
+    let mut overhead = padding(t) + borders(t, visible);
     if nat.iter().sum::<usize>() + overhead > term_width {
-        // Cramped: two spaces between columns instead of three buys a
-        // column's worth of width on a wide table.
+        // Cramped: two spaces between columns instead of three, and no
+        // trailing border, buy a column's worth of width on a wide table.
         for c in t.column_iter_mut() {
             c.set_padding((0, 1));
         }
-        overhead = padding(t) + visible + 1;
+        let st = t.style_mut();
+        for line in [
+            &mut st.top_border,
+            &mut st.header_separator,
+            &mut st.row_separator,
+            &mut st.bottom_border,
+        ] {
+            line.right = None;
+        }
+        st.header_lines.right = None;
+        st.content_lines.right = None;
+        overhead = padding(t) + borders(t, visible);
+    }
+    if min.iter().sum::<usize>() + overhead > term_width {
+        // Still too wide for its words: one space between columns and no
+        // indent before cutting any word.
+        let st = t.style_mut();
+        for line in [
+            &mut st.top_border,
+            &mut st.header_separator,
+            &mut st.row_separator,
+            &mut st.bottom_border,
+        ] {
+            line.left = None;
+            line.junction = None;
+        }
+        for line in [&mut st.header_lines, &mut st.content_lines] {
+            line.left = None;
+            line.junction = None;
+        }
+        overhead = padding(t) + borders(t, visible);
     }
     let avail = term_width.saturating_sub(overhead);
     let widths = allot(&min, &nat, avail);

@@ -95,6 +95,45 @@ pub fn paragraph(indent: &str, text: &str) -> String {
     }
 }
 
+/// A shell command for the user to copy, indented by `indent`: on a
+/// terminal too narrow for it, broken before its options with ` \`
+/// continuations (still one command when pasted into a shell); piped, one
+/// line.
+pub fn command(indent: &str, cmd: &str) -> String {
+    match terminal_columns() {
+        Some(w) => command_at(indent, cmd, w),
+        None => format!("{indent}{cmd}"),
+    }
+}
+
+fn command_at(indent: &str, cmd: &str, w: usize) -> String {
+    if fit::width(indent) + fit::width(cmd) <= w {
+        return format!("{indent}{cmd}");
+    }
+    let mut out = String::from(indent);
+    let mut line = fit::width(indent);
+    for (i, part) in cmd.split(" --").enumerate() {
+        let part = if i == 0 {
+            part.to_string()
+        } else {
+            format!("--{part}")
+        };
+        // Room for " \" at the end of the line.
+        if i > 0 && line + 1 + fit::width(&part) + 2 > w {
+            out.push_str(" \\\n");
+            out.push_str(indent);
+            out.push_str("    ");
+            line = fit::width(indent) + 4;
+        } else if i > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(&part);
+        line += fit::width(&part);
+    }
+    out
+}
+
 fn paragraph_at(indent: &str, text: &str, w: usize) -> String {
     let room = w.saturating_sub(fit::width(indent) + 2).max(20);
     let wrapped = fit::wrap(text, room);

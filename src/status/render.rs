@@ -55,10 +55,12 @@ fn mounts_table(r: &StatusReport, layout: Layout) -> String {
     let mut t = crate::render::table(&header);
     let mut walked = false;
     for m in &r.mounts {
-        let limitless = if m.fstype == "ramfs" {
-            "unlimited"
-        } else {
-            "none"
+        // "no limit" can wrap between its words where a narrow terminal
+        // needs it; piped output keeps the one word scripts grep for.
+        let limitless = match (m.fstype.as_str(), layout) {
+            (_, Layout::Narrow | Layout::Medium) => "no limit",
+            ("ramfs", _) => "unlimited",
+            _ => "none",
         };
         let mut used = opt_bytes(m.used_bytes, "?");
         if m.usage_source == UsageSource::Walk {
@@ -83,7 +85,10 @@ fn mounts_table(r: &StatusReport, layout: Layout) -> String {
                 m.inodes_used.map(fmt_count).unwrap_or_else(|| "?".into()),
                 m.inodes_total
                     .map(fmt_count)
-                    .unwrap_or_else(|| "unlimited".into())
+                    .unwrap_or_else(|| match layout {
+                        Layout::Full => "unlimited".into(),
+                        _ => "no limit".into(),
+                    })
             ),
             options_cell(m, layout),
         ]);

@@ -13,5 +13,6 @@ mod fleet;
 mod mounts;
 mod persist;
 mod status;
+mod terminal;
 mod top;
 mod workspace;
