@@ -35,6 +35,11 @@ impl Drop for Tmux {
         let _ = Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
             .output();
+        // tmux leaves its socket (and lock) file behind after kill-server.
+        let base = std::env::var_os("TMUX_TMPDIR").map_or_else(|| "/tmp".into(), PathBuf::from);
+        let dir = base.join(format!("tmux-{}", rustix::process::geteuid().as_raw()));
+        let _ = std::fs::remove_file(dir.join(&self.socket));
+        let _ = std::fs::remove_file(dir.join(format!("{}.lock", self.socket)));
     }
 }
 
