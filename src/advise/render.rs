@@ -169,7 +169,12 @@ pub fn text(a: &Advice) -> String {
     for (i, (title, lines)) in secs.iter().enumerate() {
         let _ = writeln!(s, "{title}");
         for l in lines {
-            let _ = writeln!(s, "  {l}");
+            if l.starts_with(' ') {
+                // A command or config line to copy: kept whole.
+                let _ = writeln!(s, "  {l}");
+            } else {
+                let _ = writeln!(s, "{}", crate::render::paragraph("  ", l));
+            }
         }
         let _ = writeln!(s);
         if i == 1

@@ -170,7 +170,10 @@ fn output(out: &Outputs, r: &BenchReport) -> Result<()> {
     for w in &r.warnings {
         // Explanations went under the table already.
         if stdout_taken || !explain::CODES.contains(&w.code.as_str()) {
-            eprintln!("warning: {}", w.message);
+            eprintln!(
+                "{}",
+                crate::render::paragraph("", &format!("warning: {}", w.message))
+            );
         }
     }
     Ok(())

@@ -243,7 +243,8 @@ pub fn table(r: &BenchReport) -> String {
     }
     crate::render::fit_to_terminal(&mut t);
     let (lh, lrs) = latency_rows(r);
-    let mut out = quick_line(r).map_or(String::new(), |q| format!("{q}\n"));
+    let para = |text: &str| crate::render::paragraph("", text);
+    let mut out = quick_line(r).map_or(String::new(), |q| format!("{}\n", para(&q)));
     out.push_str(&format!("{t}\n"));
     if !lrs.is_empty() {
         let hs: Vec<&str> = lh.iter().map(|s| s.as_str()).collect();
@@ -254,13 +255,13 @@ pub fn table(r: &BenchReport) -> String {
         crate::render::fit_to_terminal(&mut lt);
         out.push_str(&format!("\n{lt}\n"));
     }
-    out.push_str(&format!("\n{}\n", summary_line(r)));
+    out.push_str(&format!("\n{}\n", para(&summary_line(r))));
     for w in r
         .warnings
         .iter()
         .filter(|w| super::explain::CODES.contains(&w.code.as_str()))
     {
-        out.push_str(&format!("\nwhy: {}\n", w.message));
+        out.push_str(&format!("\n{}\n", para(&format!("why: {}", w.message))));
     }
     out
 }

@@ -16,7 +16,7 @@ pub struct StatusArgs {
     /// Also list hugetlbfs and devtmpfs mounts
     #[arg(long)]
     pub all: bool,
-    /// Print a JSON document (schema_version 1) instead of tables
+    /// Print a JSON document (schema_version 2) instead of tables
     #[arg(long)]
     pub json: bool,
 }

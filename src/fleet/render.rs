@@ -264,7 +264,7 @@ pub fn text(r: &FleetReport) -> String {
             Block::Para(p) => {
                 // Paragraphs break lines on purpose; each line is escaped.
                 for l in p.split('\n') {
-                    let _ = writeln!(o, "{}", safe(l));
+                    let _ = writeln!(o, "{}", crate::render::paragraph("", &safe(l)));
                 }
             }
             Block::Table { header, rows } => {

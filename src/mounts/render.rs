@@ -9,15 +9,21 @@ use crate::units::{fmt_bytes, fmt_count};
 
 pub fn plan_text(p: &Plan) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "Plan for {} (now on {}: {} in {} inodes; RAM {}, swap {})",
-        p.dir,
-        p.dir_fstype,
-        fmt_bytes(p.used_bytes),
-        fmt_count(p.inodes),
-        fmt_bytes(p.mem_total_bytes),
-        fmt_bytes(p.swap_total_bytes)
+    let para = |s: &mut String, indent: &str, text: String| {
+        let _ = writeln!(s, "{}", crate::render::paragraph(indent, &text));
+    };
+    para(
+        &mut s,
+        "",
+        format!(
+            "Plan for {} (now on {}: {} in {} inodes; RAM {}, swap {})",
+            p.dir,
+            p.dir_fstype,
+            fmt_bytes(p.used_bytes),
+            fmt_count(p.inodes),
+            fmt_bytes(p.mem_total_bytes),
+            fmt_bytes(p.swap_total_bytes)
+        ),
     );
     if let Some(c) = &p.current {
         let _ = writeln!(
@@ -49,18 +55,24 @@ pub fn plan_text(p: &Plan) -> String {
     let _ = writeln!(s);
     match p.persist.via {
         Via::Fstab => {
-            let _ = writeln!(
-                s,
-                "Persist via fstab ({}): {:?} in {}",
-                p.persist.why, p.persist.action, p.persist.path
+            para(
+                &mut s,
+                "",
+                format!(
+                    "Persist via fstab ({}): {:?} in {}",
+                    p.persist.why, p.persist.action, p.persist.path
+                ),
             );
             let _ = writeln!(s, "  {}", p.persist.content);
         }
         Via::Systemd => {
-            let _ = writeln!(
-                s,
-                "Persist via systemd ({}): {}",
-                p.persist.why, p.persist.path
+            para(
+                &mut s,
+                "",
+                format!(
+                    "Persist via systemd ({}): {}",
+                    p.persist.why, p.persist.path
+                ),
             );
             for l in p.persist.content.lines() {
                 let _ = writeln!(s, "  {l}");
@@ -70,10 +82,17 @@ pub fn plan_text(p: &Plan) -> String {
     if p.fstype == super::plan::FsKind::Ramfs {
         let _ = writeln!(s, "\nWhat apply would do:");
     } else {
-        let _ = writeln!(s, "\nSteps `{}` takes:", p.apply_command);
+        let line = format!("Steps `{}` takes:", p.apply_command);
+        if crate::render::terminal_columns().is_none_or(|w| line.chars().count() <= w) {
+            let _ = writeln!(s, "\n{line}");
+        } else {
+            // Too long for the terminal: the command on lines of its own, to copy.
+            let _ = writeln!(s, "\nSteps this command takes:");
+            let _ = writeln!(s, "{}", crate::render::command("  ", &p.apply_command));
+        }
     }
     for (i, st) in p.steps.iter().enumerate() {
-        let _ = writeln!(s, "  {}. {st}", i + 1);
+        para(&mut s, "  ", format!("{}. {st}", i + 1));
     }
     if !p.busy.is_empty() {
         let _ = writeln!(s, "\nProcesses using {}:", p.dir);
@@ -104,13 +123,13 @@ pub fn plan_text(p: &Plan) -> String {
     if !p.warnings.is_empty() {
         let _ = writeln!(s, "\n{}", paint(Tone::Warn, "Warnings"));
         for w in &p.warnings {
-            let _ = writeln!(s, "  [{}] {}", w.code, w.message);
+            para(&mut s, "  ", format!("[{}] {}", w.code, w.message));
         }
     }
     if !p.blockers.is_empty() {
         let _ = writeln!(s, "\n{}", paint(Tone::Bad, "apply would refuse:"));
         for b in &p.blockers {
-            let _ = writeln!(s, "  - {b}");
+            para(&mut s, "  ", format!("- {b}"));
         }
     }
     let _ = writeln!(s, "\n(sizes in binary units: KiB, MiB, GiB)");
@@ -121,18 +140,25 @@ pub fn apply_text(r: &ApplyReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "Changed:");
     for c in &r.changes {
-        let _ = writeln!(s, "  - {c}");
+        let _ = writeln!(s, "{}", crate::render::paragraph("  ", &format!("- {c}")));
     }
     if let Some(n) = r.verified_entries {
         let _ = writeln!(
             s,
-            "Verified: {n} entries identical in the tmpfs (type, mode, owner, ns mtime, xattrs, content, links)"
+            "{}",
+            crate::render::paragraph(
+                "",
+                &format!(
+                    "Verified: {n} entries identical in the tmpfs (type, mode, owner, ns mtime, xattrs, content, links)"
+                )
+            )
         );
     }
-    let _ = writeln!(
-        s,
-        "Undo with: tmpfsctl revert {} --keep-data{}",
-        r.dir, r.follow_up
-    );
+    let undo = format!("tmpfsctl revert {} --keep-data{}", r.dir, r.follow_up);
+    if crate::render::terminal_columns().is_none_or(|w| undo.chars().count() + 11 <= w) {
+        let _ = writeln!(s, "Undo with: {undo}");
+    } else {
+        let _ = writeln!(s, "Undo with:\n{}", crate::render::command("  ", &undo));
+    }
     s
 }

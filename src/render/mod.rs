@@ -1,6 +1,7 @@
 //! Shared pieces of output: terminal detection, JSON, tables, the HTML page shell.
 
 pub mod color;
+pub mod fit;
 pub mod html;
 pub mod term;
 
@@ -58,78 +59,94 @@ pub fn table(header: &[&str]) -> Table {
 /// Below this many columns a terminal width is not believed.
 const MIN_WIDTH: u16 = 40;
 
-/// Keep each cell's words whole when the table is wrapped: every column gets
-/// a lower bound of its longest unbreakable piece (a word, or a number with
-/// its unit such as "23.5 GiB"), so comfy-table wraps only at spaces between
-/// them. Call after the rows are in; a no-op for piped (unwrapped) tables.
-pub fn fit_to_terminal(t: &mut Table) {
-    use comfy_table::{ColumnConstraint, Width};
+/// The width tables are fitted to: `None` when stdout is not a terminal
+/// (piped output is never wrapped); 80 when the terminal reports a width
+/// too small to believe (a pty that says 0).
+pub fn terminal_columns() -> Option<usize> {
     if !stdout_is_tty() {
-        return;
+        return None;
     }
-    let n = t.column_count();
-    let mut longest = vec![0usize; n];
-    for row in t.row_iter() {
-        for (i, cell) in row.cell_iter().enumerate().take(n) {
-            let text = cell.content();
-            longest[i] = longest[i].max(longest_piece(&text));
-        }
-    }
-    for (i, w) in longest.into_iter().enumerate() {
-        if let Some(c) = t.column_mut(i) {
-            let w = u16::try_from(w).unwrap_or(u16::MAX);
-            c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(w)));
-        }
+    let w = Table::new()
+        .width()
+        .filter(|w| *w >= MIN_WIDTH)
+        .unwrap_or(80);
+    Some(usize::from(w))
+}
+
+/// Fit a table to the terminal: every column keeps its longest unbreakable
+/// piece (a word, a number with its unit such as "23.5 GiB", a path
+/// component) whole; paths wrap after `/`, option lists after `,`. Call after
+/// the rows are in; a no-op for piped (unwrapped) tables. A caller with more
+/// columns than fit drops or abbreviates its low-value ones first (see
+/// [`terminal_columns`]).
+pub fn fit_to_terminal(t: &mut Table) {
+    if let Some(w) = terminal_columns() {
+        fit::fit(t, w);
     }
 }
 
-/// The widest run of text that must not be broken: words, joined to the next
-/// word when that is a unit after a number ("1.5 GiB", "12 ms", "3.4 x").
-fn longest_piece(text: &str) -> usize {
-    let mut best = 0;
-    for line in text.lines() {
-        let words: Vec<&str> = line.split(' ').filter(|w| !w.is_empty()).collect();
-        let mut i = 0;
-        while i < words.len() {
-            let mut len = words[i].chars().count();
-            let numeric = words[i].chars().next().is_some_and(|c| c.is_ascii_digit());
-            if numeric && i + 1 < words.len() && is_unit(words[i + 1]) {
-                len += 1 + words[i + 1].chars().count();
-                i += 1;
-            }
-            best = best.max(len);
-            i += 1;
-        }
+/// A paragraph of prose indented by `indent` (later lines by `indent` plus
+/// two spaces): on a terminal wrapped at spaces to its width, so the
+/// terminal never cuts a word or a "23.5 GiB"; piped, one line.
+pub fn paragraph(indent: &str, text: &str) -> String {
+    match terminal_columns() {
+        Some(w) => paragraph_at(indent, text, w),
+        None => format!("{indent}{text}"),
     }
-    best
 }
 
-fn is_unit(w: &str) -> bool {
-    let w = w.trim_end_matches([',', ';', ')']);
-    let w = w.split('/').next().unwrap_or(w);
-    matches!(
-        w,
-        "B" | "KiB"
-            | "MiB"
-            | "GiB"
-            | "TiB"
-            | "PiB"
-            | "k"
-            | "M"
-            | "G"
-            | "ns"
-            | "us"
-            | "µs"
-            | "ms"
-            | "s"
-            | "x"
-            | "×"
-            | "%"
-            | "IOPS"
-            | "files"
-            | "hosts"
-            | "inodes"
-    )
+/// A shell command for the user to copy, indented by `indent`: on a
+/// terminal too narrow for it, broken before its options with ` \`
+/// continuations (still one command when pasted into a shell); piped, one
+/// line.
+pub fn command(indent: &str, cmd: &str) -> String {
+    match terminal_columns() {
+        Some(w) => command_at(indent, cmd, w),
+        None => format!("{indent}{cmd}"),
+    }
+}
+
+fn command_at(indent: &str, cmd: &str, w: usize) -> String {
+    if fit::width(indent) + fit::width(cmd) <= w {
+        return format!("{indent}{cmd}");
+    }
+    let mut out = String::from(indent);
+    let mut line = fit::width(indent);
+    for (i, part) in cmd.split(" --").enumerate() {
+        let part = if i == 0 {
+            part.to_string()
+        } else {
+            format!("--{part}")
+        };
+        // Room for " \" at the end of the line.
+        if i > 0 && line + 1 + fit::width(&part) + 2 > w {
+            out.push_str(" \\\n");
+            out.push_str(indent);
+            out.push_str("    ");
+            line = fit::width(indent) + 4;
+        } else if i > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(&part);
+        line += fit::width(&part);
+    }
+    out
+}
+
+fn paragraph_at(indent: &str, text: &str, w: usize) -> String {
+    let room = w.saturating_sub(fit::width(indent) + 2).max(20);
+    let wrapped = fit::wrap(text, room);
+    let mut out = String::new();
+    for (i, line) in wrapped.lines().enumerate() {
+        if i > 0 {
+            out.push('\n');
+            out.push_str("  ");
+        }
+        out.push_str(indent);
+        out.push_str(line);
+    }
+    out
 }
 
 /// Ask `question` on the terminal; `yes` (the `--yes` flag) skips it. With no
@@ -161,14 +178,19 @@ pub fn html_escape(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::longest_piece;
-
     #[test]
-    fn numbers_stay_with_their_units() {
-        assert_eq!(longest_piece("23.5 GiB"), 8);
-        assert_eq!(longest_piece("a b c"), 1);
-        assert_eq!(longest_piece("size=24684084k,nr_inodes=1m"), 27);
-        assert_eq!(longest_piece("used 1.2 MiB of 4 GiB"), 7);
-        assert_eq!(longest_piece("12 ms/op"), 8);
+    fn paragraphs_wrap_at_words_within_the_width() {
+        let text =
+            "RAM 23.5 GiB total, 21.7 GiB available; Shmem 23.4 MiB; swap 0 B total, 0 B free";
+        let p = super::paragraph_at("  ", text, 40);
+        for l in p.lines() {
+            assert!(l.chars().count() <= 40, "{l:?}");
+            assert!(l.starts_with("  "), "{l:?}");
+        }
+        assert!(p.contains("23.5 GiB") && p.contains("0 B free"), "{p}");
+        assert_eq!(
+            p.split_whitespace().collect::<Vec<_>>(),
+            text.split_whitespace().collect::<Vec<_>>()
+        );
     }
 }

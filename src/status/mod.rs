@@ -11,7 +11,27 @@ use serde::Serialize;
 use crate::context::{Context, ExitCode};
 use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, statfs, systemd};
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: a ramfs's `used_bytes`/`inodes_used` (and so `memory.ram_fs_used_bytes`)
+/// come from walking its files instead of statfs's 0; `usage_source`, `huge`,
+/// `noswap`, `quota` and `memory.ramfs_used_bytes` are new.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// A tmpfs this full (use% or inodes, strictly above) gets a warning that
+/// points at `top` and `explain`: at 90% a 16 MiB scratch has 1.6 MiB left,
+/// one more build artefact.
+pub const NEARLY_FULL_PERCENT: f64 = 90.0;
+
+/// Where a mount's `used_bytes` comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageSource {
+    /// statfs(2), as `df`.
+    Statfs,
+    /// A walk of its files, as `du -s -x -B1`: ramfs keeps no usage count.
+    Walk,
+    /// Not measured (a `--sysroot` capture, or the walk failed).
+    Unknown,
+}
 
 /// What `status` is asked about: the plain request the CLI (or another
 /// capability) hands to [`gather`].
@@ -38,6 +58,16 @@ pub struct MountReport {
     pub inodes_total: Option<u64>,
     pub inodes_used: Option<u64>,
     pub inodes_use_percent: Option<f64>,
+    /// Where `used_bytes` and `inodes_used` come from.
+    pub usage_source: UsageSource,
+    /// tmpfs's `huge=` option (never, always, within_size, advise); null
+    /// when absent (the kernel's default, never, unless changed with
+    /// transparent_hugepage/shmem_enabled).
+    pub huge: Option<String>,
+    /// tmpfs `noswap` (Linux 6.4+): pages stay in RAM.
+    pub noswap: bool,
+    /// tmpfs quota options (usrquota, grpquota, their limits; Linux 6.6+).
+    pub quota: Vec<String>,
     /// All mount and superblock options, as the kernel shows them.
     pub options: Vec<String>,
     /// The options that matter for a RAM filesystem (nosuid, noswap, huge=, ...).
@@ -84,6 +114,10 @@ pub struct MemoryReport {
     pub ram_fs_used_bytes: u64,
     /// Sum of tmpfs size limits (each superblock once).
     pub tmpfs_limits_bytes: u64,
+    /// Data held by ramfs superblocks (counted by walking their files), part
+    /// of `ram_fs_used_bytes`; /proc/meminfo counts it in Cached and
+    /// Unevictable, not in Shmem.
+    pub ramfs_used_bytes: u64,
     pub notes: Vec<String>,
 }
 
@@ -110,6 +144,7 @@ fn key_options(all: &[String]) -> Vec<String> {
         .iter()
         .filter(|o| {
             matches!(o.as_str(), "ro" | "nosuid" | "nodev" | "noexec" | "noswap")
+                || is_quota(o)
                 || ["huge=", "mode=", "nr_inodes=", "size="]
                     .iter()
                     .any(|p| o.starts_with(p))
@@ -118,6 +153,13 @@ fn key_options(all: &[String]) -> Vec<String> {
         .collect();
     v.dedup();
     v
+}
+
+fn is_quota(o: &str) -> bool {
+    let key = o.split('=').next().unwrap_or(o);
+    matches!(key, "quota" | "usrquota" | "grpquota")
+        || key.starts_with("usrquota_")
+        || key.starts_with("grpquota_")
 }
 
 fn percent(used: u64, total: u64) -> Option<f64> {
@@ -130,13 +172,32 @@ fn percent(used: u64, total: u64) -> Option<f64> {
 fn mount_report(root: &Sysroot, m: MountInfo, mem: &MemInfo) -> MountReport {
     let statfs::Limits {
         size_bytes: size,
-        used_bytes: used,
+        used_bytes: mut used,
         avail_bytes: avail,
         inodes_total: itotal,
-        inodes_used: iused,
+        inodes_used: mut iused,
     } = statfs::limits(&m, root.is_live(), mem.mem_total_bytes);
+    let mut usage_source = if used.is_some() {
+        UsageSource::Statfs
+    } else {
+        UsageSource::Unknown
+    };
+    if m.fstype == "ramfs" {
+        // statfs on ramfs says 0 used whatever it holds; its files say how
+        // much (st_blocks is kept for ramfs pages).
+        let walked = root
+            .is_live()
+            .then(|| sys::du::usage(&m.mount_point).ok())
+            .flatten();
+        (used, iused, usage_source) = match walked {
+            Some(u) => (Some(u.bytes), Some(u.inodes), UsageSource::Walk),
+            None => (None, None, UsageSource::Unknown),
+        };
+    }
     let bind = m.is_bind();
     let device = format!("{}:{}", m.major, m.minor);
+    let tmpfs = m.fstype == "tmpfs";
+    let huge = m.option("huge").filter(|_| tmpfs).map(str::to_string);
     // As MountInfo::all_options: mount options first, then the superblock's
     // that are not among them.
     let mut options = m.mount_options;
@@ -166,6 +227,14 @@ fn mount_report(root: &Sysroot, m: MountInfo, mem: &MemInfo) -> MountReport {
             (Some(u), Some(t)) => percent(u, t),
             _ => None,
         },
+        usage_source,
+        huge,
+        noswap: tmpfs && options.iter().any(|o| o == "noswap"),
+        quota: options
+            .iter()
+            .filter(|o| tmpfs && is_quota(o))
+            .cloned()
+            .collect(),
         key_options: key_options(&options),
         options,
         device,
@@ -318,7 +387,7 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
 
 fn memory_report(mounts: &[MountReport], mem: &MemInfo) -> MemoryReport {
     let mut seen = HashSet::new();
-    let (mut used, mut limits) = (0u64, 0u64);
+    let (mut used, mut limits, mut ramfs) = (0u64, 0u64, 0u64);
     for m in mounts
         .iter()
         .filter(|m| m.fstype == "tmpfs" || m.fstype == "ramfs")
@@ -327,8 +396,29 @@ fn memory_report(mounts: &[MountReport], mem: &MemInfo) -> MemoryReport {
             used += m.used_bytes.unwrap_or(0);
             if m.fstype == "tmpfs" {
                 limits += m.size_bytes.unwrap_or(0);
+            } else {
+                ramfs += m.used_bytes.unwrap_or(0);
             }
         }
+    }
+    let mut notes = vec![
+        "tmpfs data is counted as Shmem: free's \"shared\" column, and inside \"buff/cache\"; \
+         it does not show as \"used\" in free or htop, yet it cannot be dropped like cache."
+            .to_string(),
+        if mem.swap_total_bytes > 0 {
+            "tmpfs pages can be swapped out under memory pressure unless the mount has `noswap` (Linux 6.4+)."
+                .into()
+        } else {
+            "There is no swap: every tmpfs page stays in RAM until its file is deleted.".into()
+        },
+    ];
+    if mounts.iter().any(|m| m.fstype == "ramfs") {
+        notes.push(
+            "ramfs usage is counted by walking its files (ramfs keeps no figure for statfs). \
+             ramfs data is not Shmem: /proc/meminfo counts it in Cached and Unevictable \
+             (free's \"buff/cache\"), and it can be neither dropped nor swapped."
+                .into(),
+        );
     }
     MemoryReport {
         mem_total_bytes: mem.mem_total_bytes,
@@ -338,21 +428,10 @@ fn memory_report(mounts: &[MountReport], mem: &MemInfo) -> MemoryReport {
         swap_free_bytes: mem.swap_free_bytes,
         ram_fs_used_bytes: used,
         tmpfs_limits_bytes: limits,
-        notes: vec![
-            "tmpfs data is counted as Shmem: free's \"shared\" column, and inside \"buff/cache\"; \
-             it does not show as \"used\" in free or htop, yet it cannot be dropped like cache."
-                .into(),
-            if mem.swap_total_bytes > 0 {
-                "tmpfs pages can be swapped out under memory pressure unless the mount has `noswap` (Linux 6.4+)."
-                    .into()
-            } else {
-                "There is no swap: every tmpfs page stays in RAM until its file is deleted.".into()
-            },
-        ],
+        ramfs_used_bytes: ramfs,
+        notes,
     }
 }
-
-const NEARLY_FULL_PERCENT: f64 = 90.0;
 
 /// Warnings, each saying what to do. Pure: tested on hand-made reports.
 /// An apply or revert killed part way (its journal note outlived its
@@ -431,15 +510,28 @@ pub fn warnings(
         );
     }
     for m in mounts.iter().filter(|m| m.fstype == "tmpfs") {
+        if m.huge.as_deref() == Some("always") {
+            w(
+                "tmpfs_huge_always",
+                format!(
+                    "{} is mounted with huge=always: every file that grows past 4 KiB can take a whole \
+                     2 MiB huge page, so many small files fill it (and RAM) far faster than their sizes say. \
+                     Use huge=within_size (`mount -o remount,huge=within_size {}`, and in its fstab line).",
+                    m.mountpoint, m.mountpoint
+                ),
+            );
+        }
         if let Some(p) = m.use_percent.filter(|p| *p > NEARLY_FULL_PERCENT) {
             w(
                 "tmpfs_nearly_full",
                 format!(
-                    "{} is {p:.0}% full ({} of {}): writers will soon get ENOSPC. Delete old files or grow it \
-                     (`mount -o remount,size=NEW {}`).",
+                    "{} is {p:.0}% full ({} of {}): writers will soon get ENOSPC. \
+                     `tmpfsctl top {}` shows who holds it, `tmpfsctl explain PATH` why a write there fails; \
+                     delete old files or grow it (`mount -o remount,size=NEW {}`).",
                     m.mountpoint,
                     fmt_bytes(m.used_bytes.unwrap_or(0)),
                     fmt_bytes(m.size_bytes.unwrap_or(0)),
+                    m.mountpoint,
                     m.mountpoint
                 ),
             );
@@ -449,10 +541,12 @@ pub fn warnings(
                 "tmpfs_inodes_nearly_full",
                 format!(
                     "{} has used {p:.0}% of its inodes ({} of {}): creating files will soon fail with ENOSPC. \
-                     Raise nr_inodes (`mount -o remount,nr_inodes=NEW {}`) or remove small files.",
+                     `tmpfsctl top {}` shows who holds them, `tmpfsctl explain PATH` why a create fails; \
+                     raise nr_inodes (`mount -o remount,nr_inodes=NEW {}`) or remove small files.",
                     m.mountpoint,
                     m.inodes_used.unwrap_or(0),
                     m.inodes_total.unwrap_or(0),
+                    m.mountpoint,
                     m.mountpoint
                 ),
             );

@@ -2,12 +2,108 @@
 
 use std::fmt::Write;
 
-use super::StatusReport;
+use super::{MountReport, StatusReport, UsageSource};
 use crate::render::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
 fn opt_bytes(b: Option<u64>, none: &str) -> String {
     b.map(fmt_bytes).unwrap_or_else(|| none.to_string())
+}
+
+/// How much of the mount table fits: piped output and wide terminals get
+/// every column; below 120 columns the options column keeps only the tmpfs
+/// options that change behaviour (huge=, noswap, quotas, ro); below 100 the
+/// avail column (size minus used) goes too.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Layout {
+    Narrow,
+    Medium,
+    Full,
+}
+
+impl Layout {
+    fn for_width(w: Option<usize>) -> Layout {
+        match w {
+            Some(w) if w < 100 => Layout::Narrow,
+            Some(w) if w < 120 => Layout::Medium,
+            _ => Layout::Full,
+        }
+    }
+}
+
+fn options_cell(m: &MountReport, layout: Layout) -> String {
+    let shown: Vec<&String> = if layout == Layout::Full {
+        m.key_options.iter().collect()
+    } else {
+        m.key_options
+            .iter()
+            .filter(|o| {
+                *o == "ro" || *o == "noswap" || o.starts_with("huge=") || m.quota.contains(o)
+            })
+            .collect()
+    };
+    let joined: Vec<&str> = shown.iter().map(|o| o.as_str()).collect();
+    safe(&joined.join(" ")).into_owned()
+}
+
+fn mounts_table(r: &StatusReport, layout: Layout) -> String {
+    let mut header = vec!["mount point", "type", "size", "used"];
+    if layout > Layout::Narrow {
+        header.push("avail");
+    }
+    header.extend(["use%", "inodes", "options"]);
+    let mut t = crate::render::table(&header);
+    let mut walked = false;
+    for m in &r.mounts {
+        // "no limit" can wrap between its words where a narrow terminal
+        // needs it; piped output keeps the one word scripts grep for.
+        let limitless = match (m.fstype.as_str(), layout) {
+            (_, Layout::Narrow | Layout::Medium) => "no limit",
+            ("ramfs", _) => "unlimited",
+            _ => "none",
+        };
+        let mut used = opt_bytes(m.used_bytes, "?");
+        if m.usage_source == UsageSource::Walk {
+            used.push('*');
+            walked = true;
+        }
+        let mut row = vec![
+            safe(&m.mountpoint).into_owned(),
+            safe(&m.fstype).into_owned(),
+            opt_bytes(m.size_bytes, limitless),
+            used,
+        ];
+        if layout > Layout::Narrow {
+            row.push(opt_bytes(m.avail_bytes, "?"));
+        }
+        row.extend([
+            m.use_percent
+                .map(|p| format!("{p:.0}%"))
+                .unwrap_or_else(|| "-".into()),
+            format!(
+                "{} / {}",
+                m.inodes_used.map(fmt_count).unwrap_or_else(|| "?".into()),
+                m.inodes_total
+                    .map(fmt_count)
+                    .unwrap_or_else(|| match layout {
+                        Layout::Full => "unlimited".into(),
+                        _ => "no limit".into(),
+                    })
+            ),
+            options_cell(m, layout),
+        ]);
+        t.add_row(row);
+    }
+    crate::render::fit_to_terminal(&mut t);
+    let mut s = format!("{t}\n");
+    if walked {
+        s.push_str(&crate::render::paragraph(
+            "  ",
+            "* counted by walking the files: ramfs keeps no usage figure for statfs (df shows 0).",
+        ));
+        s.push('\n');
+    }
+    s
 }
 
 pub fn text(r: &StatusReport) -> String {
@@ -16,47 +112,8 @@ pub fn text(r: &StatusReport) -> String {
     if r.mounts.is_empty() {
         let _ = writeln!(s, "  (none)");
     } else {
-        let mut t = crate::render::table(&[
-            "mount point",
-            "type",
-            "size",
-            "used",
-            "avail",
-            "use%",
-            "inodes",
-            "options",
-        ]);
-        // Paths are the key: wrap the options, never the mount point.
-        if let Some(c) = t.column_mut(0) {
-            c.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
-        }
-        for m in &r.mounts {
-            let limitless = if m.fstype == "ramfs" {
-                "unlimited"
-            } else {
-                "none"
-            };
-            t.add_row(vec![
-                safe(&m.mountpoint).into_owned(),
-                safe(&m.fstype).into_owned(),
-                opt_bytes(m.size_bytes, limitless),
-                opt_bytes(m.used_bytes, "?"),
-                opt_bytes(m.avail_bytes, "?"),
-                m.use_percent
-                    .map(|p| format!("{p:.0}%"))
-                    .unwrap_or_else(|| "-".into()),
-                format!(
-                    "{} / {}",
-                    m.inodes_used.map(fmt_count).unwrap_or_else(|| "?".into()),
-                    m.inodes_total
-                        .map(fmt_count)
-                        .unwrap_or_else(|| "unlimited".into())
-                ),
-                safe(&m.key_options.join(" ")).into_owned(),
-            ]);
-        }
-        crate::render::fit_to_terminal(&mut t);
-        let _ = writeln!(s, "{t}");
+        let layout = Layout::for_width(crate::render::terminal_columns());
+        s.push_str(&mounts_table(r, layout));
     }
 
     let _ = writeln!(s, "\nTemp directories");
@@ -102,29 +159,41 @@ pub fn text(r: &StatusReport) -> String {
 
     let m = &r.memory;
     let _ = writeln!(s, "\nMemory");
-    let _ = writeln!(
-        s,
-        "  RAM {} total, {} available; Shmem {}; swap {} total, {} free",
-        fmt_bytes(m.mem_total_bytes),
-        fmt_bytes(m.mem_available_bytes),
-        fmt_bytes(m.shmem_bytes),
-        fmt_bytes(m.swap_total_bytes),
-        fmt_bytes(m.swap_free_bytes)
+    let para = |s: &mut String, text: String| {
+        let _ = writeln!(s, "{}", crate::render::paragraph("  ", &text));
+    };
+    para(
+        &mut s,
+        format!(
+            "RAM {} total, {} available; Shmem {}; swap {} total, {} free",
+            fmt_bytes(m.mem_total_bytes),
+            fmt_bytes(m.mem_available_bytes),
+            fmt_bytes(m.shmem_bytes),
+            fmt_bytes(m.swap_total_bytes),
+            fmt_bytes(m.swap_free_bytes)
+        ),
     );
-    let _ = writeln!(
-        s,
-        "  tmpfs/ramfs hold {} now; tmpfs limits add up to {}",
-        fmt_bytes(m.ram_fs_used_bytes),
-        fmt_bytes(m.tmpfs_limits_bytes)
+    let ramfs = if m.ramfs_used_bytes > 0 {
+        format!(" ({} of it in ramfs)", fmt_bytes(m.ramfs_used_bytes))
+    } else {
+        String::new()
+    };
+    para(
+        &mut s,
+        format!(
+            "tmpfs/ramfs hold {} now{ramfs}; tmpfs limits add up to {}",
+            fmt_bytes(m.ram_fs_used_bytes),
+            fmt_bytes(m.tmpfs_limits_bytes)
+        ),
     );
     for n in &m.notes {
-        let _ = writeln!(s, "  {n}");
+        para(&mut s, n.clone());
     }
     if !r.warnings.is_empty() {
         let _ = writeln!(s, "\nWarnings");
         for w in &r.warnings {
             // Messages quote mount points and parsed lines as they are.
-            let _ = writeln!(s, "  [{}] {}", w.code, safe(&w.message));
+            para(&mut s, format!("[{}] {}", w.code, safe(&w.message)));
         }
     }
     let _ = writeln!(s, "\n(sizes in binary units: KiB, MiB, GiB)");

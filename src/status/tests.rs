@@ -20,6 +20,10 @@ fn mount(
         inodes_total: it,
         inodes_used: Some(iu),
         inodes_use_percent: it.and_then(|t| percent(iu, t)),
+        usage_source: UsageSource::Statfs,
+        huge: None,
+        noswap: false,
+        quota: vec![],
         options: vec![],
         key_options: vec![],
         device: dev.into(),
@@ -290,4 +294,64 @@ fn an_apply_killed_part_way_is_named_until_it_is_run_again() {
     std::fs::create_dir_all(r.join("proc/4242")).unwrap();
     let rep = gather(&ctx, &StatusQuery::default()).unwrap();
     assert!(!rep.warnings.iter().any(|w| w.code == "interrupted_run"));
+}
+
+#[test]
+fn huge_always_warns_and_full_mounts_point_at_top_and_explain() {
+    let mut huge = mount("/scratch", "tmpfs", Some(16 << 20), 0, None, 1, "0:5");
+    huge.huge = Some("always".into());
+    let mut within = mount("/w", "tmpfs", Some(16 << 20), 0, None, 1, "0:6");
+    within.huge = Some("within_size".into());
+    let full = mount("/full", "tmpfs", Some(100 << 20), 95 << 20, None, 1, "0:7");
+    let ms = vec![huge, within, full];
+    let m = memory_report(&ms, &mem(16 * G, 12 * G, 0));
+    let w = warnings(&ms, &[], &m, &[]);
+    let huge_w: Vec<&Warning> = w.iter().filter(|w| w.code == "tmpfs_huge_always").collect();
+    assert_eq!(huge_w.len(), 1, "{w:?}");
+    assert!(huge_w[0].message.contains("/scratch"));
+    assert!(huge_w[0].message.contains("huge=within_size"));
+    let full_w = w.iter().find(|w| w.code == "tmpfs_nearly_full").unwrap();
+    assert!(
+        full_w.message.contains("`tmpfsctl top /full`"),
+        "{full_w:?}"
+    );
+    assert!(
+        full_w.message.contains("`tmpfsctl explain PATH`"),
+        "{full_w:?}"
+    );
+}
+
+#[test]
+fn ramfs_data_is_in_the_hold_total_and_said_where_it_is_counted() {
+    let mut ram = mount("/mnt/ram", "ramfs", None, 50 << 20, None, 2, "0:9");
+    ram.usage_source = UsageSource::Walk;
+    let ms = vec![
+        ram,
+        mount("/t", "tmpfs", Some(G), 10 << 20, None, 3, "0:10"),
+    ];
+    let m = memory_report(&ms, &mem(16 * G, 12 * G, 0));
+    assert_eq!(m.ram_fs_used_bytes, 60 << 20);
+    assert_eq!(m.ramfs_used_bytes, 50 << 20);
+    assert_eq!(m.tmpfs_limits_bytes, G);
+    assert!(
+        m.notes
+            .iter()
+            .any(|n| n.contains("Unevictable") && n.contains("walking")),
+        "{:?}",
+        m.notes
+    );
+    let none = memory_report(&ms[1..], &mem(16 * G, 12 * G, 0));
+    assert!(!none.notes.iter().any(|n| n.contains("ramfs")));
+}
+
+#[test]
+fn quota_and_noswap_options_are_picked_out() {
+    assert!(is_quota("usrquota"));
+    assert!(is_quota("usrquota_block_hardlimit=10m"));
+    assert!(is_quota("grpquota_inode_hardlimit=100"));
+    assert!(!is_quota("nosuid"));
+    assert_eq!(
+        key_options(&["rw".into(), "usrquota".into(), "noswap".into()]),
+        vec!["usrquota", "noswap"]
+    );
 }

@@ -14,5 +14,6 @@ mod mounts;
 mod persist;
 mod reports;
 mod status;
+mod terminal;
 mod top;
 mod workspace;

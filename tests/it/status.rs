@@ -59,7 +59,7 @@ fn tmpfs_figures_agree_with_df() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v = json(&out);
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     let j = mount_json(&v, &m.path);
     assert_eq!(j["fstype"], "tmpfs");
     let (size, used, avail) = df_bytes(&m.path);
@@ -372,4 +372,130 @@ fn a_relative_sysroot_works_like_an_absolute_one() {
         (tmp["path"].as_str(), tmp["mountpoint"].as_str()),
         (Some("/tmp"), Some("/tmp"))
     );
+}
+
+fn row_of<'a>(text: &'a str, mp: &Path) -> &'a str {
+    text.lines()
+        .find(|l| l.split_whitespace().next() == mp.to_str())
+        .unwrap_or_else(|| panic!("no row for {} in:\n{text}", mp.display()))
+}
+
+#[test]
+fn ramfs_usage_comes_from_a_walk_and_counts_in_the_total() {
+    require_root!();
+    let m = TestMount::new("ramfs", "ram", "mode=700");
+    std::fs::write(m.path.join("data"), vec![0xa5; 50 << 20]).unwrap();
+    let v = json(&tmpfsctl(&["status", "--json"]));
+    assert_eq!(v["schema_version"], 2);
+    let j = mount_json(&v, &m.path);
+    close(&j["used_bytes"], 50 << 20, "ramfs used_bytes");
+    assert_eq!(j["usage_source"], "walk");
+    assert_eq!(j["inodes_used"], 2, "the root directory and one file");
+    let mem = &v["memory"];
+    assert!(
+        mem["ramfs_used_bytes"].as_u64().unwrap() >= 50 << 20,
+        "{mem}"
+    );
+    assert!(
+        mem["ram_fs_used_bytes"].as_u64().unwrap() >= mem["ramfs_used_bytes"].as_u64().unwrap(),
+        "{mem}"
+    );
+    assert!(
+        mem["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("Unevictable")),
+        "{mem}"
+    );
+    // statfs-backed mounts say so.
+    let tmp = TestMount::tmpfs("size=4M");
+    let v = json(&tmpfsctl(&["status", "--json"]));
+    assert_eq!(mount_json(&v, &tmp.path)["usage_source"], "statfs");
+
+    let out = tmpfsctl(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        row_of(&text, &m.path).contains("50.0 MiB*"),
+        "ramfs row should show the walked 50 MiB:\n{text}"
+    );
+    assert!(text.contains("* counted by walking the files"), "{text}");
+    let hold = text
+        .lines()
+        .find(|l| l.contains("tmpfs/ramfs hold"))
+        .unwrap();
+    assert!(hold.contains("of it in ramfs"), "{hold}");
+}
+
+#[test]
+fn tmpfs_options_are_shown_and_huge_always_warns() {
+    require_root!();
+    let m = TestMount::tmpfs("huge=always,noswap,size=16M");
+    let plain = TestMount::tmpfs("size=16M");
+    let v = json(&tmpfsctl(&["status", "--json"]));
+    let j = mount_json(&v, &m.path);
+    assert_eq!(j["huge"], "always");
+    assert_eq!(j["noswap"], true);
+    assert_eq!(j["quota"], serde_json::json!([]));
+    let p = mount_json(&v, &plain.path);
+    assert!(p["huge"].is_null() || p["huge"] == "never", "{p}");
+    assert_eq!(p["noswap"], false);
+    let named: Vec<&serde_json::Value> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| {
+            w["code"] == "tmpfs_huge_always"
+                && w["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(m.path.to_str().unwrap())
+        })
+        .collect();
+    assert_eq!(named.len(), 1, "{}", v["warnings"]);
+    assert!(
+        !v["warnings"].as_array().unwrap().iter().any(|w| {
+            w["code"] == "tmpfs_huge_always"
+                && w["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(plain.path.to_str().unwrap())
+        }),
+        "only huge=always warns"
+    );
+    let out = tmpfsctl(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = row_of(&text, &m.path);
+    assert!(
+        row.contains("huge=always") && row.contains("noswap"),
+        "{row}"
+    );
+}
+
+#[test]
+fn a_nearly_full_tmpfs_points_at_top_and_explain() {
+    require_root!();
+    let m = TestMount::tmpfs("size=1M");
+    std::fs::write(m.path.join("fill"), vec![1u8; 960 << 10]).unwrap();
+    let v = json(&tmpfsctl(&["status", "--json"]));
+    let j = mount_json(&v, &m.path);
+    assert!(j["use_percent"].as_f64().unwrap() > 90.0, "{j}");
+    let w = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| {
+            w["code"] == "tmpfs_nearly_full"
+                && w["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(m.path.to_str().unwrap())
+        })
+        .unwrap_or_else(|| panic!("no tmpfs_nearly_full for the full mount: {}", v["warnings"]));
+    let msg = w["message"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!("`tmpfsctl top {}`", m.path.display())),
+        "{msg}"
+    );
+    assert!(msg.contains("`tmpfsctl explain PATH`"), "{msg}");
 }
