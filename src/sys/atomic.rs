@@ -79,6 +79,9 @@ impl<'a> AtomicWrite<'a> {
                 dest.join("tmpfsctl.out").display()
             );
         }
+        if let Some(kind) = special_kind(dest) {
+            return self.write_special(dest, kind, data);
+        }
         let _held = SignalsHeld::new();
         let mut tmp = tempfile::Builder::new()
             .prefix(TEMP_PREFIX)
@@ -122,6 +125,60 @@ impl<'a> AtomicWrite<'a> {
     }
 }
 
+/// What `dest` is when it exists and is not a regular file or a directory.
+/// Renaming over such a name would replace the device itself: as root,
+/// `--output /dev/null` would turn the system's /dev/null into a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Special {
+    /// A character device or a FIFO (`/dev/null`, `/dev/stdout` on a pipe or
+    /// terminal): written in place, as a shell redirection would.
+    Stream,
+    /// A block device or a socket: never written.
+    Refused(&'static str),
+}
+
+fn special_kind(dest: &Path) -> Option<Special> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::metadata(dest).ok()?.file_type();
+    if t.is_file() || t.is_dir() {
+        None
+    } else if t.is_char_device() || t.is_fifo() {
+        Some(Special::Stream)
+    } else if t.is_block_device() {
+        Some(Special::Refused("a block device"))
+    } else if t.is_socket() {
+        Some(Special::Refused("a socket"))
+    } else {
+        Some(Special::Refused("not a regular file"))
+    }
+}
+
+impl AtomicWrite<'_> {
+    fn write_special(&self, dest: &Path, kind: Special, data: &[u8]) -> Result<()> {
+        let what = self.what;
+        match (kind, self.mode) {
+            (Special::Refused(k), _) => bail!(
+                "{what} {}: is {k}; give a regular file name",
+                dest.display()
+            ),
+            // A configuration file must stay a file others can read back.
+            (Special::Stream, NewMode::KeepOr0644) => bail!(
+                "{what} {}: is a device or FIFO, not a file; give a regular file",
+                dest.display()
+            ),
+            (Special::Stream, NewMode::Exactly(_)) => {
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(dest)
+                    .with_context(|| format!("{what} {}: cannot open", dest.display()))?;
+                f.write_all(data)
+                    .and_then(|()| f.flush())
+                    .with_context(|| format!("{what} {}: writing", dest.display()))
+            }
+        }
+    }
+}
+
 /// Fail fast (before any measuring or changing) when `dest` could not be
 /// written later: its directory must exist and be writable, and it must not
 /// be a directory itself.
@@ -131,6 +188,14 @@ pub fn check_writable(what: &str, dest: &Path) -> Result<()> {
             "{what} {}: is a directory; give a file name inside it",
             dest.display()
         );
+    }
+    match special_kind(dest) {
+        Some(Special::Stream) => return Ok(()),
+        Some(Special::Refused(k)) => bail!(
+            "{what} {}: is {k}; give a regular file name",
+            dest.display()
+        ),
+        None => {}
     }
     let dir = parent_dir(dest);
     if !dir.is_dir() {
@@ -209,5 +274,45 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("is a directory"), "{e}");
         check_writable("--html", &d.path().join("ok.html")).unwrap();
+    }
+
+    #[test]
+    fn a_device_is_written_in_place_never_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        check_writable("--output", &fifo).unwrap();
+        AtomicWrite::report("--output")
+            .write(&fifo, b"hello")
+            .unwrap();
+        assert_eq!(reader.join().unwrap(), b"hello");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        // /dev/null stays the device (the bug: it became a regular file).
+        AtomicWrite::report("--output")
+            .write(Path::new("/dev/null"), b"x")
+            .unwrap();
+        assert!(
+            std::fs::metadata("/dev/null")
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+        let e = AtomicWrite::config("the fstab")
+            .write(&fifo, b"x")
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("not a file"), "{e:#}");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
     }
 }
