@@ -9,6 +9,7 @@
 
 pub mod analyze;
 pub mod collect;
+pub mod export;
 pub mod fit;
 pub mod ingest;
 pub mod prom;
@@ -103,8 +104,8 @@ pub struct AnalyzeRequest {
     pub path: String,
     pub options: analyze::AnalyzeOptions,
     pub output: AnalyzeOutput,
-    /// Also write an HTML report with charts to this file.
-    pub html: Option<PathBuf>,
+    /// Files to write besides the report on stdout.
+    pub exports: export::Exports,
 }
 
 pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
@@ -135,6 +136,10 @@ pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
         },
         (None, false) => HostName::Real,
     };
+    if let Some(f) = &args.output {
+        // Before the walk: a big tree takes a while, a typo should not.
+        crate::sys::atomic::check_writable("--output", f)?;
+    }
     let snap = collect::snapshot(&ctx.sysroot, &args.paths, &name)?;
     for p in snap.paths.iter().filter(|p| p.unreadable_dirs > 0) {
         eprintln!(
@@ -241,14 +246,7 @@ pub fn read_files(
 
 /// `tmpfsctl fleet analyze`: read, deduplicate, analyze, print.
 pub fn analyze_cmd(a: &AnalyzeRequest) -> Result<ExitCode> {
-    if let Some(h) = &a.html
-        && h.is_dir()
-    {
-        anyhow::bail!(
-            "--html {}: is a directory; give a file name such as report.html",
-            safe_path(h)
-        );
-    }
+    a.exports.check()?;
     let opts = &a.options;
     let (mut fleet, mut input, source) = match &a.source {
         AnalyzeSource::Prometheus(q) => {
@@ -304,12 +302,8 @@ pub fn analyze_cmd(a: &AnalyzeRequest) -> Result<ExitCode> {
         );
     }
     let report = analyze::analyze(&fleet, input, source, opts);
+    a.exports.write(&report, &fleet, &opts.fit)?;
     drop(fleet);
-    if let Some(h) = &a.html {
-        AtomicWrite::report("--html")
-            .write(h, render::html(&report).as_bytes())
-            .with_context(|| format!("--html {}", safe_path(h)))?;
-    }
     let mut out = std::io::stdout().lock();
     match a.output {
         AnalyzeOutput::Json => {
