@@ -191,6 +191,12 @@ fn fit_blocks(r: &FleetReport, b: &mut Vec<Block>) {
         })
         .collect(),
     ));
+    b.push(Block::Para(
+        "MemFree: memory nothing uses, so /tmp fits without evicting any cache \
+         (the Kirkland study's \"free memory\"). MemAvailable adds the page cache \
+         the kernel may evict to make room. + SwapFree: tmpfs pages may be swapped out."
+            .into(),
+    ));
     let rec = &r.recommendation;
     b.push(Block::Heading("Recommendation".into()));
     b.push(Block::Para(format!(

@@ -129,11 +129,14 @@ fn the_studys_free_memory_models_match_an_independent_count() {
     ] {
         assert!(out.contains(&cell), "no {cell:?} in\n{out}");
     }
-    assert!(md.contains("/tmp usage &lt;= MemFree + SwapFree"), "{md}");
-    assert!(html.contains("/tmp usage &lt;= MemFree (fits"), "{html}");
+    assert!(md.contains("| /tmp &lt;= MemFree + SwapFree |"), "{md}");
+    assert!(
+        html.contains("<td>/tmp &lt;= MemFree (evicts no cache)</td>"),
+        "{html}"
+    );
     let row = text
         .lines()
-        .find(|l| l.contains("<= MemFree (fits"))
+        .find(|l| l.contains("<= MemFree (evicts no cache)"))
         .unwrap_or_else(|| panic!("no MemFree model in\n{text}"));
     assert!(row.contains(&format!(" {free} ")), "{row}");
 }
@@ -380,4 +383,34 @@ fn exports_are_world_readable_and_the_csv_reads_back_to_the_same_fits() {
     }
     assert_eq!(back["recommendation"], stdout["recommendation"]);
     assert_eq!(back["tmp_used_bytes"], stdout["tmp_used_bytes"]);
+}
+
+#[test]
+fn list_sets_how_many_misfits_the_fit_model_table_names() {
+    let d = tempfile::tempdir().unwrap();
+    let (f, hs) = fleet_502(d.path());
+    let misfits = 502 - count(&hs, |h| h.tmp <= h.free) as usize;
+    assert!(
+        misfits > 5,
+        "the fleet needs more misfits than the lists shown"
+    );
+    for list in [1usize, 5, 50] {
+        let o = tmpfsctl(&[
+            "fleet",
+            "analyze",
+            f.to_str().unwrap(),
+            "--markdown",
+            "--list",
+            &list.to_string(),
+        ]);
+        let md = String::from_utf8(o.stdout).unwrap();
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| /tmp &lt;= MemFree (evicts no cache) |"))
+            .unwrap_or_else(|| panic!("{md}"));
+        let shown = row.matches(".example.net").count();
+        assert_eq!(shown, list.min(misfits), "--list {list}: {row}");
+        let more = format!("(+{} more)", misfits - list.min(misfits));
+        assert_eq!(row.contains(&more), list < misfits, "--list {list}: {row}");
+    }
 }
