@@ -140,7 +140,10 @@ pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
         // Before the walk: a big tree takes a while, a typo should not.
         crate::sys::atomic::check_writable("--output", f)?;
     }
-    let snap = collect::snapshot(&ctx.sysroot, &args.paths, &name)?;
+    let spinner = walk_spinner(&args.paths);
+    let snap = collect::snapshot(&ctx.sysroot, &args.paths, &name);
+    spinner.finish_and_clear();
+    let snap = snap?;
     for p in snap.paths.iter().filter(|p| p.unreadable_dirs > 0) {
         eprintln!(
             "tmpfsctl: warning: {}: {} directories could not be read, their contents are not counted \
@@ -163,6 +166,26 @@ pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::Ok)
+}
+
+/// What `collect` shows while it walks: on a terminal (stderr), a spinner
+/// naming the paths with the time spent; nothing when stderr is not a
+/// terminal. The walk learns the tree's size only by walking it, so there is
+/// no total to show a share or an ETA against.
+fn walk_spinner(paths: &[PathBuf]) -> indicatif::ProgressBar {
+    if !crate::render::stderr_is_tty() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    if let Ok(st) = indicatif::ProgressStyle::with_template("{spinner} measuring {msg} [{elapsed}]")
+    {
+        pb.set_style(st);
+    }
+    let names: Vec<String> = paths.iter().map(|p| safe_path(p)).collect();
+    pb.set_message(names.join(", "));
+    // Cleared when the walk ends: the spinner never mixes with the output.
+    pb.enable_steady_tick(std::time::Duration::from_millis(150));
+    pb
 }
 
 /// Prometheus-style duration: `7d`, `12h`, `90m`, `1w`, `1h30m`.

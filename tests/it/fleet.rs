@@ -1119,7 +1119,11 @@ fn history_free(h: usize) -> u64 {
 
 /// The peak /tmp of host `h` in [`history`].
 fn history_peak(h: usize) -> u64 {
-    if h % 2 == 0 { 6 << 30 } else { 1 << 30 }
+    if h.is_multiple_of(2) {
+        6 << 30
+    } else {
+        1 << 30
+    }
 }
 
 fn history(hosts: usize, now: i64) -> String {

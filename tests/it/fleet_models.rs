@@ -414,3 +414,24 @@ fn list_sets_how_many_misfits_the_fit_model_table_names() {
         assert_eq!(row.contains(&more), list < misfits, "--list {list}: {row}");
     }
 }
+
+#[test]
+fn collect_draws_no_progress_when_stderr_is_not_a_terminal() {
+    let d = tempfile::tempdir().unwrap();
+    for i in 0..2000 {
+        std::fs::write(d.path().join(format!("f{i}")), b"x").unwrap();
+    }
+    let o = tmpfsctl(&["collect", "--path", d.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    // A script reading stderr must not get spinner frames or escape codes.
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        line["paths"][0]["inodes"].as_u64().unwrap() >= 2001,
+        "{line}"
+    );
+}
