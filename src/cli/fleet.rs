@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use crate::fleet::analyze::{AnalyzeOptions, DEFAULT_BUCKETS};
+use crate::fleet::export::Exports;
 use crate::fleet::prom::PromOptions;
 use crate::fleet::{
     AnalyzeOutput, AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams,
@@ -110,7 +111,8 @@ fn parse_bytes_arg(s: &str) -> Result<u64, String> {
 #[command(after_help = "Examples:\n  tmpfsctl fleet analyze fleet.jsonl\n  \
 tmpfsctl fleet analyze kirkland-tmpfs.txt --size 25% --target 99%\n  \
 cat */snap.jsonl | tmpfsctl fleet analyze - --json | jq .recommendation\n  \
-tmpfsctl fleet analyze --prometheus http://prometheus:9090 --window 14d --html report.html\n\n\
+tmpfsctl fleet analyze --prometheus http://prometheus:9090 --window 14d --html report.html\n  \
+tmpfsctl fleet analyze fleet.jsonl --export-json fleet.json --export-csv hosts.csv\n\n\
 Input: JSON lines from `tmpfsctl collect`, the 12-column /tmp survey TSV (Kirkland, 2016): host, du KiB, \
 free's six columns, swap's three, inodes; or CSV with a header (host, tmp_used_bytes, mem_total_bytes, optional tmp_inodes, mem_available_bytes, \
 swap_total_bytes, swap_free_bytes, timestamp_unix_s; `_kb` variants accepted). A host seen twice \
@@ -159,15 +161,24 @@ pub struct AnalyzeArgs {
     /// Extra usage thresholds for the "hosts under" table, e.g. 512M,2G
     #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_bytes_arg)]
     pub buckets: Vec<u64>,
-    /// At most this many host names per list (misfits, outliers)
-    #[arg(long, value_name = "N", default_value_t = 100)]
+    /// At most this many host names per list (each fit model's misfits, outliers)
+    #[arg(long, value_name = "N", default_value_t = 10)]
     pub list: usize,
-    /// Print a JSON document (schema_version 1)
+    /// Print the JSON document (schema_version 2) on stdout instead of the text report
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
-    /// Print Markdown
+    /// Print the report as Markdown instead of text
     #[arg(long)]
     pub markdown: bool,
+    /// Also write the JSON document to FILE
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Also write one CSV row per host to FILE: its figures and whether it fits each model (readable by `fleet analyze`)
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Also write the Markdown report to FILE
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
     /// Also write an HTML report with charts to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -228,7 +239,12 @@ impl AnalyzeArgs {
             } else {
                 AnalyzeOutput::Text
             },
-            html: self.html.clone(),
+            exports: Exports {
+                json: self.export_json.clone(),
+                csv: self.export_csv.clone(),
+                markdown: self.export_markdown.clone(),
+                html: self.html.clone(),
+            },
         }
     }
 }

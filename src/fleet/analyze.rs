@@ -7,7 +7,10 @@ use super::fit::{self, FitParams, Fits, Outlier, Recommendation};
 use super::ingest::{Fleet, IngestReport};
 use super::stats::{self, Bucket, Summary};
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `fit.mem_free` and `fit.mem_free_plus_swap` added, `mem_free_bytes`
+/// added, medians interpolated (may end in .5), `recommendation.fits_percent`
+/// and `size_bytes_fits_percent` count the headroom.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The Kirkland survey's thresholds (1 MB, 10 MB, 100 MB, 1 GB, 4.8 GB), in binary units.
 pub const DEFAULT_BUCKETS: [u64; 5] = [1 << 20, 10 << 20, 100 << 20, 1 << 30, 5_153_960_755];
@@ -69,6 +72,7 @@ pub struct FleetReport {
     pub tmp_inodes: Option<Summary>,
     pub mem_total_bytes: Option<Summary>,
     pub mem_available_bytes: Option<Summary>,
+    pub mem_free_bytes: Option<Summary>,
     pub swap_total_bytes: Option<Summary>,
     pub swap_used_bytes: Option<Summary>,
     pub fit: Fits,
@@ -132,17 +136,18 @@ pub fn analyze(
                 .into(),
         );
     }
-    if fit.mem_available.evaluated < f.len() as u64 {
-        warnings.push(format!(
-            "{} {} no MemAvailable figure: the MemAvailable models only count the {} that do",
-            super::stats::hosts(f.len() as u64 - fit.mem_available.evaluated),
-            if f.len() as u64 - fit.mem_available.evaluated == 1 {
-                "has"
-            } else {
-                "have"
-            },
-            fit.mem_available.evaluated
-        ));
+    for (figure, evaluated) in [
+        ("MemFree", fit.mem_free.evaluated),
+        ("MemAvailable", fit.mem_available.evaluated),
+    ] {
+        let missing = f.len() as u64 - evaluated;
+        if missing > 0 {
+            warnings.push(format!(
+                "{} {} no {figure} figure: the {figure} models only count the {evaluated} that do",
+                super::stats::hosts(missing),
+                if missing == 1 { "has" } else { "have" },
+            ));
+        }
     }
     if input.skipped > 0 {
         warnings.push(format!(
@@ -182,6 +187,7 @@ pub fn analyze(
         tmp_inodes,
         mem_total_bytes: memory.mem_total_bytes,
         mem_available_bytes: memory.mem_available_bytes,
+        mem_free_bytes: memory.mem_free_bytes,
         swap_total_bytes: memory.swap_total_bytes,
         swap_used_bytes: memory.swap_used_bytes,
         fit,
@@ -238,6 +244,7 @@ struct MemoryColumns {
     mem_total_bytes: Option<Summary>,
     ram_hist: Vec<(u64, u64)>,
     mem_available_bytes: Option<Summary>,
+    mem_free_bytes: Option<Summary>,
     swap_total_bytes: Option<Summary>,
     swap_used_bytes: Option<Summary>,
 }
@@ -251,6 +258,7 @@ fn memory_columns(f: &Fleet) -> MemoryColumns {
         mem_total_bytes,
         ram_hist,
         mem_available_bytes: stats::summarize(&column(f, |r| r.mem_avail)),
+        mem_free_bytes: stats::summarize(&column(f, |r| r.mem_free)),
         swap_total_bytes: stats::summarize(&column(f, |r| r.swap_total)),
         swap_used_bytes: stats::summarize(&column(f, |r| {
             if r.swap_total == u64::MAX || r.swap_free == u64::MAX {

@@ -40,6 +40,13 @@ pub struct HostFit {
     pub tmp_used_bytes: u64,
     pub tmpfs_size_bytes: u64,
     pub fits_size: bool,
+    /// MemFree: memory nothing uses, so /tmp fits without evicting any cache.
+    pub mem_free_bytes: Option<u64>,
+    pub fits_mem_free: Option<bool>,
+    /// MemFree + SwapFree.
+    pub mem_free_plus_swap_bytes: Option<u64>,
+    pub fits_mem_free_plus_swap: Option<bool>,
+    /// MemAvailable counts page cache the kernel may evict to make room.
     pub mem_available_bytes: Option<u64>,
     pub fits_mem_available: Option<bool>,
     /// MemAvailable + SwapFree.
@@ -53,27 +60,34 @@ impl HostFit {
     /// Fits every model that could be evaluated.
     pub fn fits_all(&self) -> bool {
         self.fits_size
+            && self.fits_mem_free != Some(false)
+            && self.fits_mem_free_plus_swap != Some(false)
             && self.fits_mem_available != Some(false)
             && self.fits_mem_available_plus_swap != Some(false)
             && self.fits_inodes != Some(false)
     }
 }
 
-/// Evaluate one host: usage vs the tmpfs size, vs MemAvailable (fits without
-/// evicting anything), vs MemAvailable + SwapFree (fits if tmpfs pages may be
-/// swapped), and inodes vs nr_inodes.
+/// Evaluate one host: usage vs the tmpfs size; vs MemFree (fits without
+/// evicting anything, the Kirkland study's model) and MemFree + SwapFree; vs
+/// MemAvailable (fits if the kernel may evict cache) and MemAvailable +
+/// SwapFree (and may swap); and inodes vs nr_inodes.
 pub fn host_fit(h: &HostRecord, p: &FitParams) -> HostFit {
     let size = p.size.resolve(h.mem_total_bytes);
     let nr = p
         .nr_inodes
         .unwrap_or_else(|| default_nr_inodes(h.mem_total_bytes));
-    let avail_swap = h
-        .mem_available_bytes
-        .map(|a| a.saturating_add(h.swap_free_bytes.unwrap_or(0)));
+    let swap_free = h.swap_free_bytes.unwrap_or(0);
+    let avail_swap = h.mem_available_bytes.map(|a| a.saturating_add(swap_free));
+    let free_swap = h.mem_free_bytes.map(|a| a.saturating_add(swap_free));
     HostFit {
         tmp_used_bytes: h.tmp_used_bytes,
         tmpfs_size_bytes: size,
         fits_size: h.tmp_used_bytes <= size,
+        mem_free_bytes: h.mem_free_bytes,
+        fits_mem_free: h.mem_free_bytes.map(|a| h.tmp_used_bytes <= a),
+        mem_free_plus_swap_bytes: free_swap,
+        fits_mem_free_plus_swap: free_swap.map(|a| h.tmp_used_bytes <= a),
         mem_available_bytes: h.mem_available_bytes,
         fits_mem_available: h.mem_available_bytes.map(|a| h.tmp_used_bytes <= a),
         mem_available_plus_swap_bytes: avail_swap,
@@ -103,14 +117,25 @@ pub struct FitModel {
 pub struct Fits {
     /// Usage <= the tmpfs size (`--size`, default 50 % of RAM, tmpfs's default).
     pub half_ram: FitModel,
+    /// Usage <= MemFree: fits in memory nothing uses, evicting no cache (the
+    /// Kirkland study's "free memory" model).
+    pub mem_free: FitModel,
+    /// Usage <= MemFree + SwapFree.
+    pub mem_free_plus_swap: FitModel,
+    /// Usage <= MemAvailable: fits if the kernel may evict page cache.
     pub mem_available: FitModel,
     pub mem_available_plus_swap: FitModel,
     pub inodes: FitModel,
 }
 
-fn row_fit(r: &Row, p: &FitParams) -> [Option<bool>; 4] {
+/// Models in [`Fits`] order; the last one counts inodes.
+pub(crate) const MODELS: usize = 6;
+const INODES: usize = MODELS - 1;
+
+pub(crate) fn row_fit(r: &Row, p: &FitParams) -> [Option<bool>; MODELS] {
     let size = p.size.resolve(r.mem_total);
     let none = u64::MAX;
+    let free = (r.mem_free != none).then_some(r.mem_free);
     let avail = (r.mem_avail != none).then_some(r.mem_avail);
     let swap_free = if r.swap_free != none { r.swap_free } else { 0 };
     let nr = p
@@ -118,6 +143,8 @@ fn row_fit(r: &Row, p: &FitParams) -> [Option<bool>; 4] {
         .unwrap_or_else(|| default_nr_inodes(r.mem_total));
     [
         Some(r.tmp_used <= size),
+        free.map(|a| r.tmp_used <= a),
+        free.map(|a| r.tmp_used <= a.saturating_add(swap_free)),
         avail.map(|a| r.tmp_used <= a),
         avail.map(|a| r.tmp_used <= a.saturating_add(swap_free)),
         (r.inodes != none && nr > 0).then_some(r.inodes <= nr),
@@ -125,11 +152,11 @@ fn row_fit(r: &Row, p: &FitParams) -> [Option<bool>; 4] {
 }
 
 pub fn fleet_fits(f: &Fleet, p: &FitParams, list: usize) -> Fits {
-    let mut count = [0u64; 4];
-    let mut evaluated = [0u64; 4];
+    let mut count = [0u64; MODELS];
+    let mut evaluated = [0u64; MODELS];
     // Keep only the `list` largest misfits per model: a bounded top-k, not a list of millions.
-    let mut mis: [Vec<(u64, u32)>; 4] = Default::default();
-    let mut mis_total = [0u64; 4];
+    let mut mis: [Vec<(u64, u32)>; MODELS] = Default::default();
+    let mut mis_total = [0u64; MODELS];
     for (i, r) in f.rows.iter().enumerate() {
         for (m, fit) in row_fit(r, p).into_iter().enumerate() {
             let Some(ok) = fit else { continue };
@@ -138,7 +165,7 @@ pub fn fleet_fits(f: &Fleet, p: &FitParams, list: usize) -> Fits {
                 count[m] += 1;
             } else {
                 mis_total[m] += 1;
-                let key = if m == 3 { r.inodes } else { r.tmp_used };
+                let key = if m == INODES { r.inodes } else { r.tmp_used };
                 mis[m].push((key, i as u32));
                 if mis[m].len() >= list.max(1) * 4 {
                     trim_top(&mut mis[m], list);
@@ -152,16 +179,20 @@ pub fn fleet_fits(f: &Fleet, p: &FitParams, list: usize) -> Fits {
     };
     let nr_label = match p.nr_inodes {
         Some(n) => format!("nr_inodes={n}"),
-        None => "tmpfs's default nr_inodes (RAM pages / 2)".into(),
+        None => "nr_inodes (RAM pages / 2)".into(),
     };
+    // Short enough for a table at 80 columns; the report's note and the docs
+    // spell out what each memory figure means.
     let labels = [
-        format!("/tmp usage <= tmpfs size ({size_label})"),
-        "/tmp usage <= MemAvailable (fits without evicting anything)".to_string(),
-        "/tmp usage <= MemAvailable + SwapFree".to_string(),
-        format!("/tmp inodes <= {nr_label}"),
+        format!("/tmp <= tmpfs size ({size_label})"),
+        "/tmp <= MemFree (evicts no cache)".to_string(),
+        "/tmp <= MemFree + SwapFree".to_string(),
+        "/tmp <= MemAvailable (may evict cache)".to_string(),
+        "/tmp <= MemAvailable + SwapFree".to_string(),
+        format!("inodes <= {nr_label}"),
     ];
-    let mut models: Vec<FitModel> = Vec::with_capacity(4);
-    for m in 0..4 {
+    let mut models: Vec<FitModel> = Vec::with_capacity(MODELS);
+    for m in 0..MODELS {
         trim_top(&mut mis[m], list);
         models.push(FitModel {
             model: labels[m].clone(),
@@ -179,6 +210,8 @@ pub fn fleet_fits(f: &Fleet, p: &FitParams, list: usize) -> Fits {
     let mut next = || it.next().unwrap_or_else(|| unreachable!());
     Fits {
         half_ram: next(),
+        mem_free: next(),
+        mem_free_plus_swap: next(),
         mem_available: next(),
         mem_available_plus_swap: next(),
         inodes: next(),
@@ -198,11 +231,16 @@ pub struct Recommendation {
     pub headroom_percent: f64,
     /// Recommended `size=` as a share of each host's RAM, rounded up to a common step.
     pub size_percent_of_ram: f64,
-    /// Share of hosts whose /tmp fits that size.
+    /// Share of hosts whose /tmp grown by the headroom fits that size
+    /// (/tmp x (1 + headroom) <= size): the share the recommendation claims.
     pub fits_percent: f64,
+    /// Share of hosts whose /tmp as observed fits that size.
+    pub fits_without_headroom_percent: f64,
     /// A fixed `size=` in bytes (a power of two, at least 16 MiB) that fits the target share.
     pub size_bytes: u64,
+    /// Share of hosts whose /tmp grown by the headroom fits `size_bytes`.
     pub size_bytes_fits_percent: f64,
+    pub size_bytes_fits_without_headroom_percent: f64,
     /// Hosts where that fixed size is more than half their RAM (risky there).
     pub size_bytes_over_half_ram_hosts: u64,
     /// False when the fixed size is over half the RAM of more hosts than the
@@ -245,11 +283,6 @@ pub fn recommend(f: &Fleet, target_percent: f64, headroom_percent: f64) -> Recom
     drop(ratios);
     let step = PERCENT_STEPS.iter().copied().find(|&s| s >= need - 1e-9);
     let pct_size = step.unwrap_or(MAX_PERCENT_OF_RAM);
-    let fits = f
-        .rows
-        .iter()
-        .filter(|r| r.tmp_used as f64 <= r.mem_total as f64 * pct_size / 100.0)
-        .count() as u64;
 
     let mut used: Vec<u64> = f.rows.iter().map(|r| r.tmp_used).collect();
     let need_b = (rank_value(&mut used, target_percent).unwrap_or(0) as f64 * grow).ceil() as u64;
@@ -258,23 +291,47 @@ pub fn recommend(f: &Fleet, target_percent: f64, headroom_percent: f64) -> Recom
         .max(16 << 20)
         .checked_next_power_of_two()
         .unwrap_or(u64::MAX);
-    let (mut fits_b, mut over_half) = (0u64, 0u64);
+    // The shares the text states are "fits ... with H% headroom": a host
+    // counts when its /tmp grown by the headroom fits, not merely its /tmp.
+    let mut c = RecCounts::default();
     for r in &f.rows {
-        fits_b += (r.tmp_used <= size_b) as u64;
-        over_half += (size_b > r.mem_total / 2) as u64;
+        c.fits += fits_share(r, pct_size, grow) as u64;
+        c.fits_bare += fits_share(r, pct_size, 1.0) as u64;
+        c.fits_b += ((r.tmp_used as f64 * grow).ceil() as u64 <= size_b) as u64;
+        c.fits_b_bare += (r.tmp_used <= size_b) as u64;
+        c.over_half += (size_b > r.mem_total / 2) as u64;
     }
     Recommendation {
         target_percent,
         headroom_percent,
         size_percent_of_ram: pct_size,
-        fits_percent: pct(fits, n),
+        fits_percent: pct(c.fits, n),
+        fits_without_headroom_percent: pct(c.fits_bare, n),
         size_bytes: size_b,
-        size_bytes_fits_percent: pct(fits_b, n),
-        size_bytes_over_half_ram_hosts: over_half,
-        size_bytes_advisable: (over_half as f64) <= n as f64 * (1.0 - target_percent / 100.0),
+        size_bytes_fits_percent: pct(c.fits_b, n),
+        size_bytes_fits_without_headroom_percent: pct(c.fits_b_bare, n),
+        size_bytes_over_half_ram_hosts: c.over_half,
+        size_bytes_advisable: (c.over_half as f64) <= n as f64 * (1.0 - target_percent / 100.0),
         fstab_line: format!("tmpfs /tmp tmpfs rw,nosuid,nodev,size={pct_size}% 0 0"),
-        target_reached: step.is_some() && pct(fits, n) >= target_percent.min(100.0) - 0.05,
+        target_reached: step.is_some() && pct(c.fits, n) >= target_percent.min(100.0) - 0.05,
     }
+}
+
+/// Does this host's /tmp, grown by `grow`, fit `percent` of its RAM? The same
+/// arithmetic as the search in [`recommend`], so the host that set the size
+/// counts as fitting it.
+pub(crate) fn fits_share(r: &Row, percent: f64, grow: f64) -> bool {
+    (r.tmp_used as f64 / r.mem_total as f64) * 100.0 * grow <= percent + 1e-9
+}
+
+/// Hosts that fit the recommended sizes, with and without the headroom.
+#[derive(Default)]
+struct RecCounts {
+    fits: u64,
+    fits_bare: u64,
+    fits_b: u64,
+    fits_b_bare: u64,
+    over_half: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -9,6 +9,7 @@
 
 pub mod analyze;
 pub mod collect;
+pub mod export;
 pub mod fit;
 pub mod ingest;
 pub mod prom;
@@ -103,8 +104,8 @@ pub struct AnalyzeRequest {
     pub path: String,
     pub options: analyze::AnalyzeOptions,
     pub output: AnalyzeOutput,
-    /// Also write an HTML report with charts to this file.
-    pub html: Option<PathBuf>,
+    /// Files to write besides the report on stdout.
+    pub exports: export::Exports,
 }
 
 pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
@@ -135,7 +136,14 @@ pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
         },
         (None, false) => HostName::Real,
     };
-    let snap = collect::snapshot(&ctx.sysroot, &args.paths, &name)?;
+    if let Some(f) = &args.output {
+        // Before the walk: a big tree takes a while, a typo should not.
+        crate::sys::atomic::check_writable("--output", f)?;
+    }
+    let spinner = walk_spinner(&args.paths);
+    let snap = collect::snapshot(&ctx.sysroot, &args.paths, &name);
+    spinner.finish_and_clear();
+    let snap = snap?;
     for p in snap.paths.iter().filter(|p| p.unreadable_dirs > 0) {
         eprintln!(
             "tmpfsctl: warning: {}: {} directories could not be read, their contents are not counted \
@@ -158,6 +166,26 @@ pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::Ok)
+}
+
+/// What `collect` shows while it walks: on a terminal (stderr), a spinner
+/// naming the paths with the time spent; nothing when stderr is not a
+/// terminal. The walk learns the tree's size only by walking it, so there is
+/// no total to show a share or an ETA against.
+fn walk_spinner(paths: &[PathBuf]) -> indicatif::ProgressBar {
+    if !crate::render::stderr_is_tty() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    if let Ok(st) = indicatif::ProgressStyle::with_template("{spinner} measuring {msg} [{elapsed}]")
+    {
+        pb.set_style(st);
+    }
+    let names: Vec<String> = paths.iter().map(|p| safe_path(p)).collect();
+    pb.set_message(names.join(", "));
+    // Cleared when the walk ends: the spinner never mixes with the output.
+    pb.enable_steady_tick(std::time::Duration::from_millis(150));
+    pb
 }
 
 /// Prometheus-style duration: `7d`, `12h`, `90m`, `1w`, `1h30m`.
@@ -251,14 +279,7 @@ pub fn read_files(
 
 /// `tmpfsctl fleet analyze`: read, deduplicate, analyze, print.
 pub fn analyze_cmd(a: &AnalyzeRequest) -> Result<ExitCode> {
-    if let Some(h) = &a.html
-        && h.is_dir()
-    {
-        anyhow::bail!(
-            "--html {}: is a directory; give a file name such as report.html",
-            safe_path(h)
-        );
-    }
+    a.exports.check()?;
     let opts = &a.options;
     let (mut fleet, mut input, source) = match &a.source {
         AnalyzeSource::Prometheus(q) => {
@@ -314,12 +335,8 @@ pub fn analyze_cmd(a: &AnalyzeRequest) -> Result<ExitCode> {
         );
     }
     let report = analyze::analyze(&fleet, input, source, opts);
+    a.exports.write(&report, &fleet, &opts.fit)?;
     drop(fleet);
-    if let Some(h) = &a.html {
-        AtomicWrite::report("--html")
-            .write(h, render::html(&report).as_bytes())
-            .with_context(|| format!("--html {}", safe_path(h)))?;
-    }
     let mut out = std::io::stdout().lock();
     match a.output {
         AnalyzeOutput::Json => {

@@ -119,7 +119,11 @@ fn stats_blocks(r: &FleetReport, b: &mut Vec<Block>) {
                 } else {
                     format!("{:.0}", s.mean)
                 },
-                f(s.median),
+                if bytes {
+                    fmt_bytes(s.median as u64)
+                } else {
+                    fmt_count(s.median)
+                },
                 format!("{} (x{})", f(s.mode), s.mode_count),
                 f(s.p90),
                 f(s.p99),
@@ -134,10 +138,16 @@ fn stats_blocks(r: &FleetReport, b: &mut Vec<Block>) {
             row("/tmp used", &r.tmp_used_bytes, true),
             row("/tmp inodes", &r.tmp_inodes, false),
             row("RAM (MemTotal)", &r.mem_total_bytes, true),
+            row("MemFree", &r.mem_free_bytes, true),
             row("MemAvailable", &r.mem_available_bytes, true),
             row("swap total", &r.swap_total_bytes, true),
             row("swap used", &r.swap_used_bytes, true),
         ],
+    ));
+    b.push(Block::Para(
+        "median: the middle value, for an even count the mean of the two middle ones \
+         (interpolated); p90, p99: nearest rank, one host's figure."
+            .into(),
     ));
     b.push(Block::Heading("Hosts by /tmp usage".into()));
     b.push(t(
@@ -163,6 +173,8 @@ fn fit_blocks(r: &FleetReport, b: &mut Vec<Block>) {
         &["model", "fit", "of", "share", "do not fit (largest first)"],
         [
             &f.half_ram,
+            &f.mem_free,
+            &f.mem_free_plus_swap,
             &f.mem_available,
             &f.mem_available_plus_swap,
             &f.inodes,
@@ -174,26 +186,34 @@ fn fit_blocks(r: &FleetReport, b: &mut Vec<Block>) {
                 m.count.to_string(),
                 m.evaluated.to_string(),
                 format!("{:.1}%", m.percent),
-                names(&m.misfits, m.misfits_total, 3),
+                names(&m.misfits, m.misfits_total, m.misfits.len()),
             ]
         })
         .collect(),
     ));
+    b.push(Block::Para(
+        "MemFree: memory nothing uses, so /tmp fits without evicting any cache \
+         (the Kirkland study's \"free memory\"). MemAvailable adds the page cache \
+         the kernel may evict to make room. + SwapFree: tmpfs pages may be swapped out."
+            .into(),
+    ));
     let rec = &r.recommendation;
     b.push(Block::Heading("Recommendation".into()));
     b.push(Block::Para(format!(
-        "size={}% of RAM fits {:.1}% of hosts (target {}%, with {}% headroom over the {}){}.\n\
+        "size={}% of RAM fits {:.1}% of hosts with {}% headroom over the {} (target {}%; {:.1}% without headroom){}.\n\
          fstab: {}\n\
-         Or one fixed size for all: size={} fits {:.1}% of hosts; it is more than half the RAM of {}{}.",
+         Or one fixed size for all: size={} fits {:.1}% of hosts with the headroom ({:.1}% without); it is more than half the RAM of {}{}.",
         rec.size_percent_of_ram,
         rec.fits_percent,
-        rec.target_percent,
         rec.headroom_percent,
         if r.source.value == "peak" { "peak" } else { "observed usage" },
+        rec.target_percent,
+        rec.fits_without_headroom_percent,
         if rec.target_reached { "" } else { " - TARGET NOT REACHED" },
         rec.fstab_line,
         crate::units::tmpfs_size_option(rec.size_bytes),
         rec.size_bytes_fits_percent,
+        rec.size_bytes_fits_without_headroom_percent,
         hosts(rec.size_bytes_over_half_ram_hosts),
         if rec.size_bytes_advisable { "" } else { " - not advisable, use the share of RAM" }
     )));
@@ -239,6 +259,15 @@ fn outlier_blocks(r: &FleetReport, b: &mut Vec<Block>) {
                 })
                 .collect(),
         ));
+    }
+}
+
+/// A count that may be a median half-way between two counts: 64, 64.5.
+fn fmt_count(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
     }
 }
 

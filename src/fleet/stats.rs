@@ -11,12 +11,15 @@ pub struct Summary {
     pub max: u64,
     pub min: u64,
     pub mean: f64,
-    /// Middle value; for an even count the mean of the two middle values, rounded down.
-    pub median: u64,
+    /// Middle value; for an even count the mean of the two middle values
+    /// (the interpolated median, like DuckDB's `median` = `quantile_cont(x, 0.5)`
+    /// and numpy's `median`), so it can end in .5.
+    pub median: f64,
     /// Most frequent exact value (the smallest one on a tie) and how many hosts have it.
     pub mode: u64,
     pub mode_count: u64,
-    /// Nearest-rank percentiles: p90 is the smallest value >= 90 % of hosts' values.
+    /// Nearest-rank percentiles: p90 is the smallest value >= 90 % of hosts'
+    /// values, always one host's figure (DuckDB's `quantile_disc`).
     pub p90: u64,
     pub p99: u64,
 }
@@ -72,9 +75,10 @@ pub fn summarize(sorted: &[u64]) -> Option<Summary> {
     debug_assert!(sorted.windows(2).all(|w| w[0] <= w[1]));
     let sum: u128 = sorted.iter().map(|&v| v as u128).sum();
     let median = if n % 2 == 1 {
-        sorted[n / 2]
+        sorted[n / 2] as f64
     } else {
-        ((sorted[n / 2 - 1] as u128 + sorted[n / 2] as u128) / 2) as u64
+        // Halved before adding: two values near u64::MAX do not overflow.
+        sorted[n / 2 - 1] as f64 / 2.0 + sorted[n / 2] as f64 / 2.0
     };
     let (mut mode, mut mode_count) = (sorted[0], 0u64);
     let mut run = 0u64;
@@ -152,12 +156,14 @@ mod tests {
         v.sort();
         let s = summarize(&v).unwrap();
         assert_eq!((s.max, s.min, s.mode, s.mode_count), (1_000_000, 4, 4, 4));
-        assert_eq!(s.median, 12); // (8 + 16) / 2
+        assert_eq!(s.median, 12.0); // (8 + 16) / 2
         assert_eq!(s.p90, 100); // 9th of 10
         assert_eq!(s.p99, 1_000_000);
         assert!((s.mean - 100_017.6).abs() < 1e-6);
         assert!(summarize(&[]).is_none());
-        assert_eq!(summarize(&[7]).unwrap().median, 7);
+        assert_eq!(summarize(&[7]).unwrap().median, 7.0);
+        // An even count's median is the mean of the middle two, not rounded.
+        assert_eq!(summarize(&[1, 64, 65, 100]).unwrap().median, 64.5);
     }
 
     #[test]
@@ -198,9 +204,9 @@ mod tests {
         let v = vec![1, 1, 5, 5, u64::MAX, u64::MAX];
         let s = summarize(&v).unwrap();
         assert_eq!((s.mode, s.mode_count), (1, 2));
-        assert_eq!(s.median, 5);
+        assert_eq!(s.median, 5.0);
         let v = vec![u64::MAX - 1, u64::MAX];
-        assert_eq!(summarize(&v).unwrap().median, u64::MAX - 1);
+        assert_eq!(summarize(&v).unwrap().median, (u64::MAX - 1) as f64);
     }
 
     #[test]

@@ -514,12 +514,12 @@ fn analyze_kirkland_statistics_fit_and_recommendation_are_exact() {
     // 80 % fit half their RAM: below the default 99 % target -> exit 1.
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let j = json(&o);
-    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["schema_version"], 2);
     assert_eq!(j["hosts"], 10);
     let t = &j["tmp_used_bytes"];
     assert_eq!(t["max"], 105_906_176u64 * 1024);
     assert_eq!(t["min"], 4096);
-    assert_eq!(t["median"], (16 + 1000) / 2 * 1024);
+    assert_eq!(t["median"].as_f64(), Some(((16 + 1000) / 2 * 1024) as f64));
     assert_eq!(t["mode"], 4096);
     assert_eq!(t["mode_count"], 3);
     assert_eq!(t["p90"], 3_000_000u64 * 1024);
@@ -1111,6 +1111,21 @@ fn prometheus_scrape_of_collect_textfile_matches_the_file_path() {
 /// OpenMetrics history for `hosts` hosts over 7 days at 1 h steps, ending a
 /// minute ago: /tmp at 10 MiB except one spike per host; even hosts spike to
 /// 6 GiB (more than half their 8 GiB), odd ones to 1 GiB.
+/// MemFree of host `h` in [`history`]: 3 GiB on every fourth host from the
+/// second, 512 MiB on the others.
+fn history_free(h: usize) -> u64 {
+    if h % 4 == 1 { 3 << 30 } else { 512 << 20 }
+}
+
+/// The peak /tmp of host `h` in [`history`].
+fn history_peak(h: usize) -> u64 {
+    if h.is_multiple_of(2) {
+        6 << 30
+    } else {
+        1 << 30
+    }
+}
+
 fn history(hosts: usize, now: i64) -> String {
     const MIB: u64 = 1 << 20;
     let steps = 7 * 24 - 1;
@@ -1139,7 +1154,7 @@ fn history(hosts: usize, now: i64) -> String {
         "tmpfsctl_path_used_bytes",
         &|h, s| {
             if s == spike_at(h) {
-                if h % 2 == 0 { 6 << 30 } else { 1 << 30 }
+                history_peak(h)
             } else {
                 10 * MIB
             }
@@ -1152,6 +1167,12 @@ fn history(hosts: usize, now: i64) -> String {
         &mut o,
         "node_memory_MemAvailable_bytes",
         &|_, _| 7 << 30,
+        false,
+    );
+    fam(
+        &mut o,
+        "node_memory_MemFree_bytes",
+        &|h, _| history_free(h),
         false,
     );
     fam(&mut o, "node_memory_SwapTotal_bytes", &|_, _| 0, false);
@@ -1218,6 +1239,14 @@ fn prometheus_backfilled_history_the_peak_drives_the_fit() {
             .all(|h| h[5..].parse::<usize>().unwrap() % 2 == 0),
         "{mis:?}"
     );
+    // The study's free-memory model, from node_memory_MemFree_bytes.
+    let free_fits = (0..200)
+        .filter(|&h| history_peak(h) <= history_free(h))
+        .count();
+    let m = &p["fit"]["mem_free"];
+    assert_eq!(m["count"], free_fits as u64, "{m}");
+    assert_eq!(m["evaluated"], 200);
+    assert_eq!(p["fit"]["mem_free_plus_swap"]["count"], free_fits as u64);
     assert_eq!(p["recommendation"]["target_reached"], false);
     assert_eq!(
         p["recommendation"]["size_bytes_advisable"], false,

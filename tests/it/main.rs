@@ -10,6 +10,7 @@ mod bench;
 mod cli;
 mod explain;
 mod fleet;
+mod fleet_models;
 mod mounts;
 mod persist;
 mod reports;
