@@ -16,7 +16,7 @@ use crate::context::Context;
 pub const CANDIDATE: &str = "huge=within_size";
 pub const BASELINE: &str = "huge=never";
 /// What is measured, for progress and reports.
-pub const TITLE: &str = "private tmpfs huge=within_size against huge=never";
+pub const TITLE: &str = "huge=within_size vs huge=never";
 
 /// How one operation came out, judged on the ratio's 95% interval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

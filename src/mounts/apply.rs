@@ -213,7 +213,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
                 .unwrap_or_default()
         ));
     }
-    check_mounted(ctx, &dir)?;
+    check_mounted(ctx, &dir, switched.as_ref().map(|sw| &sw.staged.mount))?;
     if changes.is_empty() {
         changes.push(format!(
             "nothing: {} already is on tmpfs as planned",
@@ -364,9 +364,33 @@ fn check_persistable(p: &Plan, via: Option<plan::Via>) -> Result<()> {
 }
 
 /// Verify from the kernel's point of view, not from what we think we did.
-fn check_mounted(ctx: &Context, dir: &Path) -> Result<()> {
+/// A tmpfs this run attached is found by its mount ID: the directory it sits
+/// on may have been renamed by its owner since (the mount moves with it), and
+/// a lookup by the old name would then fail on a mount that is in place.
+fn check_mounted(ctx: &Context, dir: &Path, attached: Option<&OwnedFd>) -> Result<()> {
     let (mounts, _) = ctx.sysroot.mountinfo()?;
-    let top = mount_at(&mounts, dir)
+    let by_id = attached
+        .and_then(|fd| {
+            rustix::fs::statx(
+                fd,
+                "",
+                rustix::fs::AtFlags::EMPTY_PATH,
+                rustix::fs::StatxFlags::MNT_ID,
+            )
+            .ok()
+        })
+        .and_then(|st| mounts.iter().find(|m| m.mount_id == st.stx_mnt_id));
+    if let Some(m) = by_id
+        && m.mount_point != dir
+    {
+        eprintln!(
+            "tmpfsctl: note: {} was renamed while apply ran; the tmpfs is on it, now at {}",
+            crate::render::term::safe_path(dir),
+            crate::render::term::safe_path(&m.mount_point)
+        );
+    }
+    let top = by_id
+        .or_else(|| mount_at(&mounts, dir))
         .filter(|m| m.fstype == "tmpfs")
         .with_context(|| {
             format!(

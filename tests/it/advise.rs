@@ -539,7 +539,7 @@ fn progress_only_on_a_terminal() {
     assert!(tty.contains("workloads, ETA"), "{tty}");
     assert!(tty.contains("measuring 1 of 2"), "{tty}");
     assert!(
-        tty.contains("measuring 2 of 2: private tmpfs huge=within_size"),
+        tty.contains("measuring 2 of 2: huge=within_size vs huge=never"),
         "{tty}"
     );
     let (out, _) = advise(d.path(), &[]);
