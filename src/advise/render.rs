@@ -132,7 +132,7 @@ fn sections(a: &Advice) -> Vec<(String, Vec<String>)> {
 
 fn huge_title(h: &super::HugeAdvice) -> String {
     format!(
-        "Measured: {} (private tmpfs, same run, 95% intervals){}",
+        "Measured: {} (private tmpfs, 95% intervals){}",
         h.compared,
         if h.quick {
             " — quick run: figures not meaningful"

@@ -40,6 +40,10 @@ pub struct CollectArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = CollectFormatArg::Json)]
     pub format: CollectFormatArg,
+    /// The snapshot as one JSON line (what `fleet analyze` reads); the same
+    /// as `--format json`, the default, spelled as on every other command
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// Write to FILE atomically (temp file, fsync, rename) instead of stdout
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -141,7 +141,22 @@ pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
         crate::sys::atomic::check_writable("--output", f)?;
     }
     let spinner = walk_spinner(&args.paths);
-    let snap = collect::snapshot(&ctx.sysroot, &args.paths, &name);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let snap = std::thread::scope(|s| {
+        if !spinner.is_hidden() {
+            s.spawn(|| {
+                use std::sync::atomic::Ordering::Relaxed;
+                let start = crate::sys::du::ENTRIES_WALKED.load(Relaxed);
+                while !done.load(Relaxed) {
+                    spinner.set_position(crate::sys::du::ENTRIES_WALKED.load(Relaxed) - start);
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            });
+        }
+        let snap = collect::snapshot(&ctx.sysroot, &args.paths, &name);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        snap
+    });
     spinner.finish_and_clear();
     let snap = snap?;
     for p in snap.paths.iter().filter(|p| p.unreadable_dirs > 0) {
@@ -169,16 +184,18 @@ pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
 }
 
 /// What `collect` shows while it walks: on a terminal (stderr), a spinner
-/// naming the paths with the time spent; nothing when stderr is not a
-/// terminal. The walk learns the tree's size only by walking it, so there is
-/// no total to show a share or an ETA against.
+/// naming the paths with the entries counted so far, their rate and the time
+/// spent; nothing when stderr is not a terminal. The walk learns the tree's
+/// size only by walking it, so there is no total to show a share or an ETA
+/// against.
 fn walk_spinner(paths: &[PathBuf]) -> indicatif::ProgressBar {
     if !crate::render::stderr_is_tty() {
         return indicatif::ProgressBar::hidden();
     }
     let pb = indicatif::ProgressBar::new_spinner();
-    if let Ok(st) = indicatif::ProgressStyle::with_template("{spinner} measuring {msg} [{elapsed}]")
-    {
+    if let Ok(st) = indicatif::ProgressStyle::with_template(
+        "{spinner} measuring {msg}: {human_pos} entries ({per_sec}) [{elapsed}]",
+    ) {
         pb.set_style(st);
     }
     let names: Vec<String> = paths.iter().map(|p| safe_path(p)).collect();

@@ -23,7 +23,7 @@ use std::num::NonZeroUsize;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use anyhow::{Context, Result};
@@ -58,6 +58,11 @@ impl Usage {
         }
     }
 }
+
+/// Entries stat'ed by every walk in this process so far, for progress
+/// displays (`collect` on a terminal). Added to once per directory, not per
+/// entry, so the threads of a walk do not contend on it.
+pub static ENTRIES_WALKED: AtomicU64 = AtomicU64::new(0);
 
 /// Measure a directory tree. Errors only when the top itself cannot be read.
 pub fn usage(root: &Path) -> Result<Usage> {
@@ -282,6 +287,7 @@ impl Worker {
     fn read(&mut self, shared: &Shared, fd: &OwnedFd, here: u32, depth: usize) -> Vec<Sub> {
         let mut subdirs = Vec::new();
         let mut unreadable = false;
+        let mut seen = 0u64;
         // One reused 32 KiB getdents buffer, read straight from `fd`: as GNU du
         // does, one or two getdents calls per directory and no reopen of "."
         // (rustix's Dir starts at 768 bytes and dups the fd).
@@ -309,6 +315,7 @@ impl Worker {
                     continue;
                 }
             };
+            seen += 1;
             if st.st_dev != shared.dev {
                 continue; // a mount point: du -x does not count it
             }
@@ -329,6 +336,7 @@ impl Worker {
             }
         }
         self.buf = buf;
+        ENTRIES_WALKED.fetch_add(seen, Ordering::Relaxed);
         if unreadable {
             self.usage.unreadable_dirs += 1;
         }

@@ -144,3 +144,40 @@ fn colour_only_when_asked_or_on_a_terminal() {
         .unwrap();
     assert!(!stderr(&o).contains('\x1b'));
 }
+
+#[test]
+fn json_means_the_json_document_on_stdout_on_every_command_that_reports() {
+    // collect: one JSON line, the same as its default format.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().to_str().unwrap();
+    let o = tmpfsctl(&["collect", "--path", p, "--host", "h", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["host"], "h");
+    assert_eq!(stdout(&o).lines().count(), 1);
+    let o = tmpfsctl(&["collect", "--path", p, "--json", "--format", "kirkland"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // Every other reporting command accepts --json as a plain flag.
+    for cmd in [
+        &["status"][..],
+        &["bench"],
+        &["fleet", "analyze"],
+        &["plan"],
+        &["apply"],
+        &["revert"],
+        &["advise"],
+        &["top"],
+        &["explain"],
+        &["persist", "status"],
+    ] {
+        let mut a = cmd.to_vec();
+        a.push("--help");
+        let h = stdout(&tmpfsctl(&a));
+        assert!(
+            h.lines().any(|l| l.trim_start().starts_with("--json ")
+                || l.trim() == "--json"
+                || l.trim_start().starts_with("--json  ")),
+            "{cmd:?} --help has no plain --json flag:\n{h}"
+        );
+    }
+}

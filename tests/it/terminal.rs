@@ -215,9 +215,12 @@ fn problems(pane: &str, piped: &str, width: usize) -> Vec<String> {
             continue;
         }
         for (_, t) in tokens(l) {
-            let skip = t
-                .chars()
-                .any(|c| c.is_ascii_digit() || c == '─' || c == '-' && t.len() == 1);
+            // Units come with figures that differ between the two runs (a
+            // latency may be "991 ns" in one and "1.02 µs" in the other).
+            let unit = ["ns", "µs", "ms", "s", "B", "KiB", "MiB", "GiB", "TiB"].contains(&bare(t));
+            let skip = unit
+                || t.chars()
+                    .any(|c| c.is_ascii_digit() || c == '─' || c == '-' && t.len() == 1);
             if !skip && !bare(t).is_empty() && !vocab.contains(bare(t)) {
                 bad.push(format!(
                     "word not in the piped output (cut?): {t:?} in {l:?}"

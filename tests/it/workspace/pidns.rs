@@ -147,7 +147,7 @@ fn unprivileged_daemons_are_named_and_killed_at_the_end_and_ps_shows_the_namespa
     // see (init, sh, the daemon, ls) and exits 7.
     let script = format!(
         "(setsid sh -c 'exec sleep {mark}' </dev/null >/dev/null 2>&1 &); \
-         while ! grep -qs {mark} /proc/[0-9]*/cmdline; do sleep 0.01; done; \
+         while ! pgrep -f '^sleep {mark}' >/dev/null; do sleep 0.01; done; \
          echo $$; ls /proc | grep -c '^[0-9]'; exit 7"
     );
     let o = nobody(&b)
