@@ -40,7 +40,12 @@ fn pieces(line: &str) -> Vec<String> {
     let mut out = Vec::with_capacity(words.len());
     let mut i = 0;
     while i < words.len() {
-        let numeric = words[i].chars().next().is_some_and(|c| c.is_ascii_digit());
+        // "(2 MiB", "<4.80 GiB", "~3 s": the figure may follow a bracket or sign.
+        let numeric = words[i]
+            .trim_start_matches(['(', '[', '<', '>', '=', '~', '≈', '+', '-'])
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit());
         if numeric && i + 1 < words.len() && is_unit(words[i + 1]) {
             out.push(format!("{} {}", words[i], words[i + 1]));
             i += 2;
@@ -355,6 +360,9 @@ mod tests {
         assert_eq!(longest_piece("used 1.2 MiB of 4 GiB"), 7);
         assert_eq!(longest_piece("12 ms/op"), 8);
         assert_eq!(longest_piece("/run/user/1000"), 5);
+        // After a bracket or a sign too.
+        assert_eq!(wrap("none (2 MiB pages", 8), "none\n(2 MiB\npages");
+        assert_eq!(longest_piece("<4.80 GiB"), 9);
     }
 
     #[test]
