@@ -422,10 +422,6 @@ struct Switched {
     base: BTreeMap<Vec<u8>, copy::EntrySig>,
 }
 
-/// Passes over the old tree after the switch before giving up on a writer
-/// that keeps writing there (through a descriptor opened before the switch).
-pub(super) const CATCH_UP_PASSES: usize = 5;
-
 /// Bring across what was written to the old tree between the copy and the
 /// switch (see [`copy::delta`]).
 fn catch_up(
@@ -435,7 +431,7 @@ fn catch_up(
     changes: &mut Vec<String>,
 ) -> Result<()> {
     let mut all = copy::delta::Delta::default();
-    for _ in 0..CATCH_UP_PASSES {
+    for _ in 0..copy::delta::CATCH_UP_PASSES {
         let d = copy::delta::carry(sw.src.as_fd(), sw.staged.root.as_fd(), &mut sw.base, cancel)
             .with_context(|| {
                 format!(

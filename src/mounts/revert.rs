@@ -367,7 +367,7 @@ fn catch_up(
     let u = back.under.dir.as_fd();
     let mut brought = Vec::new();
     let mut kept = Vec::new();
-    for _ in 0..super::apply::CATCH_UP_PASSES {
+    for _ in 0..super::copy::delta::CATCH_UP_PASSES {
         let d = copy::delta::carry(back.src.as_fd(), u, &mut back.base, cancel).with_context(|| {
             format!(
                 "the tmpfs at {} is detached, but copying back what was written to it at the end failed",

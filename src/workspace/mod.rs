@@ -12,6 +12,7 @@
 
 mod cleanup;
 mod pidns;
+mod procs;
 mod sampling;
 mod scratch;
 mod summary;

@@ -24,7 +24,7 @@ use std::process::{Command, ExitStatus};
 
 use rustix::mount::{MountFlags, MountPropagationFlags};
 
-use super::tree::Leftover;
+use super::procs::Leftover;
 
 /// At most this many leftovers are named: the report must fit the pipe's
 /// buffer, which nobody reads until the init has exited.
@@ -104,7 +104,7 @@ fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
 /// not carry a parent-death pre_exec check (its parent is the init).
 pub fn spawn(cmd: &mut Command) -> Result<Init, SpawnError> {
     let np = |s: String| SpawnError::NotPossible(NotPossible(s));
-    if !super::tree::single_threaded() {
+    if !super::procs::single_threaded() {
         return Err(np("tmpfsctl runs more than one thread".into()));
     }
     let (report_rd, report_wr) = pipe().map_err(|e| np(format!("pipe: {e}")))?;
@@ -163,7 +163,7 @@ pub fn spawn(cmd: &mut Command) -> Result<Init, SpawnError> {
 }
 
 fn clone(flags: u64) -> libc::c_long {
-    let args = super::tree::CloneArgs {
+    let args = super::procs::CloneArgs {
         flags,
         exit_signal: libc::SIGCHLD as u64,
         ..Default::default()
@@ -174,8 +174,8 @@ fn clone(flags: u64) -> libc::c_long {
     unsafe {
         libc::syscall(
             libc::SYS_clone3,
-            &args as *const super::tree::CloneArgs,
-            std::mem::size_of::<super::tree::CloneArgs>(),
+            &args as *const super::procs::CloneArgs,
+            std::mem::size_of::<super::procs::CloneArgs>(),
         )
     }
 }
@@ -329,7 +329,7 @@ fn running() -> Vec<(i32, String)> {
     rd.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&p| p != 1 && !zombie(p))
-        .map(|p| (p, super::tree::read_comm(p)))
+        .map(|p| (p, super::procs::read_comm(p)))
         .collect()
 }
 

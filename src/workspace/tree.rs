@@ -38,6 +38,8 @@ use rustix::fs::{Mode as FsMode, OFlags};
 use rustix::process::{Pid, Signal};
 
 use super::pidns;
+pub use super::procs::Leftover;
+use super::procs::{CloneArgs, read_comm, single_threaded};
 
 /// Prefix of the per-run cgroups, followed by tmpfsctl's pid.
 const CGROUP_PREFIX: &str = "tmpfsctl-run-";
@@ -45,13 +47,6 @@ const CGROUP_PREFIX: &str = "tmpfsctl-run-";
 /// How long the end of a run waits for killed processes to be gone: a bound
 /// against a process stuck in the kernel, not an expected duration.
 const KILL_WAIT: Duration = Duration::from_secs(10);
-
-/// A process CMD left running when it ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Leftover {
-    pub pid: i32,
-    pub comm: String,
-}
 
 /// What the end of the run did to CMD's tree.
 #[derive(Debug, Default)]
@@ -393,12 +388,6 @@ fn wait_empty(events: &OwnedFd) -> bool {
     false
 }
 
-pub(super) fn read_comm(pid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|s| s.trim_end().to_string())
-        .unwrap_or_else(|_| "?".into())
-}
-
 /// `dir` and every cgroup below it (CMD, as root, may have made some),
 /// parents before children.
 fn cgroup_dirs(dir: &Path) -> Vec<PathBuf> {
@@ -520,36 +509,12 @@ fn end_orphans(me: Pid, out: &mut Ended) {
     }
 }
 
-/// `struct clone_args` of clone3(2), up to `cgroup` (the kernel's
-/// CLONE_ARGS_SIZE_VER2, the same on every architecture).
-#[repr(C)]
-#[derive(Default)]
-pub(super) struct CloneArgs {
-    pub flags: u64,
-    pub pidfd: u64,
-    pub child_tid: u64,
-    pub parent_tid: u64,
-    pub exit_signal: u64,
-    pub stack: u64,
-    pub stack_size: u64,
-    pub tls: u64,
-    pub set_tid: u64,
-    pub set_tid_size: u64,
-    pub cgroup: u64,
-}
-
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
 enum Clone3 {
     /// Nothing was started: the kernel has no clone3 or no CLONE_INTO_CGROUP.
     Unsupported,
     Failed(io::Error),
-}
-
-/// Only one thread: then the child of a raw clone may allocate (no other
-/// thread can hold the allocator's lock), which `Command::exec` does.
-pub(super) fn single_threaded() -> bool {
-    std::fs::read_dir("/proc/self/task").is_ok_and(|d| d.count() == 1)
 }
 
 /// Start `cmd` as a child born in the cgroup `dir`, the way std does it: the

@@ -5,7 +5,7 @@ use std::io::Read;
 
 use anyhow::{Context as _, Result};
 
-use super::driver::{ChunkOut, line_ends};
+use super::chunk::{ChunkOut, line_ends};
 use super::parsed::{Bad, Parsed, bad, bad_line_message, estimate_available, parse_u64};
 use super::store::Fleet;
 use super::{FileReport, IngestOptions, IngestReport};

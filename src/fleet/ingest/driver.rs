@@ -8,9 +8,9 @@ use std::io::Read;
 
 use anyhow::{Context as _, Result};
 
-use super::parsed::Parsed;
-use super::parsed::{Bad, bad, bad_line_message};
-use super::store::{Fleet, Row, pack};
+use super::chunk::{ChunkOut, line_ends};
+use super::parsed::{bad, bad_line_message};
+use super::store::Fleet;
 use super::{FileReport, Format, IngestOptions, IngestReport, csv, detect, jsonl, tsv};
 use crate::render::term::{excerpt, safe};
 
@@ -35,45 +35,6 @@ fn fill(r: &mut dyn Read, buf: &mut Vec<u8>, want: usize) -> std::io::Result<boo
         }
     }
     Ok(true)
-}
-
-/// What one block of input gave.
-pub(super) struct ChunkOut {
-    rows: Vec<Row>,
-    /// Per row: timestamp and line within the chunk.
-    ts_lines: Vec<(i64, u64)>,
-    names: Vec<u8>,
-    pub(super) bad: Vec<(u64, Bad)>,
-    pub(super) lines: u64,
-    /// CSV: the `csv` reader's line count after the block's last record, if any.
-    pub(super) csv_next: Option<u64>,
-}
-
-impl ChunkOut {
-    /// Room for `rows` rows: survey lines are ~100 bytes, so a block's length
-    /// / 64 holds them all and saves regrowing (pages never written cost nothing).
-    pub(super) fn with_capacity(rows: usize) -> ChunkOut {
-        ChunkOut {
-            rows: Vec::with_capacity(rows),
-            ts_lines: Vec::with_capacity(rows),
-            names: Vec::new(),
-            bad: Vec::new(),
-            lines: 0,
-            csv_next: None,
-        }
-    }
-
-    pub(super) fn push(&mut self, p: Parsed<'_>, line: u64) {
-        let (row, ts) = pack(p, &mut self.names);
-        self.rows.push(row);
-        self.ts_lines.push((ts, line));
-    }
-}
-
-/// Where each line of `chunk` ends: its newlines, and the end of a last line without one.
-pub(super) fn line_ends(chunk: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    memchr::memchr_iter(b'\n', chunk)
-        .chain((!chunk.is_empty() && chunk[chunk.len() - 1] != b'\n').then_some(chunk.len()))
 }
 
 fn parse_chunk(

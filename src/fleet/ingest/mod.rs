@@ -13,6 +13,7 @@
 //! line-based format is a file like `tsv.rs` (a `parse(line) -> Parsed`), a
 //! [`Format`] variant and a case in [`detect`] and `driver::parse_chunk`.
 
+mod chunk;
 mod csv;
 mod driver;
 mod jsonl;

@@ -19,6 +19,10 @@ use super::{
     Copier, CopyStats, EntrySig, Mover, open_dir_at, open_regular, remove_tree, show, snapshot,
 };
 
+/// Passes over the old tree after the switch before giving up on a writer
+/// that keeps writing there (through a descriptor opened before the switch).
+pub const CATCH_UP_PASSES: usize = 5;
+
 /// What one pass brought across, by path from the tree root.
 #[derive(Debug, Default, Clone)]
 pub struct Delta {
