@@ -441,11 +441,7 @@ fn catch_up(
                     dir.display()
                 )
             })?;
-        let done = d.is_empty();
-        all.brought.extend(d.brought);
-        all.removed.extend(d.removed);
-        all.kept_newer.extend(d.kept_newer);
-        if done {
+        if all.absorb(d) {
             break;
         }
     }

@@ -243,11 +243,7 @@ fn merge(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, cut: (i64, u64)) -> Result<co
     let mut all = copy::delta::Delta::default();
     for _ in 0..super::copy::delta::CATCH_UP_PASSES {
         let d = copy::delta::carry(src, dst, &mut base, &cancel)?;
-        let done = d.is_empty();
-        all.brought.extend(d.brought);
-        all.removed.extend(d.removed);
-        all.kept_newer.extend(d.kept_newer);
-        if done {
+        if all.absorb(d) {
             break;
         }
     }

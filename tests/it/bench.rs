@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{TestMount, bin, json, tmpfsctl};
+use crate::common::{TestMount, bin, chromium_dom, json, tmpfsctl};
 use crate::require_root;
 
 mod outputs;
@@ -412,36 +412,6 @@ fn custom_workload_knobs() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--sync"), "{}", stderr(&out));
-}
-
-/// Render a file in headless Chromium and return the DOM it built.
-fn chromium_dom(file: &Path) -> Option<String> {
-    let exe = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| Path::new(p).exists());
-    let Some(exe) = exe else {
-        eprintln!("SKIP chromium rendering: chromium is not installed (scripts/setup installs it)");
-        return None;
-    };
-    let profile = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(exe)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", file.display()))
-        .stdin(Stdio::null())
-        .output()
-        .expect("run chromium");
-    assert!(out.status.success(), "chromium failed: {}", stderr(&out));
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[test]

@@ -117,7 +117,7 @@ pub fn chromium() -> Option<&'static str> {
     exe
 }
 
-fn run_chromium(exe: &str, width: u32, height: u32, args: &[String], page: &Path) -> Output {
+pub fn run_chromium(exe: &str, width: u32, height: u32, args: &[String], page: &Path) -> Output {
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new(exe)
         .args([
@@ -144,6 +144,13 @@ fn run_chromium(exe: &str, width: u32, height: u32, args: &[String], page: &Path
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// The DOM Chromium built from `file` (1280 pixels wide), or None without Chromium.
+pub fn chromium_dom(file: &Path) -> Option<String> {
+    let exe = chromium()?;
+    let out = run_chromium(exe, 1280, 900, &["--dump-dom".into()], file);
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Lays `html` out in Chromium at `width` CSS pixels and returns what

@@ -36,6 +36,16 @@ pub struct Delta {
 }
 
 impl Delta {
+    /// Add `d` to what was carried so far; true when `d` carried nothing,
+    /// i.e. the catch-up is done.
+    pub fn absorb(&mut self, d: Delta) -> bool {
+        let done = d.is_empty();
+        self.brought.extend(d.brought);
+        self.removed.extend(d.removed);
+        self.kept_newer.extend(d.kept_newer);
+        done
+    }
+
     pub fn is_empty(&self) -> bool {
         self.brought.is_empty() && self.removed.is_empty()
     }
