@@ -325,34 +325,7 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
     );
 
     let ram_backed = sys::is_ram_backed(&facts.dir_fstype);
-    let mut report = None;
-    let mut huge_advice = None;
-    if args.no_bench {
-        notes.push("not measured (--no-bench): the verdict rests on sizes alone".into());
-    } else {
-        let (workloads, opts) = scale_and_options(args);
-        let (need, _) = bench::need(&workloads);
-        let (ram, disk, private) = bench_targets(ctx, &dir, ram_backed, need)?;
-        let private_paths: Vec<PathBuf> = private.iter().map(|m| m.path.clone()).collect();
-        let huge_why_not = huge_why_not(&facts);
-        let steps = if huge_why_not.is_none() { 2 } else { 1 };
-        step(
-            &opts,
-            1,
-            steps,
-            &format!("{shown} ({}) against tmpfs", facts.dir_fstype),
-        );
-        let r = bench::run_suite_with(ctx, &[ram, disk], &private_paths, &workloads, &opts);
-        drop(private);
-        report = Some(r.with_context(|| format!("measuring {shown} against tmpfs"))?);
-        match huge_why_not {
-            Some(why) => notes.extend(why),
-            None => {
-                step(&opts, 2, 2, huge::TITLE);
-                huge_advice = measure_huge(ctx, &workloads, &opts, need, &mut notes);
-            }
-        }
-    }
+    let (report, huge_advice) = measure(ctx, args, &facts, ram_backed, &mut notes)?;
     let speedups = report.as_ref().map(speedups_of).unwrap_or_default();
 
     let vfacts = Facts {
@@ -449,6 +422,49 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
         bench: report,
         notes,
     })
+}
+
+/// Measure DIR against tmpfs (and, where it may help, huge=within_size
+/// against huge=never) unless `--no-bench`; what could not be measured is
+/// said in `notes`.
+fn measure(
+    ctx: &Context,
+    args: &AdviseArgs,
+    facts: &mounts::Facts,
+    ram_backed: bool,
+    notes: &mut Vec<String>,
+) -> Result<(Option<BenchReport>, Option<HugeAdvice>)> {
+    let dir = &facts.dir;
+    let shown = dir.display().to_string();
+    let mut report = None;
+    let mut huge_advice = None;
+    if args.no_bench {
+        notes.push("not measured (--no-bench): the verdict rests on sizes alone".into());
+    } else {
+        let (workloads, opts) = scale_and_options(args);
+        let (need, _) = bench::need(&workloads);
+        let (ram, disk, private) = bench_targets(ctx, dir, ram_backed, need)?;
+        let private_paths: Vec<PathBuf> = private.iter().map(|m| m.path.clone()).collect();
+        let huge_why_not = huge_why_not(facts);
+        let steps = if huge_why_not.is_none() { 2 } else { 1 };
+        step(
+            &opts,
+            1,
+            steps,
+            &format!("{shown} ({}) against tmpfs", facts.dir_fstype),
+        );
+        let r = bench::run_suite_with(ctx, &[ram, disk], &private_paths, &workloads, &opts);
+        drop(private);
+        report = Some(r.with_context(|| format!("measuring {shown} against tmpfs"))?);
+        match huge_why_not {
+            Some(why) => notes.extend(why),
+            None => {
+                step(&opts, 2, 2, huge::TITLE);
+                huge_advice = measure_huge(ctx, &workloads, &opts, need, notes);
+            }
+        }
+    }
+    Ok((report, huge_advice))
 }
 
 /// On a terminal, which measurement runs now (bench's bar below it shows
