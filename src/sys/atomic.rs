@@ -139,6 +139,17 @@ enum Special {
 
 fn special_kind(dest: &Path) -> Option<Special> {
     use std::os::unix::fs::FileTypeExt;
+    // /dev/stdout, /dev/fd/N, /proc/self/fd/N are links to whatever the
+    // caller opened, a regular file too (`> out.json`): a rename would
+    // replace the link itself and the data would never reach the file.
+    if dest.starts_with("/dev") || dest.starts_with("/proc") {
+        return match std::fs::metadata(dest).map(|m| m.file_type()) {
+            Ok(t) if t.is_block_device() => Some(Special::Refused("a block device")),
+            Ok(t) if t.is_socket() => Some(Special::Refused("a socket")),
+            Ok(t) if t.is_dir() => None,
+            _ => Some(Special::Stream),
+        };
+    }
     let t = std::fs::metadata(dest).ok()?.file_type();
     if t.is_file() || t.is_dir() {
         None

@@ -181,3 +181,28 @@ fn json_means_the_json_document_on_stdout_on_every_command_that_reports() {
         );
     }
 }
+
+#[test]
+fn an_output_named_dev_stdout_reaches_the_file_the_shell_opened() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("snap.json");
+    let f = std::fs::File::create(&out).unwrap();
+    let o = bin()
+        .args(["collect", "--path"])
+        .arg(d.path())
+        .args(["--host", "h", "-o", "/dev/stdout"])
+        .stdout(f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(v["host"], "h");
+    // /dev/stdout is still the kernel's link, not a file left by a rename.
+    assert!(
+        std::fs::symlink_metadata("/dev/stdout")
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
