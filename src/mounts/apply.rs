@@ -18,7 +18,7 @@ use crate::context::{Context, ExitCode};
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
-use crate::sys::statfs;
+use crate::sys::{statfs, tmpfs};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PersistResult {
@@ -417,7 +417,7 @@ struct Switched {
     stats: copy::CopyStats,
     verified: u64,
     src: OwnedFd,
-    staged: live::Detached,
+    staged: tmpfs::Detached,
     /// What the old tree and the copy both held when they were compared.
     base: BTreeMap<Vec<u8>, copy::EntrySig>,
 }
@@ -492,7 +492,7 @@ fn roll_back(
                 .all(|d| d.starts_with(".:"))
         })
         .unwrap_or(false);
-    if untouched && live::detach(&sw.staged).is_ok() {
+    if untouched && tmpfs::detach(&sw.staged).is_ok() {
         return e.context(format!(
             "apply failed after mounting, so it was undone: {} is as it was",
             dir.display()
@@ -524,7 +524,7 @@ fn stage_and_move(
             dir.display()
         ))
     };
-    let staged = live::mount_detached(&p.mount_options).map_err(abort)?;
+    let staged = tmpfs::mount_detached(&p.mount_options, tmpfs::Allow::default()).map_err(abort)?;
     let since = std::time::SystemTime::now();
     let src = rustix::fs::openat(
         &opened.fd,
@@ -564,7 +564,7 @@ fn stage_and_move(
         n.cut = Some(cut);
     })
     .map_err(abort)?;
-    live::attach_at(&staged, opened).map_err(abort)?;
+    tmpfs::attach_at(&staged, opened).map_err(abort)?;
     let verified = base.len() as u64;
     Ok(Switched {
         stats,

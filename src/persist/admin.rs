@@ -208,7 +208,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     }
     if !already_tmpfs {
         let mut live = None;
-        mount::mount_dir(&dir, size.as_deref(), |root| {
+        mount::mount_dir(&dir, size.as_deref(), Default::default(), |root| {
             let st = rustix::fs::fstat(root)?;
             let (_, l) = load::load(&store, rep.generation, root)?;
             live = Some((l, st.st_dev));
@@ -398,7 +398,7 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
     let written_back = !d.is_empty();
     if written_back {
         let _lock = store.lock()?;
-        super::fsops::clear_dir(dfd.as_fd())
+        crate::sys::fs::clear_dir(dfd.as_fd())
             .with_context(|| format!("clearing {} on disk", safe_path(&dir)))?;
         load::load(&store, g, dfd.as_fd())?;
         rustix::fs::syncfs(&dfd).context("flushing DIR on disk")?;

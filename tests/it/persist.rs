@@ -16,6 +16,8 @@ use crate::require_root;
 
 /// The crash loop and the concurrent writer (the long ones).
 mod crash;
+/// nosuid/nodev, mounts inside DIR, symlink swaps during restore.
+mod guards;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
