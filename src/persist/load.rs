@@ -149,17 +149,7 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
             }
         }
         if e.kind != Kind::Dir {
-            // Never opened: owner, mode, xattrs and times set by name.
-            let (u, gr) = own(e);
-            rustix::fs::chownat(pfd, os(name), u, gr, AtFlags::SYMLINK_NOFOLLOW)
-                .with_context(ctx)?;
-            if !matches!(e.kind, Kind::Symlink(_)) {
-                rustix::fs::chmodat(pfd, os(name), Mode::from_raw_mode(e.mode), AtFlags::empty())
-                    .with_context(ctx)?;
-            }
-            Obj::at(pfd, name).set_all(&e.xattrs).with_context(ctx)?;
-            rustix::fs::utimensat(pfd, os(name), &times(e), AtFlags::SYMLINK_NOFOLLOW)
-                .with_context(ctx)?;
+            set_meta_of_new(pfd, name, e).with_context(ctx)?;
         }
     }
     drop(parents);
@@ -184,6 +174,34 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
         rustix::fs::futimens(&d, &times(e)).with_context(ctx)?;
     }
     Ok((rep, live))
+}
+
+/// Owner, mode, xattrs and times of the symlink or special file just made
+/// as `name` under `dir`, through a descriptor of that entry: never opened
+/// for I/O, and never by name (a mode change by name follows a symlink
+/// renamed over the entry meanwhile, in a shared sticky DIR).
+fn set_meta_of_new(dir: BorrowedFd<'_>, name: &[u8], e: &Entry) -> Result<()> {
+    let ft = match e.kind {
+        Kind::Symlink(_) => FileType::Symlink,
+        Kind::Socket => FileType::Socket,
+        Kind::Char(_) => FileType::CharacterDevice,
+        Kind::Block(_) => FileType::BlockDevice,
+        _ => FileType::Fifo,
+    };
+    let new = fs::Created::open(dir, &fs::cstr(name)?, ft).map_err(|err| match err {
+        rustix::io::Errno::STALE => anyhow::anyhow!(
+            "it was replaced by another entry right after it was created (someone else \
+             writes in this directory); it was left untouched"
+        ),
+        err => err.into(),
+    })?;
+    new.chown(Some(Uid::from_raw(e.uid)), Some(Gid::from_raw(e.gid)))?;
+    if ft != FileType::Symlink {
+        new.chmod(Mode::from_raw_mode(e.mode))?;
+    }
+    new.obj().set_all(&e.xattrs)?;
+    new.set_times(&times(e))?;
+    Ok(())
 }
 
 /// How a directory differs from a generation.

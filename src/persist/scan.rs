@@ -111,6 +111,12 @@ fn walk_dir(dir: BorrowedFd<'_>, rel: &[u8], scan: &mut Scan) -> Result<()> {
                 let sub = match fs::open_dir_beneath(dir, name.to_bytes()) {
                     Ok(f) => f,
                     Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => continue,
+                    // A bind mount of this same filesystem: st_dev alike,
+                    // but another mount all the same.
+                    Err(Errno::XDEV) => {
+                        scan.skipped_mounts.push(path);
+                        continue;
+                    }
                     Err(e) => return Err(e).with_context(|| format!("open {}", show(&path))),
                 };
                 e.xattrs = Obj::Fd(sub.as_fd())

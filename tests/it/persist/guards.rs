@@ -2,9 +2,12 @@
 //! tmpfs tmpfsctl makes, a filesystem mounted inside DIR, and a name swapped
 //! for a symlink while an entry's metadata is set.
 
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::process::{Command, Stdio};
 
-use super::{World, s};
+use super::{World, s, show};
 use crate::require_root;
 
 /// The per-mount flags of the mount exactly at `p`, from mountinfo.
@@ -44,4 +47,220 @@ fn persist_tmpfs_is_nosuid_nodev() {
         flags.iter().any(|f| f == "nosuid") && flags.iter().any(|f| f == "nodev"),
         "restored tmpfs has flags {flags:?}"
     );
+}
+
+/// A directory from elsewhere bind-mounted on `at`, unmounted when dropped.
+struct Bind(std::path::PathBuf);
+
+impl Bind {
+    fn new(from: &Path, at: &Path) -> Bind {
+        let st = Command::new("mount")
+            .arg("--bind")
+            .arg(from)
+            .arg(at)
+            .status()
+            .unwrap();
+        assert!(st.success(), "mount --bind {from:?} {at:?}");
+        Bind(at.to_path_buf())
+    }
+}
+
+impl Drop for Bind {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A directory on another filesystem (a tmpfs of its own, outside DIR)
+/// holding one file, to bind-mount inside DIR.
+fn outside(w: &World) -> (std::path::PathBuf, Bind) {
+    let o = w.root.path().join("outside");
+    std::fs::create_dir(&o).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1M", "tmpfsctl-it-house"])
+        .arg(&o)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::write(o.join("precious"), b"not DIR's").unwrap();
+    (o.clone(), Bind(o))
+}
+
+#[test]
+fn restore_force_refuses_a_mount_inside_dir_and_removes_nothing() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("keep"), b"v1").unwrap();
+    w.enable();
+    let (o, _fs) = outside(&w);
+    std::fs::create_dir(w.dir.join("zz")).unwrap();
+    let _b = Bind::new(&o, &w.dir.join("zz"));
+    std::fs::write(w.dir.join("keep"), b"v2").unwrap();
+    let out = w.run(&["persist", "restore", s(&w.dir), "--force"]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(s(&w.dir.join("zz"))), "{err}");
+    assert_eq!(std::fs::read(o.join("precious")).unwrap(), b"not DIR's");
+    assert_eq!(std::fs::read(w.dir.join("keep")).unwrap(), b"v2");
+}
+
+#[test]
+fn disable_refuses_a_mount_inside_dir_on_disk_and_removes_nothing() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("keep"), b"v1").unwrap();
+    w.enable();
+    // The tmpfs is lost (a reboot without the boot unit); DIR on disk has
+    // a filesystem mounted inside and differs from the store.
+    assert!(
+        Command::new("umount")
+            .arg(&w.dir)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (o, _fs) = outside(&w);
+    std::fs::create_dir(w.dir.join("zz")).unwrap();
+    let _b = Bind::new(&o, &w.dir.join("zz"));
+    std::fs::write(w.dir.join("keep"), b"v2").unwrap();
+    let out = w.run(&["persist", "disable", s(&w.dir), "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(s(&w.dir.join("zz"))), "{err}");
+    assert_eq!(std::fs::read(o.join("precious")).unwrap(), b"not DIR's");
+    assert_eq!(std::fs::read(w.dir.join("keep")).unwrap(), b"v2");
+}
+
+/// FIFOs owned by uid 65534 in a 1777 DIR, each with mode 04777 in the store.
+const FIFOS: usize = 8;
+
+fn fifos(dir: &Path) {
+    for k in 0..FIFOS {
+        let p = dir.join(format!("p{k:03}"));
+        let c = std::ffi::CString::new(s(&p)).unwrap();
+        // SAFETY: a valid C string; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o4777)).unwrap();
+    }
+}
+
+/// As uid 65534, four processes: exchange a symlink to `target` with the
+/// FIFOs (renameat2 RENAME_EXCHANGE), each over and over. In a sticky
+/// directory the exchange only works on an entry uid 65534 owns: a FIFO
+/// root has just made and given to it, its mode not set yet.
+fn racers(dir: &Path, target: &Path) -> Vec<std::process::Child> {
+    const SCRIPT: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+d, t, i, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+pairs = []
+for k in range(i, n, 4):
+    pairs.append(((d + '/.l%03d' % k).encode(), (d + '/p%03d' % k).encode()))
+while True:
+    for l, p in pairs:
+        if libc.renameat2(-100, l, -100, p, 2) != 0:
+            try:
+                os.symlink(t, l)
+            except OSError:
+                pass
+"#;
+    (0..4)
+        .map(|i| {
+            Command::new("/usr/bin/python3")
+                .args([
+                    "-c",
+                    SCRIPT,
+                    s(dir),
+                    s(target),
+                    &i.to_string(),
+                    &FIFOS.to_string(),
+                ])
+                .uid(65534)
+                .gid(65534)
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
+fn stop(children: Vec<std::process::Child>) {
+    for mut c in children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// A root-owned file outside DIR that a followed chmod would change.
+fn root_target(w: &World) -> std::path::PathBuf {
+    let t = w.root.path().join("root-binary");
+    std::fs::write(&t, b"#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o700)).unwrap();
+    t
+}
+
+fn mode_of(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn a_symlink_swapped_over_a_fifo_is_never_chmodded_through() {
+    require_root!();
+    let w = World::new();
+    std::fs::set_permissions(w.root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&w.dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let target = root_target(&w);
+    fifos(&w.dir);
+    w.enable();
+    // restore --force loads into the visible tmpfs while the racers swap.
+    let r = racers(&w.dir, &target);
+    for _ in 0..40 {
+        std::fs::write(w.dir.join("changed"), b"x").unwrap();
+        let _ = w.run(&["persist", "restore", s(&w.dir), "--force"]);
+    }
+    stop(r);
+    assert_eq!(
+        mode_of(&target),
+        0o700,
+        "restore chmodded through a symlink"
+    );
+    // disable loads DIR on disk while the racers swap there.
+    for round in 0..3 {
+        std::fs::write(w.dir.join("changed"), b"x").unwrap();
+        let r = racers(&w.dir, &target);
+        let _ = w.run(&["persist", "disable", s(&w.dir), "--yes"]);
+        stop(r);
+        assert_eq!(
+            mode_of(&target),
+            0o700,
+            "disable chmodded through a symlink"
+        );
+        // A disable stopped by a detected swap is finished without racers.
+        let _ = w.run(&["persist", "disable", s(&w.dir), "--yes"]);
+        while super::is_mount(&w.dir) {
+            assert!(
+                Command::new("umount")
+                    .arg(&w.dir)
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+        }
+        for e in std::fs::read_dir(&w.dir).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        fifos(&w.dir);
+        let store = w.root.path().join(format!("store-{round}"));
+        w.ok(&[
+            "persist",
+            "enable",
+            s(&w.dir),
+            "--store",
+            s(&store),
+            "--persist",
+            "none",
+            "--yes",
+        ]);
+    }
 }
