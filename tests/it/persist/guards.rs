@@ -3,9 +3,8 @@
 //! for a symlink while an entry's metadata is set.
 
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use super::{World, s, show};
 use crate::require_root;
@@ -148,47 +147,63 @@ fn fifos(dir: &Path) {
 /// As uid 65534, four processes: exchange a symlink to `target` with the
 /// FIFOs (renameat2 RENAME_EXCHANGE), each over and over. In a sticky
 /// directory the exchange only works on an entry uid 65534 owns: a FIFO
-/// root has just made and given to it, its mode not set yet.
-fn racers(dir: &Path, target: &Path) -> Vec<std::process::Child> {
-    const SCRIPT: &str = r#"
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-d, t, i, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-pairs = []
-for k in range(i, n, 4):
-    pairs.append(((d + '/.l%03d' % k).encode(), (d + '/p%03d' % k).encode()))
-while True:
-    for l, p in pairs:
-        if libc.renameat2(-100, l, -100, p, 2) != 0:
-            try:
-                os.symlink(t, l)
-            except OSError:
-                pass
-"#;
+/// root has just made and given to it, its mode not set yet. Forked
+/// children running raw system calls only (no allocation after the fork):
+/// an interpreter's loop is too slow to hit a window of two calls.
+fn racers(dir: &Path, target: &Path) -> Vec<libc::pid_t> {
+    let c = |p: &Path| std::ffi::CString::new(s(p)).unwrap();
+    let t = c(target);
     (0..4)
         .map(|i| {
-            Command::new("/usr/bin/python3")
-                .args([
-                    "-c",
-                    SCRIPT,
-                    s(dir),
-                    s(target),
-                    &i.to_string(),
-                    &FIFOS.to_string(),
-                ])
-                .uid(65534)
-                .gid(65534)
-                .stdin(Stdio::null())
-                .spawn()
-                .unwrap()
+            let pairs: Vec<_> = (0..FIFOS)
+                .map(|k| {
+                    (
+                        c(&dir.join(format!(".l{i}-{k:03}"))),
+                        c(&dir.join(format!("p{k:03}"))),
+                    )
+                })
+                .collect();
+            // SAFETY: the child makes only async-signal-safe system calls
+            // on memory prepared before the fork, and never returns.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                unsafe {
+                    if libc::setgroups(0, std::ptr::null()) != 0
+                        || libc::setgid(65534) != 0
+                        || libc::setuid(65534) != 0
+                    {
+                        libc::_exit(1);
+                    }
+                    loop {
+                        for (l, p) in &pairs {
+                            let r = libc::syscall(
+                                libc::SYS_renameat2,
+                                libc::AT_FDCWD,
+                                l.as_ptr(),
+                                libc::AT_FDCWD,
+                                p.as_ptr(),
+                                libc::RENAME_EXCHANGE,
+                            );
+                            if r != 0 {
+                                libc::symlink(t.as_ptr(), l.as_ptr());
+                            }
+                        }
+                    }
+                }
+            }
+            pid
         })
         .collect()
 }
 
-fn stop(children: Vec<std::process::Child>) {
-    for mut c in children {
-        let _ = c.kill();
-        let _ = c.wait();
+fn stop(pids: Vec<libc::pid_t>) {
+    for pid in pids {
+        // SAFETY: our own children, by PID.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
     }
 }
 
