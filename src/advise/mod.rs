@@ -619,11 +619,8 @@ fn commands(dir: &str, v: &Verdict, p: &plan::Plan, ramfs: bool) -> Commands {
                 "tmpfsctl plan {q}    # review first; changes nothing"
             ));
             c.act.push(format!(
-                "sudo tmpfsctl apply {q} --persist {}",
-                match p.persist.via {
-                    plan::Via::Fstab => "fstab",
-                    plan::Via::Systemd => "systemd",
-                }
+                "sudo tmpfsctl apply {q} --boot {}",
+                p.persist.via.name()
             ));
             c.config_path = Some(p.persist.path.clone());
             c.config = Some(p.persist.content.clone());

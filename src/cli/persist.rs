@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use crate::persist::admin::{DisableRequest, EnableRequest, PersistVia};
+use crate::mounts::plan::Boot;
+use crate::persist::admin::{DisableRequest, EnableRequest};
 use crate::persist::status::StatusRequest;
 use crate::persist::{RestoreRequest, SyncRequest, parse_duration, registry};
 use crate::units::Size;
@@ -45,16 +46,6 @@ pub enum PersistCmd {
     Disable(DisableArgs),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PersistWith {
-    /// An fstab line for the tmpfs, plus the units
-    Fstab,
-    /// systemd units: restore at boot, sync on a timer and at shutdown
-    Systemd,
-    /// The live mount only (tests, one-off use)
-    None,
-}
-
 fn duration(s: &str) -> Result<u64, String> {
     parse_duration(s)
 }
@@ -74,10 +65,19 @@ pub struct EnableArgs {
     /// Generations kept in the store (at least 1)
     #[arg(long, value_name = "N", default_value_t = crate::persist::DEFAULT_KEEP)]
     pub keep: usize,
-    /// How the setup survives a reboot
-    #[arg(long, value_name = "HOW", default_value = "systemd")]
-    pub persist: PersistWith,
-    /// fstab to edit with --persist fstab
+    /// How the setup comes back at boot: systemd units (restore at boot, sync on a timer and at shutdown), the same plus an fstab line for the tmpfs, or none (the live mount only)
+    #[arg(long, value_name = "HOW", value_enum, default_value = "systemd")]
+    pub boot: Boot,
+    /// Old spelling of --boot
+    #[arg(
+        long,
+        value_name = "HOW",
+        value_enum,
+        hide = true,
+        conflicts_with = "boot"
+    )]
+    pub persist: Option<Boot>,
+    /// fstab to edit with --boot fstab
     #[arg(long, value_name = "FILE", default_value = "/etc/fstab")]
     pub fstab: PathBuf,
     /// Where to write the systemd units
@@ -169,10 +169,12 @@ impl PersistArgs {
                         size: a.size,
                         interval_s: a.interval,
                         keep: a.keep,
-                        via: match a.persist {
-                            PersistWith::Fstab => PersistVia::Fstab,
-                            PersistWith::Systemd => PersistVia::Systemd,
-                            PersistWith::None => PersistVia::None,
+                        boot: match a.persist {
+                            Some(old) => {
+                                super::mounts::deprecated("--persist", old);
+                                old
+                            }
+                            None => a.boot,
                         },
                         fstab: a.fstab.clone(),
                         unit_dir: a.unit_dir.clone(),

@@ -70,21 +70,10 @@ pub struct PlanRequest {
     pub opts: Request,
 }
 
-/// Where `apply` makes the mount permanent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PersistTo {
-    Fstab,
-    Systemd,
-    /// Live mount only; gone after a reboot.
-    None,
-}
-
 #[derive(Debug, Clone)]
 pub struct ApplyRequest {
     pub target: Target,
     pub opts: Request,
-    /// `None`: as `plan` recommends.
-    pub persist: Option<PersistTo>,
     /// Change the size of the tmpfs already at DIR, live.
     pub resize: Option<Size>,
     /// Go ahead although processes have files under DIR open for writing.

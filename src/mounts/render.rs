@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::ApplyReport;
-use super::plan::{MountState, Plan, Via};
+use super::plan::{Boot, MountState, Plan};
 use crate::render::color::{Tone, paint};
 use crate::units::{fmt_bytes, fmt_count};
 
@@ -54,7 +54,8 @@ pub fn plan_text(p: &Plan) -> String {
     );
     let _ = writeln!(s);
     match p.persist.via {
-        Via::Fstab => {
+        Boot::None => para(&mut s, "", format!("Not persisted ({})", p.persist.why)),
+        Boot::Fstab => {
             para(
                 &mut s,
                 "",
@@ -65,7 +66,7 @@ pub fn plan_text(p: &Plan) -> String {
             );
             let _ = writeln!(s, "  {}", p.persist.content);
         }
-        Via::Systemd => {
+        Boot::Systemd => {
             para(
                 &mut s,
                 "",
