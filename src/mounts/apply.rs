@@ -185,7 +185,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
                 apply: &p.apply_command,
                 revert: &format!(
                     "tmpfsctl revert {} --keep-data{}",
-                    dir.display(),
+                    crate::render::term::shell_path(&dir),
                     args.target.follow_up()
                 ),
             };
@@ -208,12 +208,6 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         ));
     }
     check_mounted(ctx, &dir, switched.as_ref().map(|sw| &sw.staged.mount))?;
-    if changes.is_empty() {
-        changes.push(format!(
-            "nothing: {} already is on tmpfs as planned",
-            dir.display()
-        ));
-    }
     let report = ApplyReport {
         schema_version: plan::SCHEMA_VERSION,
         dir: dir.display().to_string(),
@@ -246,7 +240,7 @@ fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir,
             bail!(
                 "{} is not a tmpfs, so there is nothing to resize; run `tmpfsctl apply {}{}` without --resize first",
                 dir.display(),
-                dir.display(),
+                crate::render::term::shell_path(&dir),
                 args.target.follow_up()
             );
         }
@@ -275,7 +269,7 @@ fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir,
                 .and_then(|c| c.size_bytes)
                 .map(crate::units::fmt_bytes)
                 .unwrap_or_default(),
-            dir.display(),
+            crate::render::term::shell_path(&dir),
             p.size_option.clone().unwrap_or_default(),
             args.target.follow_up()
         );

@@ -21,9 +21,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Boot {
-    /// A line in /etc/fstab
+    /// A line in /etc/fstab (persist: plus its units)
     Fstab,
-    /// systemd: a drop-in for DIR's mount unit (tmp.mount for /tmp); for persist, its units
+    /// A drop-in for DIR's systemd mount unit, tmp.mount for /tmp (persist: its own units)
     Systemd,
     /// Nothing: the live mount only, gone after the next reboot
     None,
@@ -476,7 +476,7 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
         persist,
         apply_command: format!(
             "tmpfsctl apply {}{}{}",
-            facts.dir.display(),
+            crate::render::term::shell_path(&facts.dir),
             req.options_given,
             req.follow_up
         ),

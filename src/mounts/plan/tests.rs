@@ -25,6 +25,7 @@ fn facts(dir: &str, used: u64, inodes: u64) -> Facts {
             state: UnitState::Absent,
             fragment: None,
             dropins: vec![],
+            options: None,
         },
         unit_dir: "/etc/systemd/system".into(),
         busy: vec![],
