@@ -240,7 +240,13 @@ impl Scratch {
                 "making / a slave mount in the new namespace: {e}"
             ))
         })?;
-        let data = format!("size={},mode=0700", spec.size_bytes);
+        // nr_inodes from the size: empty files cost no `size=` but pin
+        // kernel memory each (see units::tmpfs_inodes_for for the bound).
+        let data = format!(
+            "size={},nr_inodes={},mode=0700",
+            spec.size_bytes,
+            crate::units::tmpfs_inodes_for(spec.size_bytes)
+        );
         let data_c =
             std::ffi::CString::new(data.clone()).map_err(|e| PrivError::Fatal(e.into()))?;
         // The source names the supervising process, so a leftover (there
@@ -300,13 +306,10 @@ impl Scratch {
     }
 
     fn directory(spec: &Spec, notes: Vec<String>) -> Result<Scratch> {
-        let uid = rustix::process::geteuid().as_raw();
-        let base_dir = std::env::var_os("XDG_RUNTIME_DIR")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute() && p.is_dir())
-            .or_else(|| Some(PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
-            .unwrap_or_else(std::env::temp_dir);
+        let euid = rustix::process::geteuid();
+        let uid = euid.as_raw();
         let mut notes = notes;
+        let base_dir = directory_base(euid, &mut notes)?;
         // The pid in the name lets a later run tell a scratch whose tmpfsctl
         // was killed (pid gone, lock free) from one in use.
         let prefix = format!("tmpfsctl-{uid}-");
@@ -620,6 +623,56 @@ pub struct Teardown {
     pub error: Option<String>,
 }
 
+/// Where a plain-directory scratch is made: `$XDG_RUNTIME_DIR` only when it
+/// is yours and nobody else's (owned by you, mode 0700: its owner could
+/// otherwise swap the scratch for a symlink under CMD, or `sudo -E` would
+/// hand root another user's directory), else a private directory of
+/// tmpfsctl's (`/run/tmpfsctl-scratch` for root, `/dev/shm/tmpfsctl-UID-scratch`
+/// otherwise), created 0700 and checked the same way.
+fn directory_base(euid: rustix::process::Uid, notes: &mut Vec<String>) -> Result<PathBuf> {
+    if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
+        && x.is_absolute()
+    {
+        match private_to(&x, euid) {
+            Ok(()) => return Ok(x),
+            Err(why) => notes.push(format!("XDG_RUNTIME_DIR not used: {why}")),
+        }
+    }
+    let own = if euid.is_root() {
+        PathBuf::from("/run/tmpfsctl-scratch")
+    } else {
+        PathBuf::from(format!("/dev/shm/tmpfsctl-{}-scratch", euid.as_raw()))
+    };
+    ensure_private_dir(&own, euid).map_err(|e| anyhow::anyhow!("no place for the scratch: {e}"))?;
+    private_to(&own, euid).map_err(|e| anyhow::anyhow!("no place for the scratch: {e}"))?;
+    Ok(own)
+}
+
+/// Ok when `p` (not followed if a symlink) is a directory owned by `euid`
+/// that nobody else can write or list (mode 0700 or stricter).
+fn private_to(p: &Path, euid: rustix::process::Uid) -> std::result::Result<(), String> {
+    let st = rustix::fs::lstat(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        return Err(format!("{} is not a directory", p.display()));
+    }
+    if st.st_uid != euid.as_raw() {
+        return Err(format!(
+            "{} belongs to uid {}, not to uid {}",
+            p.display(),
+            st.st_uid,
+            euid.as_raw()
+        ));
+    }
+    if st.st_mode & 0o077 != 0 {
+        return Err(format!(
+            "{} has mode {:o}, not 0700",
+            p.display(),
+            st.st_mode & 0o7777
+        ));
+    }
+    Ok(())
+}
+
 /// The fixed per-user directory the private tmpfs is mounted over. It is
 /// created once (0700) and stays empty in the normal namespace.
 fn anchor_dir(euid: rustix::process::Uid) -> std::result::Result<PathBuf, String> {
@@ -628,6 +681,7 @@ fn anchor_dir(euid: rustix::process::Uid) -> std::result::Result<PathBuf, String
         candidates.push(PathBuf::from("/run/tmpfsctl"));
     } else if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
         && x.is_absolute()
+        && private_to(&x, euid).is_ok()
     {
         candidates.push(x.join("tmpfsctl"));
     }

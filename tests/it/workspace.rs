@@ -16,6 +16,7 @@ use crate::common::{bin, is_root, json, tmpfsctl};
 use crate::require_root;
 
 mod pidns;
+mod secure;
 
 const ROOT_ANCHOR: &str = "/run/tmpfsctl";
 
