@@ -16,6 +16,8 @@ use crate::require_root;
 
 /// The crash loop and the concurrent writer (the long ones).
 mod crash;
+/// Stores another user could change, and persist's mount flags.
+mod trust;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
