@@ -12,6 +12,7 @@ mod explain;
 mod fleet;
 mod fleet_models;
 mod mounts;
+mod mounts_guarded;
 mod persist;
 mod reports;
 mod status;
