@@ -338,6 +338,49 @@ mod tests {
     }
 
     #[test]
+    fn a_symlink_in_place_of_the_file_is_replaced_never_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+        for w in [
+            AtomicWrite::report("--output"),
+            AtomicWrite::config("--fstab"),
+        ] {
+            let dest = d.path().join("out");
+            let _ = std::fs::remove_file(&dest);
+            std::os::unix::fs::symlink(&victim, &dest).unwrap();
+            check_writable(w.what, &dest).unwrap();
+            w.write(&dest, b"new").unwrap();
+            assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+            assert!(std::fs::symlink_metadata(&dest).unwrap().is_file());
+            assert_eq!(std::fs::read(&dest).unwrap(), b"new");
+            // Not the victim's mode either.
+            assert_eq!(std::fs::metadata(&dest).unwrap().mode() & 0o777, 0o644);
+        }
+        for p in [
+            "/dev/stdout",
+            "/dev/stderr",
+            "/dev/fd/3",
+            "/proc/self/fd/1",
+            "/proc/thread-self/fd/2",
+            "/proc/42/fd/7",
+        ] {
+            assert!(is_fd_alias(Path::new(p)), "{p}");
+        }
+        for p in [
+            "/dev/shm/x",
+            "/dev/fd",
+            "/dev/fd/x",
+            "/proc/self/fd",
+            "/proc/x/fd/1",
+            "/tmp/dev/stdout",
+        ] {
+            assert!(!is_fd_alias(Path::new(p)), "{p}");
+        }
+    }
+
+    #[test]
     fn a_device_is_written_in_place_never_replaced() {
         use std::os::unix::fs::FileTypeExt;
         let d = tempfile::tempdir().unwrap();

@@ -12,6 +12,7 @@
 
 mod cleanup;
 mod pidns;
+mod place;
 mod procs;
 mod sampling;
 mod scratch;

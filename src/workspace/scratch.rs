@@ -203,7 +203,7 @@ impl Scratch {
     fn private(spec: &Spec) -> std::result::Result<Scratch, PrivError> {
         let euid = rustix::process::geteuid();
         let egid = rustix::process::getegid();
-        let anchor = anchor_dir(euid).map_err(PrivError::NotAllowed)?;
+        let anchor = super::place::anchor_dir(euid).map_err(PrivError::NotAllowed)?;
         let mut why = Vec::new();
         let mut mode = None;
         if euid.is_root() {
@@ -309,7 +309,7 @@ impl Scratch {
         let euid = rustix::process::geteuid();
         let uid = euid.as_raw();
         let mut notes = notes;
-        let base_dir = directory_base(euid, &mut notes)?;
+        let base_dir = super::place::directory_base(euid, &mut notes)?;
         // The pid in the name lets a later run tell a scratch whose tmpfsctl
         // was killed (pid gone, lock free) from one in use.
         let prefix = format!("tmpfsctl-{uid}-");
@@ -621,111 +621,6 @@ pub struct Teardown {
     pub removed: bool,
     pub notes: Vec<String>,
     pub error: Option<String>,
-}
-
-/// Where a plain-directory scratch is made: `$XDG_RUNTIME_DIR` only when it
-/// is yours and nobody else's (owned by you, mode 0700: its owner could
-/// otherwise swap the scratch for a symlink under CMD, or `sudo -E` would
-/// hand root another user's directory), else a private directory of
-/// tmpfsctl's (`/run/tmpfsctl-scratch` for root, `/dev/shm/tmpfsctl-UID-scratch`
-/// otherwise), created 0700 and checked the same way.
-fn directory_base(euid: rustix::process::Uid, notes: &mut Vec<String>) -> Result<PathBuf> {
-    if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
-        && x.is_absolute()
-    {
-        match private_to(&x, euid) {
-            Ok(()) => return Ok(x),
-            Err(why) => notes.push(format!("XDG_RUNTIME_DIR not used: {why}")),
-        }
-    }
-    let own = if euid.is_root() {
-        PathBuf::from("/run/tmpfsctl-scratch")
-    } else {
-        PathBuf::from(format!("/dev/shm/tmpfsctl-{}-scratch", euid.as_raw()))
-    };
-    ensure_private_dir(&own, euid).map_err(|e| anyhow::anyhow!("no place for the scratch: {e}"))?;
-    private_to(&own, euid).map_err(|e| anyhow::anyhow!("no place for the scratch: {e}"))?;
-    Ok(own)
-}
-
-/// Ok when `p` (not followed if a symlink) is a directory owned by `euid`
-/// that nobody else can write or list (mode 0700 or stricter).
-fn private_to(p: &Path, euid: rustix::process::Uid) -> std::result::Result<(), String> {
-    let st = rustix::fs::lstat(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
-        return Err(format!("{} is not a directory", p.display()));
-    }
-    if st.st_uid != euid.as_raw() {
-        return Err(format!(
-            "{} belongs to uid {}, not to uid {}",
-            p.display(),
-            st.st_uid,
-            euid.as_raw()
-        ));
-    }
-    if st.st_mode & 0o077 != 0 {
-        return Err(format!(
-            "{} has mode {:o}, not 0700",
-            p.display(),
-            st.st_mode & 0o7777
-        ));
-    }
-    Ok(())
-}
-
-/// The fixed per-user directory the private tmpfs is mounted over. It is
-/// created once (0700) and stays empty in the normal namespace.
-fn anchor_dir(euid: rustix::process::Uid) -> std::result::Result<PathBuf, String> {
-    let mut candidates = Vec::new();
-    if euid.is_root() {
-        candidates.push(PathBuf::from("/run/tmpfsctl"));
-    } else if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
-        && x.is_absolute()
-        && private_to(&x, euid).is_ok()
-    {
-        candidates.push(x.join("tmpfsctl"));
-    }
-    candidates.push(PathBuf::from(format!(
-        "/dev/shm/tmpfsctl-{}",
-        euid.as_raw()
-    )));
-    let mut errs = Vec::new();
-    for c in candidates {
-        match ensure_private_dir(&c, euid) {
-            Ok(()) => return Ok(c),
-            Err(e) => errs.push(e),
-        }
-    }
-    Err(errs.join("; "))
-}
-
-fn ensure_private_dir(p: &Path, euid: rustix::process::Uid) -> std::result::Result<(), String> {
-    match rustix::fs::mkdir(p, FsMode::from_raw_mode(0o700)) {
-        Ok(()) => {}
-        Err(e) if e == rustix::io::Errno::EXIST => {}
-        Err(e) => return Err(format!("cannot create {}: {e}", p.display())),
-    }
-    // Opened without following a symlink, then checked through the fd: a
-    // planted symlink or someone else's directory is refused, not used.
-    let fd = rustix::fs::open(
-        p,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        FsMode::empty(),
-    )
-    .map_err(|e| format!("{} is not a plain directory: {e}", p.display()))?;
-    let st = rustix::fs::fstat(&fd).map_err(|e| format!("stat {}: {e}", p.display()))?;
-    if st.st_uid != euid.as_raw() {
-        return Err(format!(
-            "{} belongs to uid {}, not to you; remove it",
-            p.display(),
-            st.st_uid
-        ));
-    }
-    if st.st_mode & 0o077 != 0 {
-        rustix::fs::chmod(p, FsMode::from_raw_mode(0o700))
-            .map_err(|e| format!("chmod 0700 {}: {e}", p.display()))?;
-    }
-    Ok(())
 }
 
 /// Map our own uid and gid onto themselves in the new user namespace, so CMD
