@@ -317,3 +317,32 @@ fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
     assert!(opts.contains("nosuid") && !opts.contains("nodev"), "{opts}");
     w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
 }
+
+/// The store's path turned into a symlink after enable (by whoever could
+/// rename it): root's sync must not write `current`, generations, objects
+/// or its lock wherever the link leads.
+#[test]
+fn sync_refuses_a_store_path_that_became_a_symlink() {
+    crate::require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    let o = enable_with(&w, &w.store, &[]);
+    assert!(o.status.success(), "{}", show(&o));
+    let elsewhere = w.root.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::rename(&w.store, w.root.path().join("store.real")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &w.store).unwrap();
+    std::fs::write(w.dir.join("g"), b"new").unwrap();
+    let o = w.sync();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("symbolic link"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "sync wrote through the link"
+    );
+}
