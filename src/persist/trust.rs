@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::render::term::safe_path;
 use crate::sys::resolve::{self, OpenedDir, ResolveError, lexical_absolute};
+use crate::sys::statfs::is_ram_fs_type;
 
 /// What `enable` recorded about DIR's setup beyond its paths: the store's
 /// owner and mode (restore compares them) and the tmpfs's mount flags.
@@ -47,9 +48,6 @@ pub struct TrustedStore {
     pub path: PathBuf,
     pub fd: OwnedFd,
 }
-
-const TMPFS_MAGIC: i64 = 0x0102_1994;
-const RAMFS_MAGIC: i64 = 0x8584_58f6;
 
 /// Open the existing store at `path`, checked.
 pub fn open(path: &Path) -> Result<TrustedStore> {
@@ -324,8 +322,7 @@ fn check_chain(shown: &Path, d: &OpenedDir) -> Result<()> {
 // f_type is i64 on some targets and not others.
 #[allow(clippy::unnecessary_cast)]
 fn check_storage(shown: &Path, fd: &OwnedFd) -> Result<()> {
-    let f_type = rustix::fs::fstatfs(fd)?.f_type as i64;
-    if f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC {
+    if is_ram_fs_type(rustix::fs::fstatfs(fd)?.f_type as u64) {
         bail!(
             "refusing store {}: it is on a RAM-backed filesystem (tmpfs/ramfs) and would not survive \
              a reboot; give a directory on a disk, e.g. /var/lib/tmpfsctl/persist/NAME",
@@ -372,8 +369,7 @@ fn ram_backed_device(dev: u64, depth: u32) -> Option<String> {
             }
             let p = Path::new(bf);
             #[allow(clippy::unnecessary_cast)]
-            let on_ram = rustix::fs::statfs(p)
-                .is_ok_and(|s| [TMPFS_MAGIC, RAMFS_MAGIC].contains(&(s.f_type as i64)));
+            let on_ram = rustix::fs::statfs(p).is_ok_and(|s| is_ram_fs_type(s.f_type as u64));
             if on_ram {
                 return Some(format!(
                     "it is on /dev/{disk}, a loop device whose backing file {} is on a RAM-backed \

@@ -9,10 +9,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use rustix::fs::{Mode as FsMode, OFlags};
 
-/// `f_type` of tmpfs and ramfs in statfs(2).
-const TMPFS_MAGIC: u64 = 0x0102_1994;
-const RAMFS_MAGIC: u64 = 0x8584_58f6;
-
 /// Where a plain-directory scratch is made: `$XDG_RUNTIME_DIR` only when it
 /// is yours and nobody else's (owned by you, mode 0700: its owner could
 /// otherwise swap the scratch for a symlink under CMD, or `sudo -E` would
@@ -48,10 +44,8 @@ pub(super) fn directory_base(
     for p in own {
         match ensure_private_dir(&p, euid).and_then(|()| private_to(&p, euid)) {
             Ok(()) => {
-                let ram = rustix::fs::statfs(&p).is_ok_and(|st| {
-                    let t = st.f_type as u64;
-                    t == TMPFS_MAGIC || t == RAMFS_MAGIC
-                });
+                let ram = rustix::fs::statfs(&p)
+                    .is_ok_and(|st| crate::sys::statfs::is_ram_fs_type(st.f_type as u64));
                 if ram {
                     return Ok(p);
                 }

@@ -26,9 +26,7 @@ use serde::Serialize;
 
 use super::cleanup;
 
-/// `f_type` of tmpfs and ramfs in statfs(2).
-const TMPFS_MAGIC: u64 = 0x0102_1994;
-const RAMFS_MAGIC: u64 = 0x8584_58f6;
+use crate::sys::statfs::{TMPFS_MAGIC, is_ram_fs_type};
 
 /// How the scratch is provided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -331,7 +329,7 @@ impl Scratch {
         let held = hold(&base_dir, &dir).with_context(|| format!("opening {}", dir.display()))?;
         let st = rustix::fs::statfs(&dir).with_context(|| format!("statfs {}", dir.display()))?;
         let fs = raw_of(&st);
-        let ram_backed = fs.ftype == TMPFS_MAGIC || fs.ftype == RAMFS_MAGIC;
+        let ram_backed = is_ram_fs_type(fs.ftype);
         if !ram_backed {
             notes.push(format!(
                 "{} is not on tmpfs: the scratch is NOT RAM-backed",
