@@ -16,7 +16,12 @@ use crate::units::Size;
     after_help = "Examples:\n  sudo tmpfsctl persist enable /var/log --store /var/lib/tmpfsctl/persist/log --size 256M --yes\n  \
 sudo tmpfsctl persist sync /var/log\n  tmpfsctl persist status --json\n  sudo tmpfsctl persist disable /var/log --yes\n\n\
 The store always holds one complete generation: a sync writes what changed into a new one, \
-hard-links the rest, fsyncs, then switches one pointer. See docs/persist.md."
+hard-links the rest, fsyncs, then switches one pointer. \
+The store must be a directory only root can change (no symlink in its path, not writable by \
+group or others, no ancestor another user can rename things in) on a disk (not tmpfs, ramfs, \
+a RAM disk or a loop device backed by one); restore refuses a store whose owner or mode \
+changed since enable. DIR's tmpfs is nosuid,nodev unless enable gets --allow-suid/--allow-dev. \
+See docs/persist.md."
 )]
 pub struct PersistArgs {
     /// The list of persisted directories (JSON)
@@ -90,6 +95,13 @@ pub struct EnableArgs {
     /// Where to write the systemd units
     #[arg(long, value_name = "DIR", default_value = "/etc/systemd/system")]
     pub unit_dir: PathBuf,
+    /// Mount the tmpfs without nosuid: set-uid files in DIR take effect (default: nosuid, as a
+    /// forged store could otherwise name a set-uid root file)
+    #[arg(long)]
+    pub allow_suid: bool,
+    /// Mount the tmpfs without nodev: device nodes in DIR work (default: nodev)
+    #[arg(long)]
+    pub allow_dev: bool,
     /// Do not ask for confirmation
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -197,6 +209,8 @@ impl PersistArgs {
                         fstab: a.fstab.clone(),
                         unit_dir: a.unit_dir.clone(),
                         registry,
+                        allow_suid: a.allow_suid,
+                        allow_dev: a.allow_dev,
                         yes: a.yes,
                         json: a.json,
                     },

@@ -36,6 +36,9 @@ pub struct EnableRequest {
     pub fstab: PathBuf,
     pub unit_dir: PathBuf,
     pub registry: PathBuf,
+    /// Mount the tmpfs without `nosuid` / `nodev`.
+    pub allow_suid: bool,
+    pub allow_dev: bool,
     pub yes: bool,
     pub json: bool,
 }
@@ -110,9 +113,15 @@ fn plan_boot(
     if req.boot == Boot::Fstab {
         check_no_fstab_entry(&req.fstab, dir)?;
         b.fstab_line = Some(format!(
-            "tmpfs {} tmpfs {}nosuid,nodev 0 0",
+            "tmpfs {} tmpfs {}{} 0 0",
             fstab_escape(dir),
-            size.map_or(String::new(), |s| format!("size={s},"))
+            size.map_or(String::new(), |s| format!("size={s},")),
+            match (req.allow_suid, req.allow_dev) {
+                (false, false) => "nosuid,nodev",
+                (true, false) => "nodev",
+                (false, true) => "nosuid",
+                (true, true) => "defaults",
+            }
         ));
     }
     if req.boot != Boot::None {
@@ -166,6 +175,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
         );
     }
     let store_path = std::path::absolute(req.store.clone().unwrap_or_else(|| default_store(&dir)))?;
+    super::trust::check_placement(&store_path, &dir)?;
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let already_tmpfs = mount::tmpfs_at(&mounts, &dir).is_some();
     let (mem, _) = ctx.sysroot.meminfo()?;
@@ -181,6 +191,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     )?;
     let store = Store::create(&store_path)?;
     store::check_store(&store_path, &dir, &mounts)?;
+    let trust = super::trust::record(store.fd(), req.allow_suid, req.allow_dev)?;
     let dfd = open_dir(&dir)?;
     let never = AtomicBool::new(false);
     let rep = sync::sync(dfd.as_fd(), &store, req.keep, &never)?;
@@ -199,7 +210,11 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     }
     if !already_tmpfs {
         let mut live = None;
-        mount::mount_dir(&dir, size.as_deref(), Default::default(), |root| {
+        let allow = crate::sys::tmpfs::Allow {
+            suid: trust.allow_suid,
+            dev: trust.allow_dev,
+        };
+        mount::mount_dir(&dir, size.as_deref(), allow, |root| {
             let st = rustix::fs::fstat(root)?;
             let (_, l) = load::load(&store, rep.generation, root)?;
             live = Some((l, st.st_dev));
@@ -220,6 +235,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
             unit_dir: (req.boot != Boot::None).then(|| req.unit_dir.clone()),
             fstab: (req.boot == Boot::Fstab).then(|| req.fstab.clone()),
             fstab_line: boot.fstab_line.clone(),
+            trust: Some(trust),
         });
         reg.save(&req.registry)?;
         Ok(u)
@@ -369,6 +385,7 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
         req.yes,
     )?;
     let store = Store::open(&e.store)?;
+    super::trust::check_unchanged(&e.store, store.fd(), e.trust.as_ref())?;
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let mounted = mount::tmpfs_at(&mounts, &dir).is_some();
     let never = AtomicBool::new(false);

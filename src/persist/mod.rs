@@ -17,6 +17,7 @@ pub mod scan;
 pub mod status;
 pub mod store;
 pub mod sync;
+pub mod trust;
 pub mod units;
 
 use std::os::fd::{AsFd, OwnedFd};
@@ -239,6 +240,11 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
     let store = Store::open(&store_path)?;
+    let trust = entry
+        .as_ref()
+        .filter(|e| e.store == store_path)
+        .and_then(|e| e.trust);
+    trust::check_unchanged(&store_path, store.fd(), trust.as_ref())?;
     let _lock = store.lock()?;
     let Some(g) = store.newest_complete()? else {
         bail!(
@@ -261,7 +267,14 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
     };
     if mount::tmpfs_at(&mounts, &dir).is_none() {
         let mut out = None;
-        mount::mount_dir(&dir, size.as_deref(), Default::default(), |root| {
+        let allow = trust
+            .as_ref()
+            .map(|t| crate::sys::tmpfs::Allow {
+                suid: t.allow_suid,
+                dev: t.allow_dev,
+            })
+            .unwrap_or_default();
+        mount::mount_dir(&dir, size.as_deref(), allow, |root| {
             let st = rustix::fs::fstat(root)?;
             let (l, live) = load::load(&store, g, root)?;
             out = Some((l, live, st.st_dev));
@@ -305,6 +318,9 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
             }
             fs::clear_dir(dfd.as_fd()).with_context(|| format!("clearing {}", safe_path(&dir)))?;
         }
+        // The tmpfs already there gets persist's flags before anything from
+        // the store is created in it.
+        trust::restrict_mount(dfd.as_fd(), trust.as_ref())?;
         let st = rustix::fs::fstat(&dfd)?;
         let (l, live) = load::load(&store, g, dfd.as_fd())?;
         store.write_live_index(g, st.st_dev, &live)?;

@@ -125,6 +125,7 @@ pub fn status_cmd(ctx: &Context, req: &StatusRequest) -> Result<ExitCode> {
                     unit_dir: None,
                     fstab: None,
                     fstab_line: None,
+                    trust: None,
                 },
                 (None, None) => anyhow::bail!(
                     "{} is not a persisted directory (not in {}); give --store",

@@ -66,35 +66,24 @@ fn parse_gen(name: &[u8]) -> Option<u64> {
 }
 
 impl Store {
-    /// Open an existing store.
+    /// Open an existing store, checked (see `trust`): through a path with
+    /// no symlink, owned and writable only by root (or the caller).
     pub fn open(path: &Path) -> Result<Store> {
-        let fd = rustix::fs::open(
-            path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .with_context(|| {
-            format!(
-                "store {}: cannot open it (was `tmpfsctl persist enable` run for this directory?)",
-                path.display()
-            )
-        })?;
+        let t = super::trust::open(path)?;
         Ok(Store {
-            path: path.to_path_buf(),
-            fd,
+            path: t.path,
+            fd: t.fd,
         })
     }
 
     /// Open the store, creating it (mode 0700: it holds other users' files)
-    /// when missing.
+    /// when missing, after the checks `open` makes passed for what exists.
     pub fn create(path: &Path) -> Result<Store> {
-        if !path.exists() {
-            std::fs::create_dir_all(path)
-                .with_context(|| format!("store {}: cannot create it", path.display()))?;
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))?;
-        }
-        Store::open(path)
+        let t = super::trust::create(path)?;
+        Ok(Store {
+            path: t.path,
+            fd: t.fd,
+        })
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {

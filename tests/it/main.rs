@@ -13,6 +13,7 @@ mod fleet;
 mod fleet_models;
 mod interface;
 mod mounts;
+mod mounts_guarded;
 mod persist;
 mod reports;
 mod status;

@@ -18,6 +18,8 @@ use crate::require_root;
 mod crash;
 /// nosuid/nodev, mounts inside DIR, symlink swaps during restore.
 mod guards;
+/// Stores another user could change, and persist's mount flags.
+mod trust;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
