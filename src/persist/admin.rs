@@ -180,6 +180,22 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     let (mem, _) = ctx.sysroot.meminfo()?;
     let size = req.size.map(size_option);
     let boot = plan_boot(req, &dir, &store_path, size.as_deref())?;
+    if let Some(s) = req.size
+        && !already_tmpfs
+    {
+        // What the files take, not their apparent size: a sparse file costs
+        // a tmpfs only its allocated blocks. Checked before anything is
+        // written, so a refused enable leaves no generation behind.
+        let held = allocated_bytes(&dir)?;
+        if s.resolve(mem.mem_total_bytes) < held {
+            bail!(
+                "--size {}: {} holds {} (allocated); give a larger size (nothing was changed)",
+                s,
+                safe_path(&dir),
+                fmt_bytes(held)
+            );
+        }
+    }
     confirm(
         &format!(
             "Keep {} in RAM (tmpfs) with its durable copy in {}?",
@@ -194,18 +210,6 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     let never = AtomicBool::new(false);
     let rep = sync::sync(dfd.as_fd(), &store, req.keep, &never)?;
     load::verify(&store, rep.generation)?;
-    if let Some(s) = req.size
-        && !already_tmpfs
-        && s.resolve(mem.mem_total_bytes) < rep.bytes
-    {
-        bail!(
-            "--size {}: {} holds {}; give a larger size (nothing mounted; the store keeps {})",
-            s,
-            safe_path(&dir),
-            fmt_bytes(rep.bytes),
-            gen_name(rep.generation)
-        );
-    }
     if !already_tmpfs {
         let mut live = None;
         mount::mount_dir(&dir, size.as_deref(), |root| {
@@ -292,6 +296,20 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::Ok)
+}
+
+/// Bytes DIR's regular files take on disk (st_blocks * 512), hard links
+/// once: what their data will take in the tmpfs.
+fn allocated_bytes(dir: &Path) -> Result<u64> {
+    let dfd = open_dir(dir)?;
+    let scan = super::scan::walk(dfd.as_fd())?;
+    let mut seen = std::collections::HashSet::new();
+    Ok(scan
+        .found
+        .iter()
+        .filter(|f| f.e.is_file() && (f.nlink < 2 || seen.insert(f.e.ino)))
+        .map(|f| f.alloc_bytes)
+        .sum())
 }
 
 fn read_fstab(fstab: &Path) -> Result<Vec<u8>> {

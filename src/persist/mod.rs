@@ -12,6 +12,7 @@ pub mod fsops;
 pub mod load;
 pub mod manifest;
 pub mod mount;
+pub mod record;
 pub mod registry;
 pub mod scan;
 pub mod status;
@@ -106,57 +107,88 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
     let store = Store::open(&store_path)?;
-    let (mounts, _) = ctx.sysroot.mountinfo()?;
-    store::check_store(&store_path, &dir, &mounts)?;
-    let keep = req
-        .keep
-        .or(entry.as_ref().map(|e| e.keep))
-        .unwrap_or(DEFAULT_KEEP);
-    if entry.is_some() && mount::tmpfs_at(&mounts, &dir).is_none() {
-        // A persisted DIR without its tmpfs is the stale tree on disk (after
-        // a reboot, before the restore): syncing it would bury the newest data.
-        bail!(
-            "{} is persisted but no tmpfs is mounted on it (rebooted or crashed?); \
-             run `tmpfsctl persist restore {}` first",
-            safe_path(&dir),
-            safe_path(&dir)
-        );
-    }
-    let dfd = open_dir(&dir)?;
-    if !req.allow_empty && fsops::names(dfd.as_fd())?.is_empty() {
-        // An empty DIR over a store with data is almost always a tmpfs that
-        // was never restored (a failed boot): syncing it would start pruning
-        // the good generations.
-        if let Some(g) = store.newest_complete()?
-            && store.manifest(g)?.0.len() > 1
-        {
-            bail!(
-                "{} is empty but {} holds {} with data; not syncing an empty directory over it \
-                 (run `tmpfsctl persist restore {}`, or pass --allow-empty if emptying it was meant)",
-                safe_path(&dir),
-                safe_path(&store_path),
-                gen_name(g),
-                safe_path(&dir)
-            );
-        }
-    }
-    let intr = crate::sys::signals::Interrupt::install(true)?;
-    let flag = intr.flag();
-    let rep = match sync::sync(dfd.as_fd(), &store, keep, &flag) {
+    let out = sync_checked(ctx, req, &dir, &store, entry.as_ref());
+    let rep = match out {
         Ok(r) => r,
         Err(e) if interrupted(&e) => {
             eprintln!("tmpfsctl: sync interrupted; nothing switched");
             return Ok(ExitCode::Interrupted);
         }
-        Err(e) => return Err(e),
+        Err(e) => {
+            record::LastSync {
+                error: Some(format!("{e:#}")),
+                ..Default::default()
+            }
+            .save(&store_path);
+            return Err(e);
+        }
     };
+    record::LastSync {
+        ok: true,
+        generation: Some(rep.generation),
+        torn_files: rep.torn.iter().map(|t| t.path.clone()).collect(),
+        prefixed_files: rep.prefixed.len() as u64,
+        error: None,
+        dir_dev: Some(rep.dir_dev),
+        ..Default::default()
+    }
+    .save(&store_path);
     report_sync(&dir, &store_path, &rep, req.json)?;
     if !rep.pruned.is_empty() {
         use std::io::Write;
         let _ = std::io::stdout().flush();
         empty_trash_in_background(&store_path);
     }
-    Ok(ExitCode::Ok)
+    Ok(ExitCode::problem_if(!rep.torn.is_empty()))
+}
+
+fn sync_checked(
+    ctx: &Context,
+    req: &SyncRequest,
+    dir: &Path,
+    store: &Store,
+    entry: Option<&registry::Registered>,
+) -> Result<sync::SyncReport> {
+    let (mounts, _) = ctx.sysroot.mountinfo()?;
+    store::check_store(&store.path, dir, &mounts)?;
+    let keep = req.keep.or(entry.map(|e| e.keep)).unwrap_or(DEFAULT_KEEP);
+    if entry.is_some() && mount::tmpfs_at(&mounts, dir).is_none() {
+        // A persisted DIR without its tmpfs is the stale tree on disk (after
+        // a reboot, before the restore): syncing it would bury the newest data.
+        bail!(
+            "{} is persisted but no tmpfs is mounted on it (rebooted or crashed?); \
+             run `tmpfsctl persist restore {}` first",
+            safe_path(dir),
+            safe_path(dir)
+        );
+    }
+    let dfd = open_dir(dir)?;
+    if !req.allow_empty && fsops::names(dfd.as_fd())?.is_empty() {
+        refuse_empty_over_data(dir, store)?;
+    }
+    let intr = crate::sys::signals::Interrupt::install(true)?;
+    let flag = intr.flag();
+    sync::sync(dfd.as_fd(), store, keep, &flag)
+}
+
+/// An empty DIR over a store with data is almost always a tmpfs that was
+/// never restored (a failed boot): syncing it would start pruning the good
+/// generations. Every generation is looked at, not only `current` (which
+/// may be lost or damaged).
+fn refuse_empty_over_data(dir: &Path, store: &Store) -> Result<()> {
+    for g in store.generations()?.into_iter().rev() {
+        if store.manifest(g).is_ok_and(|(m, _)| m.len() > 1) {
+            bail!(
+                "{} is empty but {} holds {} with data; not syncing an empty directory over it \
+                 (run `tmpfsctl persist restore {}`, or pass --allow-empty if emptying it was meant)",
+                safe_path(dir),
+                safe_path(&store.path),
+                gen_name(g),
+                safe_path(dir)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Free the pruned generations' space after this command returns: the new
@@ -206,12 +238,7 @@ fn report_sync(dir: &Path, store_path: &Path, rep: &sync::SyncReport, json: bool
             rep.shared_files,
             rep.duration_ns as f64 / 1e9
         );
-        for p in &rep.unsettled {
-            eprintln!(
-                "tmpfsctl: warning: {} kept changing during the sync; its previous version was kept",
-                crate::render::term::safe(p)
-            );
-        }
+        sync_notes(rep);
         for p in &rep.skipped_mounts {
             eprintln!(
                 "tmpfsctl: note: {} is another mount inside DIR; not synced",
@@ -220,6 +247,40 @@ fn report_sync(dir: &Path, store_path: &Path, rep: &sync::SyncReport, json: bool
         }
     }
     Ok(())
+}
+
+/// What a sync had to do besides copying: said on stderr, naming files.
+fn sync_notes(rep: &sync::SyncReport) {
+    use crate::render::term::safe;
+    for n in &rep.notes {
+        eprintln!("tmpfsctl: warning: {}", safe(n));
+    }
+    for r in &rep.repaired_objects {
+        eprintln!(
+            "tmpfsctl: warning: store damaged: {}; copied that file again from DIR",
+            safe(r)
+        );
+    }
+    for m in &rep.moved_aside {
+        eprintln!("tmpfsctl: warning: {}", safe(m));
+    }
+    for p in &rep.prefixed {
+        eprintln!(
+            "tmpfsctl: note: {} grew during the sync; stored its first {} (its size when the copy began; \
+             it had {} when the copy ended, the rest goes into the next sync)",
+            safe(&p.path),
+            fmt_bytes(p.stored_bytes),
+            fmt_bytes(p.size_after_copy_bytes)
+        );
+    }
+    for t in &rep.torn {
+        eprintln!(
+            "tmpfsctl: warning: {}: {}; stored as copied and marked torn in {}",
+            safe(&t.path),
+            t.reason,
+            gen_name(rep.generation)
+        );
+    }
 }
 
 #[derive(Debug, serde::Serialize)]
