@@ -43,6 +43,9 @@ pub enum PersistCmd {
     Status(StatusArgs),
     /// Sync, unmount and put DIR's final tree back on disk
     Disable(DisableArgs),
+    /// Read every object every kept generation refers to and check it
+    /// against its manifest (exit 1 with a list of what is damaged)
+    Verify(VerifyArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -117,6 +120,9 @@ pub struct RestoreArgs {
     /// Replace DIR's content even when it differs from the store (it is lost)
     #[arg(long)]
     pub force: bool,
+    /// Load generation N (see `persist verify`) instead of the newest that verifies
+    #[arg(long, value_name = "N")]
+    pub generation: Option<u64>,
     #[arg(long)]
     pub json: bool,
 }
@@ -133,6 +139,22 @@ pub struct StatusArgs {
     /// Also write node_exporter textfile metrics to FILE (atomically)
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  tmpfsctl persist verify /var/log\n  tmpfsctl persist verify --json\n\n\
+Exit 0: every kept generation is sound. Exit 1: the damaged paths in the store are listed; \
+`persist sync` copies a damaged shared object again from DIR, `persist restore` falls back to \
+the newest generation that verifies (or `--generation N`)."
+)]
+pub struct VerifyArgs {
+    /// One persisted directory [default: all in the registry]
+    pub dir: Option<PathBuf>,
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }
@@ -200,6 +222,7 @@ impl PersistArgs {
                     store: a.store.clone(),
                     size: a.size.map(size_text),
                     force: a.force,
+                    generation: a.generation,
                     registry,
                     json: a.json,
                 },
@@ -213,6 +236,15 @@ impl PersistArgs {
                     registry,
                     json: a.json,
                     prom: a.prom.clone(),
+                },
+            ),
+            PersistCmd::Verify(a) => crate::persist::verify::verify_cmd(
+                ctx,
+                &crate::persist::verify::VerifyRequest {
+                    dir: a.dir.clone(),
+                    store: a.store.clone(),
+                    registry,
+                    json: a.json,
                 },
             ),
             PersistCmd::Disable(a) => crate::persist::admin::disable_cmd(

@@ -14,11 +14,14 @@ pub mod manifest;
 pub mod mount;
 pub mod record;
 pub mod registry;
+pub mod restore;
+pub use restore::restore_cmd;
 pub mod scan;
 pub mod status;
 pub mod store;
 pub mod sync;
 pub mod units;
+pub mod verify;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -51,6 +54,8 @@ pub struct RestoreRequest {
     pub store: Option<PathBuf>,
     pub size: Option<String>,
     pub force: bool,
+    /// Load this generation, not the newest that verifies.
+    pub generation: Option<u64>,
     pub registry: PathBuf,
     pub json: bool,
 }
@@ -281,127 +286,6 @@ fn sync_notes(rep: &sync::SyncReport) {
             gen_name(rep.generation)
         );
     }
-}
-
-#[derive(Debug, serde::Serialize)]
-pub struct RestoreReport {
-    pub dir: PathBuf,
-    pub store: PathBuf,
-    pub generation: u64,
-    /// "mounted" (a new tmpfs filled and mounted), "loaded" (into the
-    /// tmpfs already there), "unchanged" (DIR already held it).
-    pub action: &'static str,
-    pub files: u64,
-    pub bytes: u64,
-}
-
-pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
-    let dir = resolve_dir(&req.dir)?;
-    let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
-    let store = Store::open(&store_path)?;
-    let _lock = store.lock()?;
-    let Some(g) = store.newest_complete()? else {
-        bail!(
-            "store {} holds no complete generation yet; run `tmpfsctl persist sync` first",
-            safe_path(&store_path)
-        );
-    };
-    let (mounts, _) = ctx.sysroot.mountinfo()?;
-    let size = req
-        .size
-        .clone()
-        .or_else(|| entry.as_ref().and_then(|e| e.size.clone()));
-    let mut rep = RestoreReport {
-        dir: dir.clone(),
-        store: store_path.clone(),
-        generation: g,
-        action: "mounted",
-        files: 0,
-        bytes: 0,
-    };
-    if mount::tmpfs_at(&mounts, &dir).is_none() {
-        let mut out = None;
-        mount::mount_dir(&dir, size.as_deref(), |root| {
-            let st = rustix::fs::fstat(root)?;
-            let (l, live) = load::load(&store, g, root)?;
-            out = Some((l, live, st.st_dev));
-            Ok(())
-        })?;
-        if let Some((l, live, dev)) = out {
-            store.write_live_index(g, dev, &live)?;
-            rep.files = l.files;
-            rep.bytes = l.bytes;
-        }
-    } else {
-        let dfd = open_dir(&dir)?;
-        if !fsops::names(dfd.as_fd())?.is_empty() {
-            let d = load::diff(dfd.as_fd(), &store, Some(g))?;
-            if d.is_empty() {
-                rep.action = "unchanged";
-                return finish_restore(&rep, req.json);
-            }
-            if !req.force {
-                let mut names: Vec<String> = Vec::new();
-                for (what, v) in [
-                    ("changed", &d.changed),
-                    ("only in DIR", &d.added),
-                    ("only in the store", &d.removed),
-                ] {
-                    for p in v.iter().take(10) {
-                        names.push(format!("  {what}: {}", crate::render::term::safe(p)));
-                    }
-                }
-                bail!(
-                    "{} holds data that differs from {} in {} ({} entries, {} in files that would be lost):\n{}\n\
-                     not overwriting it; run `tmpfsctl persist sync {}` to keep DIR's data, or pass --force to replace it with the store's",
-                    safe_path(&dir),
-                    gen_name(g),
-                    safe_path(&store_path),
-                    d.changed_files(),
-                    fmt_bytes(d.changed_bytes),
-                    names.join("\n"),
-                    safe_path(&dir)
-                );
-            }
-            fsops::clear_dir(dfd.as_fd())
-                .with_context(|| format!("clearing {}", safe_path(&dir)))?;
-        }
-        let st = rustix::fs::fstat(&dfd)?;
-        let (l, live) = load::load(&store, g, dfd.as_fd())?;
-        store.write_live_index(g, st.st_dev, &live)?;
-        rep.action = "loaded";
-        rep.files = l.files;
-        rep.bytes = l.bytes;
-    }
-    finish_restore(&rep, req.json)
-}
-
-fn finish_restore(rep: &RestoreReport, json: bool) -> Result<ExitCode> {
-    if json {
-        crate::render::print_json(rep)?;
-    } else if rep.action == "unchanged" {
-        println!(
-            "{} already holds {} of {}; nothing to restore",
-            safe_path(&rep.dir),
-            gen_name(rep.generation),
-            safe_path(&rep.store)
-        );
-    } else {
-        println!(
-            "{}: {} restored from {} ({} files, {}){}",
-            safe_path(&rep.dir),
-            gen_name(rep.generation),
-            safe_path(&rep.store),
-            rep.files,
-            fmt_bytes(rep.bytes),
-            if rep.action == "mounted" {
-                " onto a new tmpfs"
-            } else {
-                ""
-            }
-        );
-    }
-    Ok(ExitCode::Ok)
 }
 
 /// `10min`, `600`, `30s`, `1h`, `2h30m`, `1d`: seconds.

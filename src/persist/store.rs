@@ -536,6 +536,14 @@ impl Store {
         idx
     }
 
+    /// st_dev of the tmpfs the last restore filled, from the live index.
+    pub fn live_index_dev(&self) -> Option<u64> {
+        let text = std::fs::read(self.path.join(LIVE_INDEX)).ok()?;
+        let first = text.split(|&b| b == b'\n').next()?;
+        let first = std::str::from_utf8(first).ok()?;
+        first.strip_prefix("tmpfsctl-persist-live 1 ")?.split(' ').nth(1)?.parse().ok()
+    }
+
     pub fn write_live_index(&self, g: u64, dev: u64, idx: &LiveIndex) -> Result<()> {
         let mut s = format!("tmpfsctl-persist-live 1 {g} {dev}\n");
         for (p, (ino, (cs, cns))) in &idx.files {

@@ -117,13 +117,13 @@ const LEASE_TRIES: u64 = 3;
 /// it only when no one has the file open for writing, and while we hold it
 /// an open for writing or a truncate blocks until we let go: the bytes we
 /// copy are one version, whatever the writer's timing. Released on drop.
-struct Lease<'f>(BorrowedFd<'f>);
+pub struct Lease<'f>(BorrowedFd<'f>);
 
 impl<'f> Lease<'f> {
     /// The lease, or whether trying again may get one (EAGAIN: open for
     /// writing now; anything else, such as EACCES for a file someone else
     /// owns when not root, will not change).
-    fn take(fd: &'f OwnedFd) -> Result<Lease<'f>, bool> {
+    pub fn take(fd: &'f OwnedFd) -> Result<Lease<'f>, bool> {
         use std::os::fd::AsRawFd;
         // SAFETY: fcntl on an fd we own, with integer arguments only.
         let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) };
@@ -159,7 +159,7 @@ fn write_barrier(fd: &OwnedFd) {
 
 /// A lease break is announced with SIGIO, whose default action kills; the
 /// break itself needs no handling (we let go right after the copy).
-fn ignore_sigio() {
+pub fn ignore_sigio() {
     // SAFETY: SIG_IGN is always a valid disposition.
     unsafe {
         libc::signal(libc::SIGIO, libc::SIG_IGN);
@@ -449,6 +449,21 @@ pub fn sync(
     rep.dir_dev = scan.dev;
     rep.duration_ns = t0.elapsed().as_nanos() as u64;
     Ok(rep)
+}
+
+/// A regular file under `root` that some process has open for writing
+/// (a read lease is refused), if any.
+pub fn open_for_writing(root: BorrowedFd<'_>) -> Result<Option<String>> {
+    ignore_sigio();
+    for f in scan::walk(root)?.found.iter().filter(|f| f.e.is_file()) {
+        let Ok((fd, _)) = fsops::open_regular(root, &f.e.path) else {
+            continue;
+        };
+        if matches!(Lease::take(&fd), Err(true)) {
+            return Ok(Some(show(&f.e.path)));
+        }
+    }
+    Ok(None)
 }
 
 fn write_entries(
