@@ -98,7 +98,11 @@ fn load_first(
         "store {} holds no generation that verifies:\n  {}\n\
          nothing was restored; `tmpfsctl persist verify` lists the damage",
         safe_path(&store.path),
-        notes.iter().map(|n| safe(n).into_owned()).collect::<Vec<_>>().join("\n  ")
+        notes
+            .iter()
+            .map(|n| safe(n).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n  ")
     )
 }
 
@@ -172,7 +176,12 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
     finish_restore(&rep, req.json)
 }
 
-fn refuse_overwrite(dir: &std::path::Path, store: &std::path::Path, g: u64, d: &load::Diff) -> Result<()> {
+fn refuse_overwrite(
+    dir: &std::path::Path,
+    store: &std::path::Path,
+    g: u64,
+    d: &load::Diff,
+) -> Result<()> {
     let mut names: Vec<String> = Vec::new();
     for (what, v) in [
         ("changed", &d.changed),

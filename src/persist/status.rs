@@ -116,7 +116,9 @@ fn judge(s: &mut DirStatus, e: &Registered) {
         // The tmpfs the last sync read, or the one the last restore filled.
         let known: Vec<u64> = [
             super::record::LastSync::load(&e.store).and_then(|r| r.dir_dev),
-            Store::open(&e.store).ok().and_then(|st| st.live_index_dev()),
+            Store::open(&e.store)
+                .ok()
+                .and_then(|st| st.live_index_dev()),
         ]
         .into_iter()
         .flatten()
@@ -124,7 +126,8 @@ fn judge(s: &mut DirStatus, e: &Registered) {
         known.is_empty() || rustix::fs::stat(&e.dir).is_ok_and(|st| known.contains(&st.st_dev))
     };
     let at_risk = s.changed_files.unwrap_or(0) > 0
-        && s.last_sync_age_s.is_some_and(|a| a > e.interval_s + TIMER_SLACK_S);
+        && s.last_sync_age_s
+            .is_some_and(|a| a > e.interval_s + TIMER_SLACK_S);
     (s.state, s.fix) = if !s.mounted {
         (
             "not_mounted",
@@ -144,7 +147,9 @@ fn judge(s: &mut DirStatus, e: &Registered) {
     } else if s.last_sync_error.is_some() {
         (
             "failed",
-            Some(format!("the last sync failed; run `tmpfsctl persist sync {d}` to see why")),
+            Some(format!(
+                "the last sync failed; run `tmpfsctl persist sync {d}` to see why"
+            )),
         )
     } else if s.torn_files > 0 {
         (
@@ -155,7 +160,12 @@ fn judge(s: &mut DirStatus, e: &Registered) {
             )),
         )
     } else if s.stale {
-        ("stale", Some(format!("run `tmpfsctl persist sync {d}`; is its timer running?")))
+        (
+            "stale",
+            Some(format!(
+                "run `tmpfsctl persist sync {d}`; is its timer running?"
+            )),
+        )
     } else if at_risk {
         (
             "at_risk",
@@ -183,7 +193,9 @@ fn fill(s: &mut DirStatus, e: &Registered, now_s: u64) -> Result<()> {
         let (entries, synced_ns) = store.manifest(g)?;
         s.torn_files = entries.iter().filter(|e| e.torn).count() as u64;
         s.last_sync_complete = s.torn_files == 0
-            && last.as_ref().is_none_or(|r| r.complete() && r.generation == Some(g));
+            && last
+                .as_ref()
+                .is_none_or(|r| r.complete() && r.generation == Some(g));
         let t = (synced_ns / 1_000_000_000).max(0) as u64;
         s.last_sync_unix_s = Some(t);
         let age = now_s.saturating_sub(t);

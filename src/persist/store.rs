@@ -251,7 +251,10 @@ impl Store {
         let mut seen = HashSet::new();
         for e in entries.iter().filter(|e| e.is_file()) {
             let Some(h) = e.hash else {
-                bad.push(format!("{}: no content identity in the manifest", e.path.escape_ascii()));
+                bad.push(format!(
+                    "{}: no content identity in the manifest",
+                    e.path.escape_ascii()
+                ));
                 continue;
             };
             if !seen.insert(h) {
@@ -541,7 +544,12 @@ impl Store {
         let text = std::fs::read(self.path.join(LIVE_INDEX)).ok()?;
         let first = text.split(|&b| b == b'\n').next()?;
         let first = std::str::from_utf8(first).ok()?;
-        first.strip_prefix("tmpfsctl-persist-live 1 ")?.split(' ').nth(1)?.parse().ok()
+        first
+            .strip_prefix("tmpfsctl-persist-live 1 ")?
+            .split(' ')
+            .nth(1)?
+            .parse()
+            .ok()
     }
 
     pub fn write_live_index(&self, g: u64, dev: u64, idx: &LiveIndex) -> Result<()> {

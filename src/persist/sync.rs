@@ -244,7 +244,7 @@ impl Ctx<'_> {
             let dst = rustix::fs::openat(
                 self.objects,
                 tmp.as_str(),
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+                OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
                 Mode::from_raw_mode(0o600),
             )
             .with_context(|| format!("store: create the object for {}", show(rel)))?;

@@ -227,7 +227,10 @@ fn print_human(r: &VerifyReport) {
             s.objects_checked,
             crate::units::fmt_bytes(s.bytes_checked),
             if s.unreferenced_objects > 0 {
-                format!("; {} unreferenced (the next sync collects them)", s.unreferenced_objects)
+                format!(
+                    "; {} unreferenced (the next sync collects them)",
+                    s.unreferenced_objects
+                )
             } else {
                 String::new()
             }
