@@ -637,7 +637,7 @@ fn commands(dir: &str, v: &Verdict, p: &plan::Plan, ramfs: bool) -> Commands {
     c
 }
 
-fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     if s.bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
     {

@@ -269,10 +269,11 @@ impl Worker {
         }
     }
 
-    fn account(&mut self, shared: &Shared, st: &Stat, dir: u32) {
+    /// Count one entry; false when it was a hard link already counted.
+    fn account(&mut self, shared: &Shared, st: &Stat, dir: u32) -> bool {
         let is_dir = FileType::from_raw_mode(st.st_mode) == FileType::Directory;
         if !is_dir && st.st_nlink > 1 && !lock(&shared.links).insert(st.st_ino) {
-            return;
+            return false;
         }
         self.usage.bytes += (st.st_blocks as u64) * 512;
         self.usage.inodes += 1;
@@ -280,6 +281,7 @@ impl Worker {
         if let Some(t) = &mut self.tally {
             t.note(st, dir);
         }
+        true
     }
 
     /// Count every entry of the open directory `fd` and return its
@@ -331,8 +333,10 @@ impl Worker {
                 };
                 self.account(shared, &st, own);
                 subdirs.push((name.to_owned(), st.st_ino, own));
-            } else {
-                self.account(shared, &st, here);
+            } else if self.account(shared, &st, here)
+                && let Some(t) = &mut self.tally
+            {
+                t.note_file(&st, fd, name);
             }
         }
         self.buf = buf;
@@ -528,7 +532,7 @@ fn walk_detailed(
 }
 
 mod breakdown;
-pub use breakdown::{Breakdown, DirTotal, OwnerTotal, breakdown};
+pub use breakdown::{Breakdown, DirTotal, FileTotal, LARGEST_FILES, OwnerTotal, breakdown};
 
 #[cfg(test)]
 mod tests;

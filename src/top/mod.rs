@@ -19,7 +19,8 @@ use crate::sys::procfd::{self, Scan};
 use crate::sys::sysvshm::{self, ShmSegment};
 use crate::sys::{MountInfo, Sysroot, du, mountinfo, statfs};
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `mounts[].largest_files` is new.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// How `top` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +61,69 @@ pub struct DirUse {
     pub inodes: u64,
 }
 
+/// A process with a file open: who to ask (or restart) to let it go.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenBy {
+    pub pid: u32,
+    pub comm: String,
+    pub fd: u32,
+}
+
+/// One of a mount's largest files, root files included (`du -a | sort -h | tail`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LargeFile {
+    pub path: String,
+    /// Allocated bytes, as du.
+    pub bytes: u64,
+    /// User name, or the uid as a number when it has no passwd entry.
+    pub owner: String,
+    pub uid: u32,
+    /// Last modification, seconds since the epoch.
+    pub mtime: i64,
+    /// Processes holding it open (one entry per fd).
+    pub open_by: Vec<OpenBy>,
+}
+
+/// The largest files a walk found, with their owners and the processes
+/// holding them open; shared by `top` and `explain`.
+pub fn largest_files(
+    root: &Sysroot,
+    walk: &du::Breakdown,
+    scan: &Scan,
+    names: &HashMap<u32, String>,
+    n: usize,
+) -> Vec<LargeFile> {
+    walk.largest_files
+        .iter()
+        .take(n)
+        .map(|f| LargeFile {
+            path: f.path.to_string_lossy().into_owned(),
+            bytes: f.bytes,
+            owner: names
+                .get(&f.uid)
+                .cloned()
+                .unwrap_or_else(|| f.uid.to_string()),
+            uid: f.uid,
+            mtime: f.mtime,
+            open_by: scan
+                .processes
+                .iter()
+                .flat_map(|p| {
+                    p.files
+                        .iter()
+                        .filter(|o| o.dev == f.dev && o.ino == f.ino && !o.deleted)
+                        .map(move |o| (p.pid, o.fd))
+                })
+                .map(|(pid, fd)| OpenBy {
+                    pid,
+                    comm: procfd::comm(root, pid),
+                    fd,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct DeletedOpen {
     pub pid: u32,
@@ -96,6 +160,8 @@ pub struct MountTop {
     pub visible_bytes: u64,
     pub by_owner: Vec<Owner>,
     pub by_dir: Vec<DirUse>,
+    /// Largest files anywhere on the mount, its root included, largest first.
+    pub largest_files: Vec<LargeFile>,
     pub deleted_open: Vec<DeletedOpen>,
     /// Bytes of deleted-but-open files, each file once.
     pub deleted_open_bytes: u64,
@@ -173,7 +239,7 @@ fn ram_mounts<'a>(mounts: &'a [MountInfo], wanted: &[PathBuf]) -> Vec<&'a MountI
 }
 
 /// uid -> name from the inspected system's /etc/passwd.
-fn users(root: &Sysroot) -> HashMap<u32, String> {
+pub fn users(root: &Sysroot) -> HashMap<u32, String> {
     let text = std::fs::read_to_string(root.path("/etc/passwd")).unwrap_or_default();
     text.lines()
         .filter_map(|l| {
@@ -305,6 +371,7 @@ fn mount_top(
         visible_bytes: walk.usage.bytes,
         by_owner,
         by_dir,
+        largest_files: largest_files(root, &walk, scan, names, top_n),
         deleted_open: deleted,
         deleted_open_bytes: deleted_bytes,
         open_by,

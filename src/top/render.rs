@@ -114,15 +114,41 @@ fn mount_detail(s: &mut String, m: &MountTop) {
             .collect();
         let _ = writeln!(s, "  largest dirs: {}", dirs.join(", "));
     }
+    if !m.largest_files.is_empty() {
+        let _ = writeln!(s, "  largest files:");
+        for f in m.largest_files.iter().take(5) {
+            let held = if f.open_by.is_empty() {
+                String::new()
+            } else {
+                let who: Vec<String> = f
+                    .open_by
+                    .iter()
+                    .take(3)
+                    .map(|o| format!("pid {} ({})", o.pid, safe(&o.comm)))
+                    .collect();
+                format!(", open by {}", who.join(", "))
+            };
+            let _ = writeln!(
+                s,
+                "    {:>10}  {}  ({}{held})",
+                fmt_bytes(f.bytes),
+                safe(&f.path),
+                safe(&f.owner)
+            );
+        }
+    }
     for d in m.deleted_open.iter().take(5) {
         let _ = writeln!(
             s,
-            "  deleted, still open: {} by pid {} ({}) fd {}, was {}",
+            "  deleted, still open: {} by pid {} ({}) fd {}, was {}; fix: `: > /proc/{}/fd/{}` frees it without a restart, or restart pid {}",
             fmt_bytes(d.bytes),
             d.pid,
             safe(&d.comm),
             d.fd,
-            safe(&d.path)
+            safe(&d.path),
+            d.pid,
+            d.fd,
+            d.pid
         );
     }
     if !m.open_by.is_empty() {
