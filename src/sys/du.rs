@@ -269,6 +269,16 @@ impl Worker {
         }
     }
 
+    /// A directory whose contents are not counted (permissions, races),
+    /// charged to its breakdown directory so a report can say which;
+    /// `itself`: that is the unreadable directory, not an ancestor of it.
+    fn unreadable(&mut self, dir: u32, itself: bool) {
+        self.usage.unreadable_dirs += 1;
+        if let Some(t) = &mut self.tally {
+            t.note_unreadable(dir, itself);
+        }
+    }
+
     /// Count one entry; false when it was a hard link already counted.
     fn account(&mut self, shared: &Shared, st: &Stat, dir: u32) -> bool {
         let is_dir = FileType::from_raw_mode(st.st_mode) == FileType::Directory;
@@ -342,7 +352,7 @@ impl Worker {
         self.buf = buf;
         ENTRIES_WALKED.fetch_add(seen, Ordering::Relaxed);
         if unreadable {
-            self.usage.unreadable_dirs += 1;
+            self.unreadable(here, depth <= shared.detail_depth);
         }
         subdirs
     }
@@ -353,7 +363,7 @@ impl Worker {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return, // removed since its parent was read
             Err(_) => {
-                self.usage.unreadable_dirs += 1;
+                self.unreadable(job.dir, job.depth <= shared.detail_depth);
                 return;
             }
         };

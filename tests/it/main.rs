@@ -19,4 +19,5 @@ mod status;
 mod status_usage;
 mod terminal;
 mod top;
+mod top_blind;
 mod workspace;

@@ -24,6 +24,8 @@ pub(super) struct Tally {
     last: usize,
     /// This worker's largest files, largest first, at most [`LARGEST_FILES`].
     largest: Vec<FileTotal>,
+    /// Unreadable directories, by the breakdown directory they count in.
+    unreadable: Vec<(u32, bool)>,
 }
 
 impl Tally {
@@ -48,6 +50,10 @@ impl Tally {
         let e = &mut self.by_uid[self.last];
         e.1 += bytes;
         e.2 += 1;
+    }
+
+    pub(super) fn note_unreadable(&mut self, dir: u32, itself: bool) {
+        self.unreadable.push((dir, itself));
     }
 
     /// Keep the file if it is among this worker's largest. Its directory's
@@ -111,6 +117,10 @@ pub struct DirTotal {
     pub path: PathBuf,
     pub bytes: u64,
     pub inodes: u64,
+    /// Directories in this subtree whose contents were not counted.
+    pub unreadable_dirs: u64,
+    /// This directory itself could not be read: its figure is its own inode only.
+    pub unreadable: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -136,8 +146,16 @@ fn combine(usage: Usage, tallies: Vec<Tally>, dirs: &[(u32, CString)]) -> Breakd
     let mut own = vec![(0u64, 0u64); dirs.len().max(1)];
     let mut by_uid: HashMap<u32, (u64, u64)> = HashMap::new();
     let mut largest: Vec<FileTotal> = Vec::new();
+    let mut blind = vec![0u64; own.len()];
+    let mut blind_self = vec![false; own.len()];
     for t in tallies {
         largest.extend(t.largest);
+        for (d, itself) in t.unreadable {
+            if let Some(b) = blind.get_mut(d as usize) {
+                *b += 1;
+                blind_self[d as usize] |= itself;
+            }
+        }
         for (i, (b, n)) in t.own.into_iter().enumerate() {
             if let Some(o) = own.get_mut(i) {
                 o.0 += b;
@@ -157,6 +175,7 @@ fn combine(usage: Usage, tallies: Vec<Tally>, dirs: &[(u32, CString)]) -> Breakd
         let (b, n) = own[i];
         own[parent].0 += b;
         own[parent].1 += n;
+        blind[parent] += blind[i];
     }
     let mut paths: Vec<PathBuf> = Vec::with_capacity(dirs.len());
     for (i, (parent, name)) in dirs.iter().enumerate() {
@@ -171,12 +190,17 @@ fn combine(usage: Usage, tallies: Vec<Tally>, dirs: &[(u32, CString)]) -> Breakd
     let mut out_dirs: Vec<DirTotal> = paths
         .into_iter()
         .zip(own)
+        .zip(blind.into_iter().zip(blind_self))
         .skip(1)
-        .map(|(path, (bytes, inodes))| DirTotal {
-            path,
-            bytes,
-            inodes,
-        })
+        .map(
+            |((path, (bytes, inodes)), (unreadable_dirs, unreadable))| DirTotal {
+                path,
+                bytes,
+                inodes,
+                unreadable_dirs,
+                unreadable,
+            },
+        )
         .collect();
     out_dirs.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.path.cmp(&b.path)));
     let mut by_owner: Vec<OwnerTotal> = by_uid
