@@ -150,7 +150,7 @@ fn apply_with_the_old_persist_none_prints_the_plan_it_executes() {
         s(&dir),
         "--fstab",
         s(&fstab),
-        "--boot",
+        "--persist",
         "none",
         "--size",
         "8M",
