@@ -4,7 +4,7 @@
 //! No statistics, no storage, no checks: what reading and splitting costs.
 //! Not shipped; bench/fleet-analyze-vs-duckdb.sh builds and times it.
 //!
-//!   rustc -O -C target-cpu=native bench/fleet-split-floor.rs -o /tmp/fleet-split-floor
+//!   rustc -O bench/fleet-split-floor.rs -o /tmp/fleet-split-floor
 //!   /tmp/fleet-split-floor FILE
 use std::os::unix::io::AsRawFd;
 
