@@ -83,6 +83,9 @@ pub struct EnableArgs {
     /// Where to write the systemd units
     #[arg(long, value_name = "DIR", default_value = "/etc/systemd/system")]
     pub unit_dir: PathBuf,
+    /// A unit that uses DIR early at boot (before local-fs.target): the restore runs before it (repeatable)
+    #[arg(long, value_name = "UNIT")]
+    pub before: Vec<String>,
     /// Do not ask for confirmation
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -177,6 +180,7 @@ impl PersistArgs {
                         fstab: a.fstab.clone(),
                         unit_dir: a.unit_dir.clone(),
                         registry,
+                        before: a.before.clone(),
                         yes: a.yes,
                         json: a.json,
                     },

@@ -50,6 +50,8 @@ pub struct EnableRequest {
     pub fstab: PathBuf,
     pub unit_dir: PathBuf,
     pub registry: PathBuf,
+    /// Units the boot restore must run before (`--before`).
+    pub before: Vec<String>,
     pub yes: bool,
     pub json: bool,
 }
@@ -124,6 +126,9 @@ fn plan_boot(req: &EnableRequest, dir: &Path, store: &Path, size: Option<&str>) 
             size.map_or(String::new(), |s| format!("size={s},"))
         ));
     }
+    for u in &req.before {
+        units::check_unit_name(u)?;
+    }
     if req.via != PersistVia::None {
         let spec = units::UnitSpec {
             dir: dir.to_path_buf(),
@@ -133,6 +138,7 @@ fn plan_boot(req: &EnableRequest, dir: &Path, store: &Path, size: Option<&str>) 
             registry: (req.registry != Path::new(super::registry::DEFAULT_PATH))
                 .then(|| req.registry.clone()),
             fstab_mount: req.via == PersistVia::Fstab,
+            before: req.before.clone(),
         };
         b.units = units::render(&spec).to_vec();
         b.units_verified = units::verify(&b.units)?;
