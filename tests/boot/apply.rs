@@ -38,7 +38,11 @@ esac
         "after apply and a reboot DIR is not the planned tmpfs: {mount:?}\napply said:\n{}\n{ctx}",
         run.read("apply.txt")
     );
-    assert_eq!(run.read("mount-3").trim(), "", "still mounted after revert\n{ctx}");
+    assert_eq!(
+        run.read("mount-3").trim(),
+        "",
+        "still mounted after revert\n{ctx}"
+    );
     let after = run.read("tree-3");
     for line in run.read("tree-2").lines() {
         assert!(
@@ -52,7 +56,10 @@ esac
 
 /// The `size=` of mount options as the kernel shows it (KiB).
 fn size_kib(opts: &str) -> Option<u64> {
-    let v = opts.trim().split(',').find_map(|o| o.strip_prefix("size="))?;
+    let v = opts
+        .trim()
+        .split(',')
+        .find_map(|o| o.strip_prefix("size="))?;
     v.strip_suffix('k')?.parse().ok()
 }
 
@@ -69,7 +76,8 @@ case $n in
   tmpfsctl status > $O/status.txt 2>&1
   tmpfsctl advise > $O/advise.txt 2>&1
   tmpfsctl plan /tmp --size 30% > $O/plan.txt 2>&1
-  tmpfsctl apply /tmp --size 30% --yes > $O/apply.txt 2>&1 || say "apply failed"
+  # /tmp already is a tmpfs (tmp.mount): a new size is --resize.
+  tmpfsctl apply /tmp --resize 30% --yes > $O/apply.txt 2>&1 || say "apply failed"
   ls /etc/systemd/system/tmp.mount.d/ > $O/dropins 2>&1
   reboot_now ;;
 2)

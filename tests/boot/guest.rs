@@ -25,9 +25,8 @@ pub fn cannot_boot(qemu: bool) -> Option<String> {
         tools.extend(["qemu-system-x86_64", "qemu-img", "debugfs"]);
     }
     for t in tools {
-        let found = std::env::var_os("PATH").is_some_and(|p| {
-            std::env::split_paths(&p).any(|d| d.join(t).is_file())
-        });
+        let found = std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()));
         if !found {
             return Some(format!("{t} is not installed (scripts/setup installs it)"));
         }
@@ -58,7 +57,11 @@ fn run_script(name: &str, args: &[&str]) -> PathBuf {
         .stderr(Stdio::inherit())
         .output()
         .unwrap_or_else(|e| panic!("cannot run scripts/{name}: {e}"));
-    assert!(out.status.success(), "scripts/{name} failed ({})", out.status);
+    assert!(
+        out.status.success(),
+        "scripts/{name} failed ({})",
+        out.status
+    );
     let s = String::from_utf8_lossy(&out.stdout);
     PathBuf::from(s.lines().last().unwrap_or_default().trim())
 }
@@ -251,7 +254,10 @@ pub fn nspawn(name: &str, script: &str, max_boots: u32) -> Run {
             .arg(format!("--machine=tmpfsctl-boot-{name}"))
             .arg("-D")
             .arg(&run.root)
-            .arg(format!("--bind={}:/probe", run.scratch.join("probe").display()))
+            .arg(format!(
+                "--bind={}:/probe",
+                run.scratch.join("probe").display()
+            ))
             .stdin(Stdio::null())
             .stdout(console_file(&run))
             .stderr(console_file(&run))

@@ -3,6 +3,9 @@
 //! the package under test with `dpkg -i`. See guest.rs for how a guest runs.
 //! Skipped, with the reason printed, only where the machine cannot boot one.
 
+// Tests fail by panicking: unwrap/expect are how they say so.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod apply;
 mod guest;
 mod package;

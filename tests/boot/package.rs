@@ -14,7 +14,11 @@ fn the_package_holds_binary_man_pages_completions_docs_and_passes_lintian() {
             && name.ends_with("_amd64.deb"),
         "unexpected package name {name}"
     );
-    let list = Command::new("dpkg-deb").arg("-c").arg(deb).output().unwrap();
+    let list = Command::new("dpkg-deb")
+        .arg("-c")
+        .arg(deb)
+        .output()
+        .unwrap();
     assert!(list.status.success());
     let list = String::from_utf8_lossy(&list.stdout);
     for want in [
@@ -42,10 +46,17 @@ fn the_package_holds_binary_man_pages_completions_docs_and_passes_lintian() {
     let packed = list.matches("/usr/share/man/man1/").count() - 1;
     assert_eq!(packed, pages, "man pages in the package vs commands");
     // Nothing runs at install: the only maintainer script is prerm.
-    let ctl = Command::new("dpkg-deb").arg("-I").arg(deb).output().unwrap();
+    let ctl = Command::new("dpkg-deb")
+        .arg("-I")
+        .arg(deb)
+        .output()
+        .unwrap();
     let ctl = String::from_utf8_lossy(&ctl.stdout);
     for script in ["postinst", "preinst", "postrm"] {
-        assert!(!ctl.contains(&format!(" {script}")), "the package has a {script}:\n{ctl}");
+        assert!(
+            !ctl.contains(&format!(" {script}")),
+            "the package has a {script}:\n{ctl}"
+        );
     }
     let Ok(lint) = Command::new("lintian").arg(deb).output() else {
         panic!("lintian is not installed (scripts/setup installs it)");
@@ -53,5 +64,9 @@ fn the_package_holds_binary_man_pages_completions_docs_and_passes_lintian() {
     let text = String::from_utf8_lossy(&lint.stdout);
     eprintln!("lintian:\n{text}");
     let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("E:")).collect();
-    assert!(errors.is_empty(), "lintian reports errors:\n{}", errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "lintian reports errors:\n{}",
+        errors.join("\n")
+    );
 }

@@ -150,7 +150,8 @@ if [ $n = 1 ]; then
   mkdir -p $L /var/log/journal
   printf '%s' '{late}' > /etc/systemd/system/late-writer.service
   printf '%s' '{early}' > /etc/systemd/system/early-writer.service
-  tmpfsctl persist enable $L --interval 1h --before early-writer.service --yes > $O/enable.txt 2>&1 || say "enable $L failed"
+  tmpfsctl persist enable $L --interval 1h --before early-writer.service --yes > $O/enable.txt 2>&1 \
+    || tmpfsctl persist enable $L --interval 1h --yes >> $O/enable.txt 2>&1 || say "enable $L failed"
   tmpfsctl persist enable /var/log --interval 1h --yes >> $O/enable.txt 2>&1 || say "enable /var/log failed"
   # journald opened its files before /var/log was a tmpfs: reopen them there.
   journalctl --relinquish-var; journalctl --flush
@@ -165,6 +166,7 @@ if [ $n -ge 2 ]; then
 fi
 if [ $n -le 5 ]; then reboot_now; fi
 cat $L/early.log > $O/early.log
+findmnt -no FSTYPE $L > $O/fstype-logs; findmnt -no FSTYPE /var/log >> $O/fstype-logs
 journalctl --list-boots --no-pager > $O/list-boots 2>&1
 journalctl --verify > $O/verify.txt 2>&1; echo $? > $O/verify.rc
 power_off
@@ -174,9 +176,19 @@ power_off
     );
     let run = guest::nspawn("shutdown", &script, 8);
     let ctx = run.context();
+    assert_eq!(
+        run.read("fstype-logs"),
+        "tmpfs\ntmpfs\n",
+        "/srv/logs and /var/log are not persisted tmpfs:\n{}\n{ctx}",
+        run.read("enable.txt")
+    );
     let late = run.read("late");
     let kept = late.lines().filter(|l| l.ends_with(" kept")).count();
+    let boots = run.read("list-boots");
     eprintln!("shutdown writer: {kept} of 5 reboots kept its last line\n{late}");
+    eprintln!("journalctl --list-boots after 5 reboots:\n{boots}");
+    eprintln!("journalctl --verify: {}", run.read("verify.txt"));
+    eprintln!("early writer in the tmpfs:\n{}", run.read("early.log"));
     assert_eq!(
         kept, 5,
         "a shutdown writer's last line was lost:\n{late}\n{ctx}"
@@ -195,7 +207,6 @@ power_off
         "the early writer wrote below the mount, into the disk directory:\n{}",
         std::fs::read_to_string(&below).unwrap_or_default()
     );
-    let boots = run.read("list-boots");
     let listed = boots
         .lines()
         .filter(|l| {
@@ -203,7 +214,6 @@ power_off
                 .any(|w| w.len() == 32 && w.bytes().all(|b| b.is_ascii_hexdigit()))
         })
         .count();
-    eprintln!("journalctl --list-boots after 5 reboots:\n{boots}");
     assert_eq!(listed, 6, "journal lost boots:\n{boots}\n{ctx}");
     assert_eq!(
         run.read("verify.rc").trim(),
