@@ -40,13 +40,21 @@ pub struct UnitSpec {
 /// A unit name `--before` accepts: systemd's characters and a unit type.
 pub fn check_unit_name(u: &str) -> Result<()> {
     const TYPES: [&str; 11] = [
-        ".service", ".socket", ".target", ".mount", ".automount", ".timer", ".path", ".swap",
-        ".slice", ".scope", ".device",
+        ".service",
+        ".socket",
+        ".target",
+        ".mount",
+        ".automount",
+        ".timer",
+        ".path",
+        ".swap",
+        ".slice",
+        ".scope",
+        ".device",
     ];
     let ok_chars = !u.is_empty()
         && u.len() <= 255
-        && u
-            .bytes()
+        && u.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b":-_.\\@".contains(&b));
     if !ok_chars || !TYPES.iter().any(|t| u.len() > t.len() && u.ends_with(t)) {
         bail!(
@@ -348,8 +356,14 @@ mod tests {
         assert!(u[2].1.contains("OnUnitActiveSec=600s"));
         assert!(u[1].1.contains(&format!("Requisite={}", u[0].0)));
         // Stops before its tmpfs is unmounted; starts before the named unit.
-        assert!(u[0].1.contains("After=local-fs-pre.target srv-my\\x20cache\\x25.mount\n"));
-        assert!(u[0].1.contains("Before=local-fs.target early.service shutdown.target\n"));
+        assert!(
+            u[0].1
+                .contains("After=local-fs-pre.target srv-my\\x20cache\\x25.mount\n")
+        );
+        assert!(
+            u[0].1
+                .contains("Before=local-fs.target early.service shutdown.target\n")
+        );
         assert!(!u[0].1.contains("journalctl"));
     }
 
@@ -367,8 +381,15 @@ mod tests {
         let u = render(&spec);
         let main = &u[0].1;
         let relinquish = main.find("ExecStop=-journalctl --relinquish-var").unwrap();
-        assert!(relinquish < main.find("ExecStop=\"/usr/bin/tmpfsctl\" persist sync").unwrap());
-        assert!(main.contains("Before=local-fs.target systemd-journal-flush.service shutdown.target"));
+        assert!(
+            relinquish
+                < main
+                    .find("ExecStop=\"/usr/bin/tmpfsctl\" persist sync")
+                    .unwrap()
+        );
+        assert!(
+            main.contains("Before=local-fs.target systemd-journal-flush.service shutdown.target")
+        );
         assert!(u[1].1.contains("ExecStartPre=-journalctl --sync\n"));
     }
 
