@@ -105,6 +105,9 @@ pub struct EnableArgs {
     /// Mount the tmpfs without nodev: device nodes in DIR work (default: nodev)
     #[arg(long)]
     pub allow_dev: bool,
+    /// A unit that uses DIR early at boot (before local-fs.target): the restore runs before it (repeatable)
+    #[arg(long, value_name = "UNIT")]
+    pub before: Vec<String>,
     /// Do not ask for confirmation
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -233,6 +236,7 @@ impl PersistArgs {
                         registry,
                         allow_suid: a.allow_suid,
                         allow_dev: a.allow_dev,
+                        before: a.before.clone(),
                         yes: a.yes,
                         json: a.json,
                     },

@@ -39,6 +39,8 @@ pub struct EnableRequest {
     /// Mount the tmpfs without `nosuid` / `nodev`.
     pub allow_suid: bool,
     pub allow_dev: bool,
+    /// Units the boot restore must run before (`--before`).
+    pub before: Vec<String>,
     pub yes: bool,
     pub json: bool,
 }
@@ -124,6 +126,9 @@ fn plan_boot(
             }
         ));
     }
+    for u in &req.before {
+        units::check_unit_name(u)?;
+    }
     if req.boot != Boot::None {
         let spec = units::UnitSpec {
             dir: dir.to_path_buf(),
@@ -133,6 +138,7 @@ fn plan_boot(
             registry: (req.registry != Path::new(super::registry::DEFAULT_PATH))
                 .then(|| req.registry.clone()),
             fstab_mount: req.boot == Boot::Fstab,
+            before: req.before.clone(),
         };
         b.units = units::render(&spec).to_vec();
         b.units_verified = units::verify(&b.units)?;
