@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use crate::persist::admin::{DisableRequest, EnableRequest, PersistVia};
+use crate::mounts::plan::Boot;
+use crate::persist::admin::{DisableRequest, EnableRequest};
 use crate::persist::status::StatusRequest;
 use crate::persist::{RestoreRequest, SyncRequest, parse_duration, registry};
 use crate::units::Size;
@@ -45,22 +46,19 @@ pub enum PersistCmd {
     Disable(DisableArgs),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PersistWith {
-    /// An fstab line for the tmpfs, plus the units
-    Fstab,
-    /// systemd units: restore at boot, sync on a timer and at shutdown
-    Systemd,
-    /// The live mount only (tests, one-off use)
-    None,
-}
-
 fn duration(s: &str) -> Result<u64, String> {
     parse_duration(s)
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  sudo tmpfsctl persist enable /var/log --size 256M --yes\n  \
+sudo tmpfsctl persist enable /srv/cache --store /var/lib/cache-store --interval 2min --boot fstab --yes\n\n\
+DIR's files are copied into the store (generation 1) and into a new tmpfs mounted on DIR; \
+the files on disk stay underneath, untouched."
+)]
 pub struct EnableArgs {
+    /// The directory to keep in RAM, e.g. /var/log
     pub dir: PathBuf,
     /// Directory on disk for the generations [default: /var/lib/tmpfsctl/persist/<escaped DIR>]
     #[arg(long, value_name = "STORE")]
@@ -74,10 +72,19 @@ pub struct EnableArgs {
     /// Generations kept in the store (at least 1)
     #[arg(long, value_name = "N", default_value_t = crate::persist::DEFAULT_KEEP)]
     pub keep: usize,
-    /// How the setup survives a reboot
-    #[arg(long, value_name = "HOW", default_value = "systemd")]
-    pub persist: PersistWith,
-    /// fstab to edit with --persist fstab
+    /// How the setup comes back at boot: systemd units (restore at boot, sync on a timer and at shutdown), the same plus an fstab line for the tmpfs, or none (the live mount only)
+    #[arg(long, value_name = "HOW", value_enum, default_value = "systemd")]
+    pub boot: Boot,
+    /// Old spelling of --boot
+    #[arg(
+        long,
+        value_name = "HOW",
+        value_enum,
+        hide = true,
+        conflicts_with = "boot"
+    )]
+    pub persist: Option<Boot>,
+    /// fstab to edit with --boot fstab
     #[arg(long, value_name = "FILE", default_value = "/etc/fstab")]
     pub fstab: PathBuf,
     /// Where to write the systemd units
@@ -89,12 +96,14 @@ pub struct EnableArgs {
     /// Do not ask for confirmation
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Print a JSON document instead of text
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct SyncArgs {
+    /// The persisted directory to copy to its store
     pub dir: PathBuf,
     /// The store [default: DIR's, from the registry]
     #[arg(long, value_name = "STORE")]
@@ -105,13 +114,16 @@ pub struct SyncArgs {
     /// Sync even when DIR is empty and the store is not
     #[arg(long)]
     pub allow_empty: bool,
+    /// Print a JSON document instead of text
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct RestoreArgs {
+    /// The persisted directory to load from its store
     pub dir: PathBuf,
+    /// The store [default: DIR's, from the registry]
     #[arg(long, value_name = "STORE")]
     pub store: Option<PathBuf>,
     /// tmpfs size when a tmpfs has to be mounted [default: as enabled]
@@ -120,6 +132,7 @@ pub struct RestoreArgs {
     /// Replace DIR's content even when it differs from the store (it is lost)
     #[arg(long)]
     pub force: bool,
+    /// Print a JSON document instead of text
     #[arg(long)]
     pub json: bool,
 }
@@ -128,6 +141,7 @@ pub struct RestoreArgs {
 pub struct StatusArgs {
     /// One persisted directory [default: all in the registry]
     pub dir: Option<PathBuf>,
+    /// The store [default: DIR's, from the registry]
     #[arg(long, value_name = "STORE")]
     pub store: Option<PathBuf>,
     /// The sync interval to judge staleness by [default: as enabled, else 10min]
@@ -136,15 +150,19 @@ pub struct StatusArgs {
     /// Also write node_exporter textfile metrics to FILE (atomically)
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
+    /// Print a JSON document instead of text
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct DisableArgs {
+    /// The persisted directory to put back on disk with its final tree
     pub dir: PathBuf,
+    /// Do not ask for confirmation
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Print a JSON document instead of text
     #[arg(long)]
     pub json: bool,
 }
@@ -172,10 +190,12 @@ impl PersistArgs {
                         size: a.size,
                         interval_s: a.interval,
                         keep: a.keep,
-                        via: match a.persist {
-                            PersistWith::Fstab => PersistVia::Fstab,
-                            PersistWith::Systemd => PersistVia::Systemd,
-                            PersistWith::None => PersistVia::None,
+                        boot: match a.persist {
+                            Some(old) => {
+                                super::mounts::deprecated("--persist", old);
+                                old
+                            }
+                            None => a.boot,
                         },
                         fstab: a.fstab.clone(),
                         unit_dir: a.unit_dir.clone(),

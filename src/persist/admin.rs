@@ -22,22 +22,7 @@ use crate::render::term::safe_path;
 use crate::sys::atomic::AtomicWrite;
 use crate::units::{Size, fmt_bytes};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PersistVia {
-    Fstab,
-    Systemd,
-    None,
-}
-
-impl PersistVia {
-    pub fn name(self) -> &'static str {
-        match self {
-            PersistVia::Fstab => "fstab",
-            PersistVia::Systemd => "systemd",
-            PersistVia::None => "none",
-        }
-    }
-}
+use crate::mounts::plan::Boot;
 
 #[derive(Debug, Clone)]
 pub struct EnableRequest {
@@ -46,7 +31,8 @@ pub struct EnableRequest {
     pub size: Option<Size>,
     pub interval_s: u64,
     pub keep: usize,
-    pub via: PersistVia,
+    /// How the setup comes back at boot (`--boot`).
+    pub boot: Boot,
     pub fstab: PathBuf,
     pub unit_dir: PathBuf,
     pub registry: PathBuf,
@@ -106,19 +92,24 @@ fn fstab_escape(p: &Path) -> String {
 /// What enable will write to make the setup survive a reboot, all checked
 /// before anything changes: the fstab line (DIR must have no entry yet) and
 /// the units (verified with `systemd-analyze verify`).
-struct Boot {
+struct BootSetup {
     fstab_line: Option<String>,
     units: Vec<(String, String)>,
     units_verified: bool,
 }
 
-fn plan_boot(req: &EnableRequest, dir: &Path, store: &Path, size: Option<&str>) -> Result<Boot> {
-    let mut b = Boot {
+fn plan_boot(
+    req: &EnableRequest,
+    dir: &Path,
+    store: &Path,
+    size: Option<&str>,
+) -> Result<BootSetup> {
+    let mut b = BootSetup {
         fstab_line: None,
         units: Vec::new(),
         units_verified: false,
     };
-    if req.via == PersistVia::Fstab {
+    if req.boot == Boot::Fstab {
         check_no_fstab_entry(&req.fstab, dir)?;
         b.fstab_line = Some(format!(
             "tmpfs {} tmpfs {}nosuid,nodev 0 0",
@@ -129,7 +120,7 @@ fn plan_boot(req: &EnableRequest, dir: &Path, store: &Path, size: Option<&str>) 
     for u in &req.before {
         units::check_unit_name(u)?;
     }
-    if req.via != PersistVia::None {
+    if req.boot != Boot::None {
         let spec = units::UnitSpec {
             dir: dir.to_path_buf(),
             store: store.to_path_buf(),
@@ -137,7 +128,7 @@ fn plan_boot(req: &EnableRequest, dir: &Path, store: &Path, size: Option<&str>) 
             bin: std::env::current_exe().context("cannot tell where tmpfsctl is installed")?,
             registry: (req.registry != Path::new(super::registry::DEFAULT_PATH))
                 .then(|| req.registry.clone()),
-            fstab_mount: req.via == PersistVia::Fstab,
+            fstab_mount: req.boot == Boot::Fstab,
             before: req.before.clone(),
         };
         b.units = units::render(&spec).to_vec();
@@ -147,7 +138,7 @@ fn plan_boot(req: &EnableRequest, dir: &Path, store: &Path, size: Option<&str>) 
 }
 
 /// Write the fstab line and units; on failure undo what was written.
-fn install_boot(req: &EnableRequest, dir: &Path, boot: &Boot) -> Result<Vec<PathBuf>> {
+fn install_boot(req: &EnableRequest, dir: &Path, boot: &BootSetup) -> Result<Vec<PathBuf>> {
     if let Some(line) = &boot.fstab_line {
         add_fstab_line(&req.fstab, dir, line)?;
     }
@@ -214,7 +205,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     }
     if !already_tmpfs {
         let mut live = None;
-        mount::mount_dir(&dir, size.as_deref(), |root| {
+        mount::mount_dir(&dir, size.as_deref(), Default::default(), |root| {
             let st = rustix::fs::fstat(root)?;
             let (_, l) = load::load(&store, rep.generation, root)?;
             live = Some((l, st.st_dev));
@@ -231,9 +222,9 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
             size: size.clone(),
             interval_s: req.interval_s,
             keep: req.keep,
-            persist: req.via.name().into(),
-            unit_dir: (req.via != PersistVia::None).then(|| req.unit_dir.clone()),
-            fstab: (req.via == PersistVia::Fstab).then(|| req.fstab.clone()),
+            persist: req.boot.name().into(),
+            unit_dir: (req.boot != Boot::None).then(|| req.unit_dir.clone()),
+            fstab: (req.boot == Boot::Fstab).then(|| req.fstab.clone()),
             fstab_line: boot.fstab_line.clone(),
         });
         reg.save(&req.registry)?;
@@ -247,7 +238,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
             if !already_tmpfs {
                 let _ = mount::unmount(&dir);
             }
-            if req.via != PersistVia::None {
+            if req.boot != Boot::None {
                 let _ = units::remove(&req.unit_dir, &dir);
             }
             if let Some(line) = &boot.fstab_line {
@@ -263,10 +254,10 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
         files: rep.files,
         bytes: rep.bytes,
         mounted: !already_tmpfs,
-        persist: req.via.name(),
+        persist: req.boot.name(),
         units: units_written,
         units_verified: boot.units_verified,
-        fstab: (req.via == PersistVia::Fstab).then(|| req.fstab.clone()),
+        fstab: (req.boot == Boot::Fstab).then(|| req.fstab.clone()),
     };
     if req.json {
         crate::render::print_json(&out)?;
@@ -290,9 +281,9 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
         if let Some(f) = &out.fstab {
             println!("  added the tmpfs line to {}", safe_path(f));
         }
-        if req.via == PersistVia::None {
+        if req.boot == Boot::None {
             println!(
-                "  --persist none: no units; run `tmpfsctl persist sync {}` yourself (after a reboot: `persist restore`)",
+                "  --boot none: no units; run `tmpfsctl persist sync {}` yourself (after a reboot: `persist restore`)",
                 safe_path(&dir)
             );
         }
@@ -312,7 +303,7 @@ fn check_no_fstab_entry(fstab: &Path, dir: &Path) -> Result<()> {
     let f = crate::sys::fstab::Fstab::parse(&read_fstab(fstab)?);
     if let Some(e) = f.entry_for(dir) {
         bail!(
-            "--fstab {} already has an entry for {} ({} {}); remove it or use --persist systemd",
+            "--fstab {} already has an entry for {} ({} {}); remove it or use --boot systemd",
             fstab.display(),
             safe_path(dir),
             e.spec,
@@ -404,7 +395,7 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
     let written_back = !d.is_empty();
     if written_back {
         let _lock = store.lock()?;
-        super::fsops::clear_dir(dfd.as_fd())
+        crate::sys::fs::clear_dir(dfd.as_fd())
             .with_context(|| format!("clearing {} on disk", safe_path(&dir)))?;
         load::load(&store, g, dfd.as_fd())?;
         rustix::fs::syncfs(&dfd).context("flushing DIR on disk")?;

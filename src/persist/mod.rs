@@ -8,7 +8,7 @@
 //! `cli/persist.rs`.
 
 pub mod admin;
-pub mod fsops;
+pub mod content;
 pub mod load;
 pub mod manifest;
 pub mod mount;
@@ -27,6 +27,7 @@ use rustix::fs::{Mode, OFlags};
 
 use crate::context::{Context, ExitCode};
 use crate::render::term::safe_path;
+use crate::sys::fs;
 use crate::units::fmt_bytes;
 use registry::Registry;
 use store::{Store, gen_name};
@@ -123,7 +124,7 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
         );
     }
     let dfd = open_dir(&dir)?;
-    if !req.allow_empty && fsops::names(dfd.as_fd())?.is_empty() {
+    if !req.allow_empty && fs::names(dfd.as_fd())?.is_empty() {
         // An empty DIR over a store with data is almost always a tmpfs that
         // was never restored (a failed boot): syncing it would start pruning
         // the good generations.
@@ -260,7 +261,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
     };
     if mount::tmpfs_at(&mounts, &dir).is_none() {
         let mut out = None;
-        mount::mount_dir(&dir, size.as_deref(), |root| {
+        mount::mount_dir(&dir, size.as_deref(), Default::default(), |root| {
             let st = rustix::fs::fstat(root)?;
             let (l, live) = load::load(&store, g, root)?;
             out = Some((l, live, st.st_dev));
@@ -273,7 +274,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
         }
     } else {
         let dfd = open_dir(&dir)?;
-        if !fsops::names(dfd.as_fd())?.is_empty() {
+        if !fs::names(dfd.as_fd())?.is_empty() {
             let d = load::diff(dfd.as_fd(), &store, Some(g))?;
             if d.is_empty() {
                 rep.action = "unchanged";
@@ -302,8 +303,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
                     safe_path(&dir)
                 );
             }
-            fsops::clear_dir(dfd.as_fd())
-                .with_context(|| format!("clearing {}", safe_path(&dir)))?;
+            fs::clear_dir(dfd.as_fd()).with_context(|| format!("clearing {}", safe_path(&dir)))?;
         }
         let st = rustix::fs::fstat(&dfd)?;
         let (l, live) = load::load(&store, g, dfd.as_fd())?;

@@ -15,8 +15,8 @@ use anyhow::{Context, Result};
 use rustix::fs::{AtFlags, Stat};
 use rustix::io::Errno;
 
-use super::fsops::{self, Obj};
 use super::manifest::{Entry, Kind};
+use crate::sys::fs::{self, Obj};
 
 /// One entry of DIR as the walk found it.
 #[derive(Debug, Clone)]
@@ -42,7 +42,7 @@ pub struct LiveIndex {
 }
 
 pub fn entry_from_stat(path: Vec<u8>, st: &Stat) -> Entry {
-    let [atime, mtime, ctime] = fsops::stat_times(st);
+    let [atime, mtime, ctime] = fs::stat_times(st);
     let rdev = st.st_rdev;
     let kind = match st.st_mode & libc::S_IFMT {
         libc::S_IFDIR => Kind::Dir,
@@ -92,9 +92,9 @@ pub fn walk(root: BorrowedFd<'_>) -> Result<Scan> {
 }
 
 fn walk_dir(dir: BorrowedFd<'_>, rel: &[u8], scan: &mut Scan) -> Result<()> {
-    let names = fsops::names(dir).with_context(|| format!("listing {}", show(rel)))?;
+    let names = fs::names(dir).with_context(|| format!("listing {}", show(rel)))?;
     for name in names {
-        let path = fsops::join(rel, name.to_bytes());
+        let path = fs::join(rel, name.to_bytes());
         let st = match rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(s) => s,
             // Deleted since the listing: not part of this point in time.
@@ -108,7 +108,7 @@ fn walk_dir(dir: BorrowedFd<'_>, rel: &[u8], scan: &mut Scan) -> Result<()> {
         let mut e = entry_from_stat(path.clone(), &st);
         match e.kind {
             Kind::Dir => {
-                let sub = match fsops::open_dir_beneath(dir, name.to_bytes()) {
+                let sub = match fs::open_dir_beneath(dir, name.to_bytes()) {
                     Ok(f) => f,
                     Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => continue,
                     Err(e) => return Err(e).with_context(|| format!("open {}", show(&path))),

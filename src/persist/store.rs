@@ -22,10 +22,10 @@ use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::fsops;
 use super::manifest::{self, Entry, hex, unhex};
 use super::scan::LiveIndex;
 use crate::sys::atomic::AtomicWrite;
+use crate::sys::fs;
 
 pub const CURRENT: &str = "current";
 const CURRENT_TMP: &str = ".current.tmp";
@@ -141,7 +141,7 @@ impl Store {
 
     /// Complete generations present (`gen-NNNNNN`), ascending.
     pub fn generations(&self) -> Result<Vec<u64>> {
-        let mut v: Vec<u64> = fsops::names(self.fd())
+        let mut v: Vec<u64> = fs::names(self.fd())
             .with_context(|| format!("listing store {}", self.path.display()))?
             .iter()
             .filter_map(|n| parse_gen(n.to_bytes()))
@@ -172,13 +172,13 @@ impl Store {
                     .with_context(|| format!("store {}: mkdir objects", self.path.display()));
             }
         }
-        fsops::open_dir_beneath(self.fd(), OBJECTS.as_bytes())
+        fs::open_dir_beneath(self.fd(), OBJECTS.as_bytes())
             .with_context(|| format!("store {}: open objects", self.path.display()))
     }
 
     /// The content object with identity `h`, opened for reading.
     pub fn open_object(&self, h: &[u8; 16]) -> rustix::io::Result<OwnedFd> {
-        fsops::open_beneath(self.fd(), object_rel(h).as_bytes(), OFlags::RDONLY)
+        fs::open_beneath(self.fd(), object_rel(h).as_bytes(), OFlags::RDONLY)
     }
 
     /// Remove what a killed sync left: generations newer than `current` (or
@@ -187,19 +187,19 @@ impl Store {
     pub fn sweep(&self) -> Result<usize> {
         let cur = self.current()?;
         let mut n = 0;
-        for name in fsops::names(self.fd())? {
+        for name in fs::names(self.fd())? {
             let b = name.to_bytes();
             let unfinished = parse_gen(b).is_some_and(|g| cur.is_none_or(|c| g > c));
             if unfinished || b.starts_with(PARTIAL.as_bytes()) || b == CURRENT_TMP.as_bytes() {
-                fsops::remove_tree(self.fd(), &name)
+                fs::remove_tree(self.fd(), &name)
                     .with_context(|| format!("removing leftover {}", String::from_utf8_lossy(b)))?;
                 n += 1;
             }
         }
         let objects = self.objects_fd()?;
-        for name in fsops::names(objects.as_fd())? {
+        for name in fs::names(objects.as_fd())? {
             if name.to_bytes().starts_with(OBJECT_TMP.as_bytes()) {
-                fsops::remove_tree(objects.as_fd(), &name)?;
+                fs::remove_tree(objects.as_fd(), &name)?;
                 n += 1;
             }
         }
@@ -268,11 +268,11 @@ impl Store {
             let _ = rustix::fs::renameat(dir, name, &trash, hexname);
         };
         if full {
-            for sub in fsops::names(objects.as_fd())? {
-                let Ok(d) = fsops::open_dir_beneath(objects.as_fd(), sub.to_bytes()) else {
+            for sub in fs::names(objects.as_fd())? {
+                let Ok(d) = fs::open_dir_beneath(objects.as_fd(), sub.to_bytes()) else {
                     continue;
                 };
-                for n in fsops::names(d.as_fd())? {
+                for n in fs::names(d.as_fd())? {
                     let name = n.to_string_lossy().into_owned();
                     let keep_it = unhex(&name)
                         .ok()
@@ -299,7 +299,7 @@ impl Store {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(e) => return Err(e).context("store: mkdir trash"),
         }
-        Ok(fsops::open_dir_beneath(self.fd(), TRASH.as_bytes())?)
+        Ok(fs::open_dir_beneath(self.fd(), TRASH.as_bytes())?)
     }
 
     /// Free what prune put in the trash, unless another process is at it.
@@ -319,7 +319,7 @@ impl Store {
             return Ok(());
         }
         let trash = self.trash_fd()?;
-        fsops::clear_dir(trash.as_fd()).context("emptying the store's trash")?;
+        fs::clear_dir(trash.as_fd()).context("emptying the store's trash")?;
         Ok(())
     }
 

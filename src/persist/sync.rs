@@ -20,10 +20,11 @@ use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
-use super::fsops::{self, Obj};
+use super::content;
 use super::manifest::{self, Entry, Kind};
 use super::scan::{self, Verdict, show};
 use super::store::{OBJECT_TMP, Store, gen_name, object_name};
+use crate::sys::fs::{self, Obj};
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct SyncReport {
@@ -139,7 +140,7 @@ fn recent(st: &rustix::fs::Stat) -> bool {
 fn same_stat(a: &rustix::fs::Stat, b: &rustix::fs::Stat) -> bool {
     a.st_size == b.st_size
         && a.st_ino == b.st_ino
-        && fsops::stat_times(a)[1..] == fsops::stat_times(b)[1..]
+        && fs::stat_times(a)[1..] == fs::stat_times(b)[1..]
 }
 
 impl Ctx<'_> {
@@ -148,7 +149,7 @@ impl Ctx<'_> {
     fn copy_file(&mut self, rel: &[u8]) -> Result<Copied> {
         let mut lease_misses = 0;
         for attempt in 0..8u64 {
-            let (fd, _) = match fsops::open_regular(self.src, rel) {
+            let (fd, _) = match fs::open_regular_beneath(self.src, rel) {
                 Ok(x) => x,
                 Err(Errno::NOENT | Errno::NOTSUP | Errno::LOOP | Errno::XDEV | Errno::NOTDIR) => {
                     return Ok(Copied::Gone);
@@ -179,7 +180,7 @@ impl Ctx<'_> {
                 Mode::from_raw_mode(0o600),
             )
             .with_context(|| format!("store: create the object for {}", show(rel)))?;
-            let hash = fsops::copy_hash(fd.as_fd(), &pre, Some(dst.as_fd()), &mut self.buf)
+            let hash = content::copy_hash(fd.as_fd(), &pre, Some(dst.as_fd()), &mut self.buf)
                 .with_context(|| format!("copying {} into the store", show(rel)))?;
             write_barrier(&fd);
             let post = rustix::fs::fstat(&fd)?;
@@ -189,7 +190,7 @@ impl Ctx<'_> {
                 // second identical read after a pause as well, in case the
                 // filesystem's timestamps are too coarse to show a write.
                 std::thread::sleep(Duration::from_millis(2));
-                let again = fsops::copy_hash(fd.as_fd(), &post, None, &mut self.buf)?;
+                let again = content::copy_hash(fd.as_fd(), &post, None, &mut self.buf)?;
                 write_barrier(&fd);
                 let after = rustix::fs::fstat(&fd)?;
                 settled = again == hash && same_stat(&post, &after);
@@ -242,11 +243,11 @@ impl Ctx<'_> {
     /// Hash the source without copying (for a file whose stat moved but
     /// whose content may not have): the entry when it equals `prev`.
     fn same_content(&mut self, rel: &[u8], cur: &Entry, prev: &Entry) -> Result<Option<Entry>> {
-        let Ok((fd, st)) = fsops::open_regular(self.src, rel) else {
+        let Ok((fd, st)) = fs::open_regular_beneath(self.src, rel) else {
             return Ok(None);
         };
         let xattrs = Obj::Fd(fd.as_fd()).all()?;
-        let h = fsops::copy_hash(fd.as_fd(), &st, None, &mut self.buf)?;
+        let h = content::copy_hash(fd.as_fd(), &st, None, &mut self.buf)?;
         let after = rustix::fs::fstat(&fd)?;
         if Some(h) != prev.hash || xattrs != prev.xattrs || !same_stat(&st, &after) {
             return Ok(None);
@@ -334,7 +335,7 @@ pub fn sync(
             // one and the objects only it would have used, so a full disk is
             // not fuller for the next try.
             if let Ok(n) = CString::new(gname.clone()) {
-                let _ = fsops::remove_tree(sfd, &n);
+                let _ = fs::remove_tree(sfd, &n);
             }
             for o in &cx.created {
                 let _ = rustix::fs::unlinkat(&objects, o.as_str(), AtFlags::empty());

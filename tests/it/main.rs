@@ -11,6 +11,7 @@ mod cli;
 mod explain;
 mod fleet;
 mod fleet_models;
+mod interface;
 mod mounts;
 mod persist;
 mod reports;
