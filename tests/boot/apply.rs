@@ -13,7 +13,7 @@ A=/srv/app
 case $n in
 1)
   mkdir -p $A/sub; echo one > $A/a; echo two > $A/sub/b
-  tmpfsctl apply $A --size 64M --via fstab --yes > $O/apply.txt 2>&1 || say "apply failed"
+  tmpfsctl apply $A --size 64M --boot fstab --yes > $O/apply.txt 2>&1 || say "apply failed"
   grep -F " $A " /etc/fstab > $O/fstab-line
   reboot_now ;;
 2)
