@@ -233,11 +233,11 @@ fn tmp_columns(f: &Fleet, o: &AnalyzeOptions) -> TmpColumns {
     let mut cols = Columns::default();
     cols.sort(f, |r| r.tmp_used);
     let tmp_sorted = &cols.col;
-    let tmp_used_bytes = stats::summarize(&tmp_sorted);
+    let tmp_used_bytes = stats::summarize(tmp_sorted);
     let mut limits = o.buckets.clone();
     limits.sort_unstable();
     limits.dedup();
-    let tmp_used_buckets = stats::buckets(&tmp_sorted, &limits);
+    let tmp_used_buckets = stats::buckets(tmp_sorted, &limits);
     let n = tmp_sorted.len();
     let mut cdf = Vec::new();
     if n > 0 {
