@@ -358,37 +358,36 @@ fn sync_detach_catch_up(
     let root = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&src));
     rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
         .with_context(|| format!("cannot detach the tmpfs at {}", safe_path(dir)))?;
-    let mut brought = Vec::new();
+    // Writers still holding a file open on the detached tmpfs finish first:
+    // carrying a file while it grows would leave the disk copy longer than
+    // the version recorded as carried, and the catch-up would then take it
+    // for a newer one written on disk and stop updating it.
     let t0 = std::time::Instant::now();
-    loop {
-        let mut quiet = false;
-        for _ in 0..copy::delta::CATCH_UP_PASSES {
-            let d = copy::delta::carry(src.as_fd(), u, &mut base, never).with_context(|| {
-                format!(
-                    "the tmpfs of {} is detached; copying back what was written to it after the last sync failed",
-                    safe_path(dir)
-                )
-            })?;
-            quiet = d.is_empty();
-            brought.extend(d.brought);
-            brought.extend(d.removed);
-            if quiet {
-                break;
-            }
+    while let Some(p) = sync::open_for_writing(src.as_fd())? {
+        if t0.elapsed() > WRITER_WAIT {
+            eprintln!(
+                "tmpfsctl: warning: {} is still open for writing on the detached tmpfs after {} s; \
+                 what is written to it from now on is lost",
+                crate::render::term::safe(&p),
+                WRITER_WAIT.as_secs()
+            );
+            break;
         }
-        match sync::open_for_writing(src.as_fd())? {
-            None if quiet => break,
-            None => {}
-            Some(p) if t0.elapsed() > WRITER_WAIT => {
-                eprintln!(
-                    "tmpfsctl: warning: {} is still open for writing on the detached tmpfs after {} s; \
-                     what is written to it from now on is lost",
-                    crate::render::term::safe(&p),
-                    WRITER_WAIT.as_secs()
-                );
-                break;
-            }
-            Some(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut brought = Vec::new();
+    for _ in 0..copy::delta::CATCH_UP_PASSES {
+        let d = copy::delta::carry(src.as_fd(), u, &mut base, never).with_context(|| {
+            format!(
+                "the tmpfs of {} is detached; copying back what was written to it after the last sync failed",
+                safe_path(dir)
+            )
+        })?;
+        let quiet = d.is_empty();
+        brought.extend(d.brought);
+        brought.extend(d.removed);
+        if quiet {
+            break;
         }
     }
     copy::copy_root_meta(src.as_fd(), u).context("copying DIR's own owner, mode and times")?;

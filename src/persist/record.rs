@@ -6,9 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sys::atomic::{AtomicWrite, NewMode};
-
 const NAME: &str = "last-sync";
+const TMP: &str = ".last-sync.tmp";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LastSync {
@@ -38,18 +37,21 @@ impl LastSync {
         serde_json::from_slice(&b).ok()
     }
 
-    /// Best effort: a store that cannot take this small file has already
-    /// failed the sync loudly.
+    /// Best effort, and not flushed: a store that cannot take this small
+    /// file has already failed the sync loudly, and a crash that loses the
+    /// record loses only this advice (the generations are what is durable);
+    /// an fsync here would cost every sync a second disk cache flush.
     pub fn save(mut self, store: &Path) {
         self.schema_version = 1;
         self.finished_unix_s = (super::sync::now_unix_ns() / 1_000_000_000).max(0) as u64;
         if let Ok(mut text) = serde_json::to_vec_pretty(&self) {
             text.push(b'\n');
-            let _ = AtomicWrite {
-                what: "the store's last-sync record",
-                mode: NewMode::Exactly(0o600),
+            let tmp = store.join(TMP);
+            if std::fs::write(&tmp, &text).is_ok()
+                && std::fs::rename(&tmp, store.join(NAME)).is_err()
+            {
+                let _ = std::fs::remove_file(&tmp);
             }
-            .write(&store.join(NAME), &text);
         }
     }
 }

@@ -160,6 +160,22 @@ fn in_place_rewriter_is_stored_marked_torn_and_status_says_so() {
             f.write_all_at(&[b'a' + v % 26; 65536], off as u64).unwrap();
         }
     });
+    // The writer under way before the sync starts (a loaded machine may
+    // not have run it yet).
+    let before = std::fs::metadata(w.dir.join("db"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let t0 = Instant::now();
+    while std::fs::metadata(w.dir.join("db"))
+        .unwrap()
+        .modified()
+        .unwrap()
+        == before
+        && t0.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let o = w.run(&["persist", "sync", s(&w.dir), "--json"]);
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap();

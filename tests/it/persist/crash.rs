@@ -9,7 +9,7 @@ use super::{World, bin, s, show, stored, tree};
 use crate::require_root;
 
 #[test]
-fn concurrent_writer_each_file_is_old_or_new_never_torn() {
+fn concurrent_writer_each_file_is_old_new_or_marked_torn() {
     require_root!();
     let w = World::new();
     const N: usize = 8;
