@@ -350,8 +350,7 @@ fn sync_detach_catch_up(
     let u = under.dir.as_fd();
     {
         let _lock = store.lock()?;
-        super::fs::clear_dir(u)
-            .with_context(|| format!("clearing {} on disk", safe_path(dir)))?;
+        super::fs::clear_dir(u).with_context(|| format!("clearing {} on disk", safe_path(dir)))?;
         load::load(store, rep.generation, u)?;
     }
     let mut base = copy::snapshot(u, never)?;

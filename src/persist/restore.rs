@@ -14,9 +14,9 @@ use super::load::{self, LoadReport};
 use super::scan::LiveIndex;
 use super::store::{Store, gen_name};
 use super::{RestoreRequest, mount, open_dir, resolve_dir, store_for, trust};
-use crate::sys::fs;
 use crate::context::{Context, ExitCode};
 use crate::render::term::{safe, safe_path};
+use crate::sys::fs;
 use crate::units::fmt_bytes;
 
 #[derive(Debug, serde::Serialize)]
@@ -176,8 +176,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
             if !req.force {
                 refuse_overwrite(&dir, &store_path, g, &d)?;
             }
-            fs::clear_dir(dfd.as_fd())
-                .with_context(|| format!("clearing {}", safe_path(&dir)))?;
+            fs::clear_dir(dfd.as_fd()).with_context(|| format!("clearing {}", safe_path(&dir)))?;
         }
         // The tmpfs already there gets persist's flags before anything from
         // the store is created in it.

@@ -14,9 +14,9 @@ use super::registry::Registry;
 use super::scan::show;
 use super::store::{Store, gen_name, object_rel};
 use super::{content, resolve_dir, store_for};
-use crate::sys::fs;
 use crate::context::{Context, ExitCode};
 use crate::render::term::{safe, safe_path};
+use crate::sys::fs;
 
 #[derive(Debug, Clone)]
 pub struct VerifyRequest {

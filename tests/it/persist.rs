@@ -18,15 +18,15 @@ use crate::require_root;
 mod busy;
 /// The crash loop and the concurrent writer (the long ones).
 mod crash;
-/// nosuid/nodev, mounts inside DIR, symlink swaps during restore.
-mod guards;
-/// Stores another user could change, and persist's mount flags.
-mod trust;
 /// A damaged store: found, repaired, survived.
 mod damage;
+/// nosuid/nodev, mounts inside DIR, symlink swaps during restore.
+mod guards;
 /// The tmpfs lost, disable with a writer, vanishing entries, a killed prune,
 /// enable --size.
 mod lifecycle;
+/// Stores another user could change, and persist's mount flags.
+mod trust;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
