@@ -301,7 +301,7 @@ pub fn classify(i: &Inputs) -> Vec<Cause> {
     let m = i.mount;
     let mp = m.mount_point.display().to_string();
     // The fixes are commands to paste: the mount point quoted for a shell.
-    let q = crate::advise::shell_quote(&mp);
+    let q = crate::render::term::shell_word(&mp);
     let mut out = Vec::new();
     if i.read_only {
         out.push(cause(

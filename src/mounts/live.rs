@@ -1,108 +1,17 @@
-//! The live side: detached tmpfs mounts (new mount API), moving them into
-//! place, reaching the directory underneath a mount, processes using a tree.
+//! The live side: resizing and unmounting tmpfs mounts, a staging clone,
+//! reaching the directory underneath a mount, processes using a tree.
 
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use rustix::fs::{CWD, Mode, OFlags};
-use rustix::mount::{
-    FsMountFlags, FsOpenFlags, FsPickFlags, MountAttrFlags, MoveMountFlags, OpenTreeFlags,
-    UnmountFlags,
-};
+use rustix::mount::{FsOpenFlags, FsPickFlags, MoveMountFlags, OpenTreeFlags, UnmountFlags};
 
 use super::plan::{self, ProcUse};
 use crate::sys::MountInfo;
-use crate::sys::resolve::OpenedDir;
-
-/// A tmpfs that exists only as a file descriptor: no path, so no other process
-/// can see or write into it, and if we die it vanishes with the fd. This is
-/// the "private staging directory", without a directory.
-pub struct Detached {
-    pub mount: OwnedFd,
-    /// The root directory of the new filesystem, for copying into.
-    pub root: OwnedFd,
-}
-
-/// `mount -t tmpfs -o OPTIONS`, but detached. Flags (nosuid, nodev, noexec)
-/// are per-mount attributes; everything else goes to the superblock.
-pub fn mount_detached(options: &str) -> Result<Detached> {
-    let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC)
-        .context("fsopen(tmpfs) failed; this needs Linux 5.2+ and CAP_SYS_ADMIN")?;
-    rustix::mount::fsconfig_set_string(&fs, "source", "tmpfs").context("fsconfig source")?;
-    let mut attrs = MountAttrFlags::empty();
-    for o in options.split(',').filter(|o| !o.is_empty()) {
-        match o {
-            "nosuid" => attrs |= MountAttrFlags::MOUNT_ATTR_NOSUID,
-            "nodev" => attrs |= MountAttrFlags::MOUNT_ATTR_NODEV,
-            "noexec" => attrs |= MountAttrFlags::MOUNT_ATTR_NOEXEC,
-            "rw" | "defaults" => {}
-            _ => match o.split_once('=') {
-                Some((k, v)) => rustix::mount::fsconfig_set_string(&fs, k, v),
-                None => rustix::mount::fsconfig_set_flag(&fs, o),
-            }
-            .with_context(|| {
-                format!("tmpfs rejected the option {o:?} (is the kernel new enough for it?)")
-            })?,
-        }
-    }
-    rustix::mount::fsconfig_create(&fs).context("creating the tmpfs failed")?;
-    let mount = rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attrs)
-        .context("fsmount failed")?;
-    let root = rustix::fs::openat(
-        &mount,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .context("cannot open the new tmpfs")?;
-    Ok(Detached { mount, root })
-}
-
-/// Attach a detached mount at `dir`, hiding what is there (MS_MOVE semantics:
-/// one step, no moment where `dir` is empty).
-pub fn attach(d: &Detached, dir: &Path) -> Result<()> {
-    rustix::mount::move_mount(
-        d.mount.as_fd(),
-        "",
-        CWD,
-        dir,
-        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
-    )
-    .with_context(|| format!("cannot move the new tmpfs onto {}", dir.display()))
-}
-
-/// Attach a detached mount on the directory opened at the start (the
-/// descriptor, not its name), then check it sits there: the name in the
-/// parent that was opened now shows the new filesystem's root. If it does
-/// not (the directory was moved meanwhile), the mount is taken away again.
-pub fn attach_at(d: &Detached, at: &OpenedDir) -> Result<()> {
-    rustix::mount::move_mount(
-        d.mount.as_fd(),
-        "",
-        at.fd.as_fd(),
-        "",
-        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
-    )
-    .with_context(|| format!("cannot move the new tmpfs onto {}", at.path.display()))?;
-    let root = rustix::fs::fstat(&d.root)?;
-    let here = rustix::fs::statat(&at.parent, &at.name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok();
-    if here.is_none_or(|h| (h.st_dev, h.st_ino) != (root.st_dev, root.st_ino)) {
-        let undone = detach(d).is_ok();
-        bail!(
-            "{} was moved or replaced while tmpfsctl worked on it; the new tmpfs {}",
-            at.path.display(),
-            if undone {
-                "was taken away again"
-            } else {
-                "could not be taken away: check `findmnt` and unmount it"
-            }
-        );
-    }
-    Ok(())
-}
 
 /// A second mount of a tmpfs at a staging point: its files stay reachable
 /// there once it leaves DIR — after a kill of this process too, for the
@@ -159,13 +68,6 @@ impl Drop for StagingMount {
             let _ = std::fs::remove_dir(&self.path);
         }
     }
-}
-
-/// Unmount (lazily) a mount this process attached, found through its root
-/// descriptor rather than by a path someone else could change.
-pub fn detach(d: &Detached) -> Result<()> {
-    let p = format!("/proc/self/fd/{}", d.root.as_raw_fd());
-    rustix::mount::unmount(p.as_str(), UnmountFlags::DETACH).context("cannot unmount the new tmpfs")
 }
 
 /// Change the size of the tmpfs at `dir` live, leaving every other option and

@@ -22,8 +22,8 @@ use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
 use super::copy;
 use super::facts::mount_at;
 use super::live;
-use crate::sys::Sysroot;
 use crate::sys::journal::Pending;
+use crate::sys::{Sysroot, fs};
 
 /// Settle the killed run `p` on `dir` (its note at `note`, rewritten when
 /// a step of the settling must not be repeated should this run be killed
@@ -160,9 +160,9 @@ fn fix_swap(u: BorrowedFd<'_>, p: &Pending, note: &Path) -> Result<String> {
     if undo && had_trash {
         if p.step == "swapping" {
             // Every old entry was aside; what is in place came from the copy.
-            for n in copy::names(u)? {
+            for n in fs::names(u)? {
                 if n != stage && n != trash && !is_scratch(&n) {
-                    copy::remove_tree(u, &n)?;
+                    fs::remove_tree(u, &n)?;
                 }
             }
             // Killed from here on, the next run must only move the old
@@ -172,16 +172,16 @@ fn fix_swap(u: BorrowedFd<'_>, p: &Pending, note: &Path) -> Result<String> {
             crate::sys::atomic::AtomicWrite::report("the progress note")
                 .write(note, &serde_json::to_vec(&again)?)?;
         }
-        let t = copy::open_dir_at(u, &trash)?;
-        for n in copy::names(t.as_fd())? {
+        let t = fs::open_dir_at(u, &trash)?;
+        for n in fs::names(t.as_fd())? {
             rustix::fs::renameat(&t, &n, u, &n).with_context(|| {
-                format!("cannot move {} back into place", copy::show(n.to_bytes()))
+                format!("cannot move {} back into place", fs::show(n.to_bytes()))
             })?;
         }
     }
     for n in [&stage, &trash] {
         if exists(n) {
-            copy::remove_tree(u, n)?;
+            fs::remove_tree(u, n)?;
         }
     }
     Ok(if undo {
@@ -206,16 +206,16 @@ fn is_scratch(n: &CStr) -> bool {
 /// directories a killed catch-up left), not crossing mounts.
 fn sweep_scratch(d: BorrowedFd<'_>, name: &CStr) -> Result<()> {
     let dev = rustix::fs::fstat(d)?.st_dev;
-    for n in copy::names(d)? {
+    for n in fs::names(d)? {
         if n.as_c_str() == name {
-            copy::remove_tree(d, &n)?;
+            fs::remove_tree(d, &n)?;
             continue;
         }
         let Ok(st) = rustix::fs::statat(d, &n, AtFlags::SYMLINK_NOFOLLOW) else {
             continue;
         };
         if FileType::from_raw_mode(st.st_mode) == FileType::Directory && st.st_dev == dev {
-            let sub = copy::open_dir_at(d, &n)?;
+            let sub = fs::open_dir_at(d, &n)?;
             sweep_scratch(sub.as_fd(), name)?;
         }
     }

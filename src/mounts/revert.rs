@@ -17,7 +17,7 @@ use crate::context::{Context, ExitCode};
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
-use crate::sys::{self, MountInfo, statfs, systemd};
+use crate::sys::{self, MountInfo, fs, statfs, systemd};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RevertReport {
@@ -225,7 +225,7 @@ fn keep_data(
         return Err(e.context(format!(
             "the tmpfs is still mounted at {}; run `tmpfsctl revert {} --keep-data{}` again to finish",
             back.staging.path.display(),
-            dir.display(),
+            crate::render::term::shell_path(&dir),
             t.follow_up()
         )));
     }
@@ -281,7 +281,7 @@ fn copy_back(
     let staging = live::StagingMount::mount(src.as_fd(), &at)?;
     rustix::fs::mkdirat(u, &stage, Mode::RWXU)
         .context("cannot create a scratch directory on disk")?;
-    let staged = copy::open_dir_at(u, &stage)?;
+    let staged = fs::open_dir_at(u, &stage)?;
     let total = statfs::statfs(&opened.proc_path())
         .map(|s| s.used_bytes)
         .unwrap_or(0);
@@ -297,7 +297,7 @@ fn copy_back(
     let (stats, base) = match res {
         Ok(s) => s,
         Err(e) => {
-            let _ = copy::remove_tree(u, &stage);
+            let _ = fs::remove_tree(u, &stage);
             return Err(e.context(format!(
                 "copying back failed; nothing changed: {} is still on tmpfs",
                 dir.display()
@@ -307,7 +307,7 @@ fn copy_back(
     // From here on only renames on one filesystem.
     rustix::fs::mkdirat(u, &trash, Mode::RWXU)
         .context("cannot create a scratch directory on disk")?;
-    let tr = copy::open_dir_at(u, &trash)?;
+    let tr = fs::open_dir_at(u, &trash)?;
     let list = |fd: std::os::fd::BorrowedFd<'_>| -> Result<Vec<std::ffi::CString>> {
         let mut d = rustix::fs::Dir::read_from(fd)?;
         let mut v = Vec::new();
@@ -324,14 +324,14 @@ fn copy_back(
             continue;
         }
         rustix::fs::renameat(u, &n, &tr, &n)
-            .with_context(|| format!("cannot move old entry {} aside", copy::show(n.as_bytes())))?;
+            .with_context(|| format!("cannot move old entry {} aside", fs::show(n.as_bytes())))?;
     }
     journal.step("swapping", |_| {})?;
     for n in list(staged.as_fd())? {
         rustix::fs::renameat(&staged, &n, u, &n).with_context(|| {
             format!(
                 "cannot move {} into place; the copy is in {}/{} and the old entries in {}/{}",
-                copy::show(n.as_bytes()),
+                fs::show(n.as_bytes()),
                 dir.display(),
                 stage.to_string_lossy(),
                 dir.display(),
@@ -344,7 +344,7 @@ fn copy_back(
     drop(tr);
     rustix::fs::unlinkat(u, &stage, AtFlags::REMOVEDIR)
         .context("cannot remove the scratch directory")?;
-    copy::remove_tree(u, &trash).context("cannot remove the old entries")?;
+    fs::remove_tree(u, &trash).context("cannot remove the old entries")?;
     Ok(Back {
         stats,
         staging,
@@ -532,7 +532,7 @@ fn refuse_unready(
                 "{} holds files on the tmpfs ({}); say what happens to them: --keep-data copies them back to the directory on disk, --discard throws them away (`tmpfsctl revert {} --keep-data{}`)",
                 dir.display(),
                 held.join(", "),
-                dir.display(),
+                crate::render::term::shell_path(dir),
                 t.follow_up()
             );
         }

@@ -14,10 +14,29 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, FileType, Gid, Mode, OFlags, Timestamps, Uid};
 
-use super::fsops::{self, Obj, os};
+use super::content;
 use super::manifest::{Entry, Kind};
 use super::scan::{self, LiveIndex, Verdict, show};
-use super::store::Store;
+use super::store::{Store, object_rel};
+use crate::sys::fs::{self, Obj, os};
+
+/// The store's copy of something is missing or not what its manifest says;
+/// the message names the damaged path in the store. A restore tries an
+/// older generation on this error and on no other.
+#[derive(Debug)]
+pub struct Damaged(pub String);
+
+impl std::fmt::Display for Damaged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Damaged {}
+
+pub fn is_damage(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<Damaged>().is_some())
+}
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct LoadReport {
@@ -29,8 +48,8 @@ pub struct LoadReport {
 
 fn times(e: &Entry) -> Timestamps {
     Timestamps {
-        last_access: fsops::ts(e.atime),
-        last_modification: fsops::ts(e.mtime),
+        last_access: fs::ts(e.atime),
+        last_modification: fs::ts(e.mtime),
     }
 }
 
@@ -51,7 +70,7 @@ impl Parents<'_> {
             .as_ref()
             .is_none_or(|(p, _)| p.as_slice() != parent)
         {
-            let fd = fsops::open_dir_beneath(self.root, parent)
+            let fd = fs::open_dir_beneath(self.root, parent)
                 .with_context(|| format!("open {}", show(parent)))?;
             self.last = Some((parent.to_vec(), fd));
         }
@@ -82,7 +101,7 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
         if e.path.is_empty() {
             continue;
         }
-        let (parent, name) = fsops::split(&e.path);
+        let (parent, name) = fs::split(&e.path);
         let pfd = parents.get(parent)?;
         let ctx = || format!("restoring {}", show(&e.path));
         match &e.kind {
@@ -90,11 +109,20 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
                 rustix::fs::mkdirat(pfd, os(name), Mode::from_raw_mode(0o700)).with_context(ctx)?
             }
             Kind::File => {
-                let src = e
-                    .hash
-                    .ok_or_else(|| anyhow::anyhow!("manifest: file without content identity"))
-                    .and_then(|h| Ok(store.open_object(&h)?))
-                    .with_context(|| format!("store: open the content of {}", show(&e.path)))?;
+                let Some(hash) = e.hash else {
+                    bail!(Damaged(format!(
+                        "{}/manifest: {} has no content identity",
+                        store.path.join(super::store::gen_name(g)).display(),
+                        show(&e.path)
+                    )));
+                };
+                let src = store.open_object(&hash).map_err(|err| {
+                    Damaged(format!(
+                        "{}: {err} (the content of {})",
+                        store.path.join(object_rel(&hash)).display(),
+                        show(&e.path)
+                    ))
+                })?;
                 let st = rustix::fs::fstat(&src)?;
                 let f = rustix::fs::openat(
                     pfd,
@@ -107,15 +135,14 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
                     Mode::from_raw_mode(0o600),
                 )
                 .with_context(ctx)?;
-                let h = fsops::copy_hash(src.as_fd(), &st, Some(f.as_fd()), &mut buf)
+                let h = content::copy_hash(src.as_fd(), &st, Some(f.as_fd()), &mut buf)
                     .with_context(ctx)?;
-                if Some(h) != e.hash || st.st_size as u64 != e.size {
-                    bail!(
-                        "store {}: the data of {} does not match its manifest (damaged store?); \
-                         nothing was restored over DIR",
-                        store.path.display(),
+                if h != hash || st.st_size as u64 != e.size {
+                    bail!(Damaged(format!(
+                        "{} does not match its manifest (the content of {}; damaged store)",
+                        store.path.join(object_rel(&hash)).display(),
                         show(&e.path)
-                    );
+                    )));
                 }
                 let (u, gr) = own(e);
                 rustix::fs::fchown(&f, u, gr).with_context(ctx)?;
@@ -124,7 +151,7 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
                 rustix::fs::futimens(&f, &times(e)).with_context(ctx)?;
                 let after = rustix::fs::fstat(&f)?;
                 live.files
-                    .insert(e.path.clone(), (after.st_ino, fsops::stat_times(&after)[2]));
+                    .insert(e.path.clone(), (after.st_ino, fs::stat_times(&after)[2]));
                 rep.files += 1;
                 rep.bytes += e.size;
                 continue;
@@ -173,7 +200,7 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
                 Mode::empty(),
             )?
         } else {
-            fsops::open_dir_beneath(dst, &e.path)?
+            fs::open_dir_beneath(dst, &e.path)?
         };
         let ctx = || format!("restoring directory {}", show(&e.path));
         let (u, gr) = own(e);
@@ -241,9 +268,9 @@ pub fn diff(dir: BorrowedFd<'_>, store: &Store, g: Option<u64>) -> Result<Diff> 
         if v == Verdict::SameIfContent
             && let Some(p) = p
         {
-            v = match fsops::open_regular(dir, &cur.path) {
+            v = match fs::open_regular_beneath(dir, &cur.path) {
                 Ok((fd, st)) => {
-                    let h = fsops::copy_hash(fd.as_fd(), &st, None, &mut buf)?;
+                    let h = content::copy_hash(fd.as_fd(), &st, None, &mut buf)?;
                     let x = Obj::Fd(fd.as_fd()).all()?;
                     if Some(h) == p.hash && x == p.xattrs {
                         Verdict::Same
@@ -285,7 +312,7 @@ pub fn verify(store: &Store, g: u64) -> Result<u64> {
             .and_then(|h| Ok(store.open_object(&h)?))
             .with_context(|| format!("verify: open the content of {}", show(&e.path)))?;
         let st = rustix::fs::fstat(&fd)?;
-        let h = fsops::copy_hash(fd.as_fd(), &st, None, &mut buf)?;
+        let h = content::copy_hash(fd.as_fd(), &st, None, &mut buf)?;
         if Some(h) != e.hash {
             bail!(
                 "verify: {} in the store does not match what was read from DIR",

@@ -1,21 +1,20 @@
 //! Putting a tmpfs on DIR for persist, filled before anyone can see it.
 //!
 //! [`mount_dir`] is the one place persist mounts: a tmpfs created detached
-//! (new mount API: it has no path, so nothing can write into it or see it
-//! half filled), filled by the caller from the store, then moved onto DIR in
-//! one step. What was in DIR on disk stays underneath, untouched, and is
-//! already in the store: nothing is hidden that is not in the tmpfs, nothing
-//! is lost. It is deliberately one function so it can be routed through the
-//! shared apply path later without touching the rest of persist.
+//! by the one tmpfs maker ([`crate::sys::tmpfs`], so `nosuid,nodev` like
+//! every tmpfs tmpfsctl makes), filled by the caller from the store, then
+//! moved onto DIR in one step. What was in DIR on disk stays underneath,
+//! untouched, and is already in the store: nothing is hidden that is not in
+//! the tmpfs, nothing is lost.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use rustix::fs::{CWD, Mode, OFlags};
-use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags, MoveMountFlags, UnmountFlags};
+use rustix::mount::UnmountFlags;
 
 use crate::sys::MountInfo;
+use crate::sys::tmpfs::{self, Allow};
 
 /// The tmpfs mounted exactly on `dir`, if the visible mount there is one.
 pub fn tmpfs_at<'a>(mounts: &'a [MountInfo], dir: &Path) -> Option<&'a MountInfo> {
@@ -28,37 +27,18 @@ pub fn tmpfs_at<'a>(mounts: &'a [MountInfo], dir: &Path) -> Option<&'a MountInfo
 
 /// Mount a new tmpfs (`size` as tmpfs takes it, e.g. `512M` or `50%`; None
 /// for the kernel's default) on `dir`, after `fill` has written its content
-/// through the root fd it is given.
+/// through the root fd it is given. `allow` lifts `nosuid`/`nodev` only
+/// when the user asked for it by name.
 pub fn mount_dir(
     dir: &Path,
     size: Option<&str>,
+    allow: Allow,
     fill: impl FnOnce(BorrowedFd<'_>) -> Result<()>,
 ) -> Result<()> {
-    let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC)
-        .context("fsopen(tmpfs) failed; this needs Linux 5.2+ and CAP_SYS_ADMIN (run as root)")?;
-    rustix::mount::fsconfig_set_string(&fs, "source", "tmpfs")?;
-    if let Some(s) = size {
-        rustix::mount::fsconfig_set_string(&fs, "size", s)
-            .with_context(|| format!("tmpfs rejected size={s}"))?;
-    }
-    rustix::mount::fsconfig_create(&fs).context("creating the tmpfs failed")?;
-    let mnt = rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, MountAttrFlags::empty())
-        .context("fsmount failed")?;
-    let root = rustix::fs::openat(
-        &mnt,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    fill(root.as_fd())?;
-    rustix::mount::move_mount(
-        mnt.as_fd(),
-        "",
-        CWD,
-        dir,
-        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
-    )
-    .with_context(|| format!("cannot move the new tmpfs onto {}", dir.display()))
+    let options = size.map(|s| format!("size={s}")).unwrap_or_default();
+    let t = tmpfs::mount_detached(&options, allow)?;
+    fill(t.root.as_fd())?;
+    tmpfs::attach(&t, dir)
 }
 
 /// Unmount the tmpfs on `dir`; busy is an error naming what to do.

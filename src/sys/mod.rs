@@ -5,6 +5,7 @@
 pub mod atomic;
 pub mod cgroup;
 pub mod du;
+pub mod fs;
 pub mod fstab;
 pub mod journal;
 pub mod meminfo;
@@ -16,6 +17,7 @@ pub mod statfs;
 pub mod systemd;
 pub mod sysvshm;
 pub mod tmpfiles;
+pub mod tmpfs;
 
 use std::path::{Path, PathBuf};
 

@@ -116,7 +116,7 @@ pub(super) fn wants_detail(m: &MountTop) -> bool {
 /// A full mount's line: how full, and the remount that grows it (works on
 /// any live tmpfs, fstab line or not).
 fn full_line(s: &mut String, m: &MountTop) {
-    let q = crate::advise::shell_quote(&m.mountpoint);
+    let q = crate::render::term::shell_word(&m.mountpoint);
     if let (Some(p), Some(u), Some(t)) = (inode_percent(m), m.inodes_used, m.inodes_total)
         && p >= 90.0
     {
@@ -304,7 +304,7 @@ pub fn text(r: &TopReport, interval: Option<Duration>) -> String {
                     safe(&p.fstype),
                     safe(&p.source),
                     safe(&p.mountpoint),
-                    crate::advise::shell_quote(&p.mountpoint)
+                    crate::render::term::shell_word(&p.mountpoint)
                 )
             )
         );

@@ -13,11 +13,10 @@ use anyhow::{Context, Result};
 use rustix::fs::{AtFlags, FileType, Mode};
 use rustix::io::Errno;
 
-use super::metadata::{Obj, copy_dir_meta};
+use super::metadata::copy_dir_meta;
 use super::verify::sig_of;
-use super::{
-    Copier, CopyStats, EntrySig, Mover, open_dir_at, open_regular, remove_tree, show, snapshot,
-};
+use super::{Copier, CopyStats, EntrySig, Mover, snapshot};
+use crate::sys::fs::{Obj, open_dir_at, open_regular, remove_tree, show};
 
 /// Passes over the old tree after the switch before giving up on a writer
 /// that keeps writing there (through a descriptor opened before the switch).
@@ -119,12 +118,12 @@ pub fn entry_sig(root: BorrowedFd<'_>, rel: &[u8]) -> Result<Option<EntrySig>> {
             sig_of(
                 &st,
                 None,
-                Obj::at(dir.as_fd(), &name),
+                Obj::at(dir.as_fd(), name.to_bytes()),
                 Some(t.into_bytes()),
                 None,
             )
         }
-        _ => sig_of(&st, None, Obj::at(dir.as_fd(), &name), None, None),
+        _ => sig_of(&st, None, Obj::at(dir.as_fd(), name.to_bytes()), None, None),
     };
     sig.with_context(ctx).map(Some)
 }

@@ -13,25 +13,27 @@
 //! Every operation here is relative to an open directory, so a rename or a
 //! symlink swapped in during the copy cannot redirect it outside the trees.
 
-mod extents;
 mod metadata;
 mod verify;
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, SeekFrom, Stat};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
-pub use extents::{Extents, Mover};
+pub use crate::sys::fs::Mover;
 pub use metadata::copy_root_meta;
 pub use verify::{EntrySig, content_hash, differences, snapshot};
 
-use extents::{CHUNK, RW_BUF};
-use metadata::{Obj, copy_dir_meta, owner, perm, sync_xattrs, times};
+use crate::sys::fs::{
+    CHUNK, Created, Extents, Obj, join, move_data, names, open_dir_at, open_regular, owner, perm,
+    show, times,
+};
+use metadata::{copy_dir_meta, sync_xattrs};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CopyStats {
@@ -50,81 +52,6 @@ pub struct CopyStats {
     pub data_bytes: u64,
     /// Regular files that had at least one hole, kept as a hole in the copy.
     pub sparse_files: u64,
-}
-
-/// Show a name relative to the tree root for messages: lossy, but escaped so a
-/// newline in a file name cannot forge a line of output.
-pub fn show(rel: &[u8]) -> String {
-    if rel.is_empty() {
-        return ".".into();
-    }
-    String::from_utf8_lossy(rel).escape_debug().to_string()
-}
-
-pub(super) fn join(rel: &[u8], name: &[u8]) -> Vec<u8> {
-    let mut v = rel.to_vec();
-    if !v.is_empty() {
-        v.push(b'/');
-    }
-    v.extend_from_slice(name);
-    v
-}
-
-pub fn open_dir_at(at: BorrowedFd<'_>, name: &CStr) -> rustix::io::Result<OwnedFd> {
-    rustix::fs::openat(
-        at,
-        name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-}
-
-/// Open `name` under `dir` for reading only if it is still the regular file
-/// `st` describes. O_NOFOLLOW|O_NONBLOCK: a symlink or a FIFO swapped in since
-/// the stat can neither redirect nor block the open; the fstat then catches
-/// any other swap (another inode, or not a regular file any more).
-pub fn open_regular(
-    dir: BorrowedFd<'_>,
-    name: &CStr,
-    st: &Stat,
-    noatime: bool,
-) -> rustix::io::Result<OwnedFd> {
-    let ro = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    // O_NOATIME keeps the source's access times as they were; it is refused
-    // for files we do not own when we lack CAP_FOWNER.
-    let fd = match noatime {
-        true => match rustix::fs::openat(dir, name, ro | OFlags::NOATIME, Mode::empty()) {
-            Err(Errno::PERM) => rustix::fs::openat(dir, name, ro, Mode::empty()),
-            r => r,
-        },
-        false => rustix::fs::openat(dir, name, ro, Mode::empty()),
-    }?;
-    let now = rustix::fs::fstat(&fd)?;
-    if FileType::from_raw_mode(now.st_mode) != FileType::RegularFile
-        || (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino)
-    {
-        // Replaced between the stat and the open: not what was listed.
-        return Err(Errno::STALE);
-    }
-    // Reads at explicit offsets never block on a regular file; clear the flag
-    // anyway so nothing downstream sees EAGAIN.
-    rustix::fs::fcntl_setfl(&fd, OFlags::RDONLY)?;
-    Ok(fd)
-}
-
-/// Entry names of a directory, `.` and `..` excluded, sorted (deterministic order).
-pub(crate) fn names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<CString>> {
-    let mut d = Dir::read_from(dir)?;
-    let mut v = Vec::new();
-    while let Some(e) = d.read() {
-        let e = e?;
-        let n = e.file_name();
-        if n.to_bytes() != b"." && n.to_bytes() != b".." {
-            v.push(n.to_owned());
-        }
-    }
-    v.sort();
-    Ok(v)
 }
 
 pub struct Copier<'c> {
@@ -247,7 +174,7 @@ impl Copier<'_> {
                 let target = rustix::fs::readlinkat(src, name, Vec::new())
                     .map_err(|e| fail("read symlink", e))?;
                 rustix::fs::symlinkat(&target, dst, name).map_err(|e| fail("create symlink", e))?;
-                self.finish_special(src, dst, name, &st, false)
+                self.finish_special(src, dst, name, &st)
                     .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
                 self.stats.symlinks += 1;
             }
@@ -257,7 +184,7 @@ impl Copier<'_> {
             | FileType::BlockDevice => {
                 rustix::fs::mknodat(dst, name, ft, perm(&st), st.st_rdev)
                     .map_err(|e| fail("create special file", e))?;
-                self.finish_special(src, dst, name, &st, true)
+                self.finish_special(src, dst, name, &st)
                     .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
                 self.stats.special_files += 1;
             }
@@ -308,9 +235,15 @@ impl Copier<'_> {
                 if self.cancel.load(Ordering::Relaxed) {
                     bail!("interrupted");
                 }
-                let n = self
-                    .move_data(sf.as_fd(), df.as_fd(), off, (r.end - off).min(CHUNK))
-                    .map_err(|e| fail("copy data", e))?;
+                let n = move_data(
+                    &mut self.mover,
+                    &mut self.buf,
+                    sf.as_fd(),
+                    df.as_fd(),
+                    off,
+                    (r.end - off).min(CHUNK),
+                )
+                .map_err(|e| fail("copy data", e))?;
                 if n == 0 {
                     // Shrunk since the stat; the verification that follows
                     // every copy reports it.
@@ -342,110 +275,38 @@ impl Copier<'_> {
         Ok(())
     }
 
-    /// Copy up to `len` bytes at `off` in `s` to the same offset in `d`.
-    /// Returns the bytes copied: 0 only at the end of `s`.
-    fn move_data(
-        &mut self,
-        s: BorrowedFd<'_>,
-        d: BorrowedFd<'_>,
-        off: u64,
-        len: u64,
-    ) -> std::io::Result<u64> {
-        let len = len.min(CHUNK) as usize;
-        loop {
-            match self.mover {
-                Mover::CopyFileRange => {
-                    let (mut i, mut o) = (off, off);
-                    match rustix::fs::copy_file_range(s, Some(&mut i), d, Some(&mut o), len) {
-                        Ok(n) => return Ok(n as u64),
-                        // Across filesystem types (EXDEV), or not offered here.
-                        Err(Errno::XDEV | Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
-                            self.mover = Mover::Sendfile
-                        }
-                        Err(Errno::INTR) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                Mover::Sendfile => {
-                    // sendfile writes at the output's file offset.
-                    rustix::fs::seek(d, SeekFrom::Start(off))?;
-                    let mut i = off;
-                    match rustix::fs::sendfile(d, s, Some(&mut i), len) {
-                        Ok(n) => return Ok(n as u64),
-                        Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
-                            self.mover = Mover::ReadWrite
-                        }
-                        Err(Errno::INTR) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                Mover::ReadWrite => {
-                    if self.buf.is_empty() {
-                        self.buf = vec![0u8; RW_BUF];
-                    }
-                    let want = len.min(self.buf.len());
-                    let n = match rustix::io::pread(s, &mut self.buf[..want], off) {
-                        Ok(n) => n,
-                        Err(Errno::INTR) => continue,
-                        Err(e) => return Err(e.into()),
-                    };
-                    let mut done = 0;
-                    while done < n {
-                        match rustix::io::pwrite(d, &self.buf[done..n], off + done as u64) {
-                            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-                            Ok(w) => done += w,
-                            Err(Errno::INTR) => {}
-                            Err(e) => return Err(e.into()),
-                        }
-                    }
-                    return Ok(n as u64);
-                }
-            }
-        }
-    }
-
+    /// Owner, xattrs, mode and times of a symlink or special file just
+    /// created as `name` in `dst`, set through a descriptor of that very
+    /// entry: a name swapped meanwhile (a symlink renamed over it by the
+    /// owner of a shared sticky directory) is refused, never followed.
     fn finish_special(
         &mut self,
         src: BorrowedFd<'_>,
         dst: BorrowedFd<'_>,
         name: &CStr,
         st: &Stat,
-        chmod: bool,
     ) -> Result<(), (String, Errno)> {
+        let ft = FileType::from_raw_mode(st.st_mode);
+        let new = Created::open(dst, name, ft).map_err(|e| {
+            (
+                "metadata (the new entry was replaced meanwhile; it was left untouched)"
+                    .to_string(),
+                e,
+            )
+        })?;
         let (u, g) = owner(st);
-        rustix::fs::chownat(dst, name, u, g, AtFlags::SYMLINK_NOFOLLOW)
-            .map_err(|e| ("owner".to_string(), e))?;
-        sync_xattrs(&Obj::at(src, name), &Obj::at(dst, name), &mut self.stats)?;
-        if chmod {
-            // mknod applied our umask; restate the mode.
-            rustix::fs::chmodat(dst, name, perm(st), AtFlags::empty())
-                .map_err(|e| ("mode".to_string(), e))?;
+        new.chown(u, g).map_err(|e| ("owner".to_string(), e))?;
+        // After chown: chown drops security.capability.
+        sync_xattrs(&Obj::at(src, name.to_bytes()), &new.obj(), &mut self.stats)?;
+        if ft != FileType::Symlink {
+            // mknod applied our umask; restate the mode. After chown: chown
+            // clears setuid/setgid bits.
+            new.chmod(perm(st)).map_err(|e| ("mode".to_string(), e))?;
         }
-        rustix::fs::utimensat(dst, name, &times(st), AtFlags::SYMLINK_NOFOLLOW)
+        new.set_times(&times(st))
             .map_err(|e| ("timestamps".to_string(), e))?;
         Ok(())
     }
-}
-
-/// Remove `name` under `dir` and everything below it. Never follows a symlink:
-/// every step is an unlinkat/openat(O_NOFOLLOW) relative to an open directory.
-pub fn remove_tree(dir: BorrowedFd<'_>, name: &CStr) -> Result<()> {
-    let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
-        .with_context(|| format!("cannot stat {}", show(name.to_bytes())))?;
-    if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
-        let sub = open_dir_at(dir, name)
-            .with_context(|| format!("cannot open {}", show(name.to_bytes())))?;
-        if rustix::fs::fstat(&sub)?.st_dev != st.st_dev {
-            bail!("{}: is a mount point; not removing", show(name.to_bytes()));
-        }
-        for n in names(sub.as_fd())? {
-            remove_tree(sub.as_fd(), &n)?;
-        }
-        rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)
-    } else {
-        rustix::fs::unlinkat(dir, name, AtFlags::empty())
-    }
-    .with_context(|| format!("cannot remove {}", show(name.to_bytes())))
 }
 
 pub mod delta;

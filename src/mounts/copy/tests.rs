@@ -6,6 +6,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 
+use crate::sys::fs::remove_tree;
+use rustix::fs::{Mode, SeekFrom};
+use std::os::fd::OwnedFd;
+
 fn dirfd(p: &std::path::Path) -> OwnedFd {
     rustix::fs::openat(
         rustix::fs::CWD,
@@ -221,7 +225,7 @@ fn dense_files_are_not_probed() {
     let f = std::fs::File::open(&p).unwrap();
     let st = rustix::fs::fstat(&f).unwrap();
     let mut e = Extents::for_stat(f.as_fd(), &st);
-    assert!(!e.probe);
+    assert!(!e.probes());
     assert_eq!(e.next().unwrap().unwrap(), 0..3 * MIB);
     assert!(e.next().is_none());
 }
@@ -338,7 +342,7 @@ fn sparse_files_copy_sparse_into_a_tmpfs_with_every_mover() {
     }
     for mover in [Mover::CopyFileRange, Mover::Sendfile, Mover::ReadWrite] {
         // Far smaller than the 1 GiB of logical content.
-        let m = crate::mounts::live::mount_detached("size=16M").unwrap();
+        let m = crate::sys::tmpfs::mount_detached("size=16M", Default::default()).unwrap();
         copy_layouts_into(m.root.as_fd(), None, mover);
     }
 }

@@ -10,9 +10,7 @@ use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, FileType, Stat};
 use rustix::io::Errno;
 
-use super::extents::Extents;
-use super::metadata::Obj;
-use super::{join, names, open_dir_at, open_regular, show};
+use crate::sys::fs::{Extents, Obj, join, names, open_dir_at, open_regular, show};
 
 /// What a tree entry looks like, for comparing two trees. Leaves out what a
 /// copy cannot or need not keep: inode numbers, ctime, atime (reading
@@ -63,11 +61,7 @@ pub(super) fn sig_of(
         mtime: (st.st_mtime, st.st_mtime_nsec),
         rdev: st.st_rdev,
         link_target,
-        xattrs: obj
-            .all()?
-            .into_iter()
-            .map(|(n, v)| (n.into_bytes(), v))
-            .collect(),
+        xattrs: obj.all()?,
         content_hash,
         same_inode_as: same,
     })
@@ -183,10 +177,16 @@ fn snap_dir(
             }
             FileType::Symlink => {
                 let t = rustix::fs::readlinkat(dir, &name, Vec::new()).with_context(ctx)?;
-                sig_of(&st, None, Obj::at(dir, &name), Some(t.into_bytes()), same)
-                    .with_context(ctx)?
+                sig_of(
+                    &st,
+                    None,
+                    Obj::at(dir, name.to_bytes()),
+                    Some(t.into_bytes()),
+                    same,
+                )
+                .with_context(ctx)?
             }
-            _ => sig_of(&st, None, Obj::at(dir, &name), None, same).with_context(ctx)?,
+            _ => sig_of(&st, None, Obj::at(dir, name.to_bytes()), None, same).with_context(ctx)?,
         };
         out.insert(path, sig);
     }

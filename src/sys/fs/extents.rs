@@ -17,7 +17,7 @@ pub struct Extents<'f> {
     pos: u64,
     len: u64,
     /// Ask the filesystem; false yields `0..len` at once.
-    pub(super) probe: bool,
+    probe: bool,
 }
 
 impl<'f> Extents<'f> {
@@ -38,6 +38,11 @@ impl<'f> Extents<'f> {
         let mut e = Extents::new(fd, len);
         e.probe = (st.st_blocks as u64).saturating_mul(512) < len;
         e
+    }
+
+    /// Whether the filesystem will be asked where the holes are.
+    pub fn probes(&self) -> bool {
+        self.probe
     }
 
     fn rest(&mut self) -> Option<std::io::Result<Range<u64>>> {
@@ -102,5 +107,70 @@ pub enum Mover {
 
 /// At most this much per system call, so progress and Ctrl-C are seen
 /// within a fraction of a second even inside one huge extent.
-pub(super) const CHUNK: u64 = 8 << 20;
-pub(super) const RW_BUF: usize = 1 << 20;
+pub const CHUNK: u64 = 8 << 20;
+pub const RW_BUF: usize = 1 << 20;
+
+/// Copy up to `len` bytes at `off` in `s` to the same offset in `d`, by
+/// `mover`, falling back (and remembering it in `mover`) where the kernel
+/// refuses one way for this pair of files. `buf` is the bounce buffer of
+/// the last way. Returns the bytes copied: 0 only at the end of `s`.
+pub fn move_data(
+    mover: &mut Mover,
+    buf: &mut Vec<u8>,
+    s: BorrowedFd<'_>,
+    d: BorrowedFd<'_>,
+    off: u64,
+    len: u64,
+) -> std::io::Result<u64> {
+    let len = len.min(CHUNK) as usize;
+    loop {
+        match mover {
+            Mover::CopyFileRange => {
+                let (mut i, mut o) = (off, off);
+                match rustix::fs::copy_file_range(s, Some(&mut i), d, Some(&mut o), len) {
+                    Ok(n) => return Ok(n as u64),
+                    // Across filesystem types (EXDEV), or not offered here.
+                    Err(Errno::XDEV | Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+                        *mover = Mover::Sendfile
+                    }
+                    Err(Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Mover::Sendfile => {
+                // sendfile writes at the output's file offset.
+                rustix::fs::seek(d, SeekFrom::Start(off))?;
+                let mut i = off;
+                match rustix::fs::sendfile(d, s, Some(&mut i), len) {
+                    Ok(n) => return Ok(n as u64),
+                    Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+                        *mover = Mover::ReadWrite
+                    }
+                    Err(Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Mover::ReadWrite => {
+                if buf.is_empty() {
+                    *buf = vec![0u8; RW_BUF];
+                }
+                let want = len.min(buf.len());
+                let n = match rustix::io::pread(s, &mut buf[..want], off) {
+                    Ok(n) => n,
+                    Err(Errno::INTR) => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                let mut done = 0;
+                while done < n {
+                    match rustix::io::pwrite(d, &buf[done..n], off + done as u64) {
+                        Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                        Ok(w) => done += w,
+                        Err(Errno::INTR) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                return Ok(n as u64);
+            }
+        }
+    }
+}
