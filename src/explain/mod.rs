@@ -76,6 +76,11 @@ pub struct ExplainReport {
     pub largest_files: Vec<crate::top::LargeFile>,
     pub tmpfiles_rules: Vec<RuleOut>,
     pub will_be_cleaned: Vec<Cleaned>,
+    /// A `D`, `R` or `r` rule removes PATH (a directory: its contents) at
+    /// every boot, whatever its age and whatever `x`/`X` say.
+    pub will_be_removed_at_boot: bool,
+    /// That rule, as `TYPE PATH (FILE:LINE)`; null when none.
+    pub removed_at_boot_by: Option<String>,
     /// `systemctl show systemd-tmpfiles-clean.timer`'s next run; null without systemd.
     pub tmpfiles_clean_next: Option<String>,
 }
@@ -247,6 +252,8 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     let will_be_cleaned = clean::will_be_cleaned(root, &applicable, &here, &scan, now);
+    let boot = clean::removed_at_boot(&applicable, &here)
+        .map(|r| format!("{} {} ({}:{})", r.kind, r.path, r.source, r.line));
 
     let ramfs = m.fstype == "ramfs";
     Ok(ExplainReport {
@@ -282,6 +289,8 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         largest_files: largest,
         tmpfiles_rules: applicable.iter().map(|r| clean::rule_out(r)).collect(),
         will_be_cleaned,
+        will_be_removed_at_boot: boot.is_some(),
+        removed_at_boot_by: boot,
         tmpfiles_clean_next: clean::next_clean(root),
     })
 }

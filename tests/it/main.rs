@@ -20,6 +20,7 @@ mod reports;
 mod status;
 mod status_usage;
 mod terminal;
+mod tmpfiles_boot;
 mod top;
 mod top_blind;
 mod workspace;
