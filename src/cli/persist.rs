@@ -49,6 +49,9 @@ pub enum PersistCmd {
     Status(StatusArgs),
     /// Sync, unmount and put DIR's final tree back on disk
     Disable(DisableArgs),
+    /// Read every object every kept generation refers to and check it
+    /// against its manifest (exit 1 with a list of what is damaged)
+    Verify(VerifyArgs),
 }
 
 fn duration(s: &str) -> Result<u64, String> {
@@ -102,6 +105,9 @@ pub struct EnableArgs {
     /// Mount the tmpfs without nodev: device nodes in DIR work (default: nodev)
     #[arg(long)]
     pub allow_dev: bool,
+    /// A unit that uses DIR early at boot (before local-fs.target): the restore runs before it (repeatable)
+    #[arg(long, value_name = "UNIT")]
+    pub before: Vec<String>,
     /// Do not ask for confirmation
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -141,6 +147,9 @@ pub struct RestoreArgs {
     /// Replace DIR's content even when it differs from the store (it is lost)
     #[arg(long)]
     pub force: bool,
+    /// Load generation N (see `persist verify`) instead of the newest that verifies
+    #[arg(long, value_name = "N")]
+    pub generation: Option<u64>,
     /// Print a JSON document instead of text
     #[arg(long)]
     pub json: bool,
@@ -160,6 +169,22 @@ pub struct StatusArgs {
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
     /// Print a JSON document instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  tmpfsctl persist verify /var/log\n  tmpfsctl persist verify --json\n\n\
+Exit 0: every kept generation is sound. Exit 1: the damaged paths in the store are listed; \
+`persist sync` copies a damaged shared object again from DIR, `persist restore` falls back to \
+the newest generation that verifies (or `--generation N`)."
+)]
+pub struct VerifyArgs {
+    /// One persisted directory [default: all in the registry]
+    pub dir: Option<PathBuf>,
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }
@@ -211,6 +236,7 @@ impl PersistArgs {
                         registry,
                         allow_suid: a.allow_suid,
                         allow_dev: a.allow_dev,
+                        before: a.before.clone(),
                         yes: a.yes,
                         json: a.json,
                     },
@@ -234,6 +260,7 @@ impl PersistArgs {
                     store: a.store.clone(),
                     size: a.size.map(size_text),
                     force: a.force,
+                    generation: a.generation,
                     registry,
                     json: a.json,
                 },
@@ -247,6 +274,15 @@ impl PersistArgs {
                     registry,
                     json: a.json,
                     prom: a.prom.clone(),
+                },
+            ),
+            PersistCmd::Verify(a) => crate::persist::verify::verify_cmd(
+                ctx,
+                &crate::persist::verify::VerifyRequest {
+                    dir: a.dir.clone(),
+                    store: a.store.clone(),
+                    registry,
+                    json: a.json,
                 },
             ),
             PersistCmd::Disable(a) => crate::persist::admin::disable_cmd(

@@ -18,7 +18,8 @@ use crate::sys::{self, Sysroot, procfd, statfs, tmpfiles};
 pub use causes::{Cause, CgroupCheck};
 pub use clean::{Cleaned, RuleOut};
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `largest_files` and `hidden_below` are new.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Whose cgroup pays for the write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +67,13 @@ pub struct ExplainReport {
     pub binds: bool,
     /// What binds first comes first; `ok` when nothing does.
     pub causes: Vec<Cause>,
+    /// What the filesystem below holds at this mount point, hidden by the
+    /// mount (PATH is a mount point; root only); null otherwise.
+    pub hidden_below: Option<crate::status::hidden::HiddenBelow>,
+    /// Why `hidden_below` is null at a mount point (not root, ...).
+    pub hidden_below_unknown: Option<String>,
+    /// The mount's largest files, its root included (RAM-backed mounts only).
+    pub largest_files: Vec<crate::top::LargeFile>,
     pub tmpfiles_rules: Vec<RuleOut>,
     pub will_be_cleaned: Vec<Cleaned>,
     /// `systemctl show systemd-tmpfiles-clean.timer`'s next run; null without systemd.
@@ -185,6 +193,31 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         procfd::Scan::default()
     };
 
+    // One walk of a RAM-backed mount names its largest files and
+    // directories, for the JSON and for the causes' "biggest consumers".
+    let walk = (root.is_live() && ram)
+        .then(|| sys::du::breakdown(&m.mount_point, 2).ok())
+        .flatten();
+    let largest = walk
+        .as_ref()
+        .map(|w| {
+            crate::top::largest_files(
+                root,
+                w,
+                &scan,
+                &crate::top::users(root),
+                sys::du::LARGEST_FILES,
+            )
+        })
+        .unwrap_or_default();
+    let (hidden_below, hidden_below_unknown) = if root.is_live() && m.mount_point == resolved {
+        match crate::status::hidden::open(&mounts, m) {
+            Ok(b) => (b.measure(), None),
+            Err(e) => (None, Some(e.reason().to_string())),
+        }
+    } else {
+        (None, None)
+    };
     let cgroups = causes::cgroup_checks(root, &writer);
     let ctx_in = causes::Inputs {
         path: &resolved,
@@ -196,6 +229,8 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         scan: &scan,
         writer_uid: writer_uid(root, &q.writer),
         live: root.is_live(),
+        walk: walk.as_ref(),
+        largest: &largest,
     };
     let causes = causes::classify(&ctx_in);
     let binds = causes.iter().any(|c| c.binds);
@@ -242,6 +277,9 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         cgroups,
         binds,
         causes,
+        hidden_below,
+        hidden_below_unknown,
+        largest_files: largest,
         tmpfiles_rules: applicable.iter().map(|r| clean::rule_out(r)).collect(),
         will_be_cleaned,
         tmpfiles_clean_next: clean::next_clean(root),

@@ -48,6 +48,28 @@ pub fn text(r: &ExplainReport) -> String {
         let _ = writeln!(s, "  {}", safe(&c.detail));
         let _ = writeln!(s, "  fix: {}", safe(&c.fix));
     }
+    if !r.largest_files.is_empty() {
+        let _ = writeln!(s, "\n{}", paint(Tone::Strong, "largest files"));
+        for f in r.largest_files.iter().take(5) {
+            let _ = writeln!(
+                s,
+                "  {:>10}  {}  ({})",
+                fmt_bytes(f.bytes),
+                safe(&f.path),
+                safe(&f.owner)
+            );
+        }
+    }
+    if let Some(h) = r.hidden_below.as_ref().filter(|h| h.files > 0) {
+        let line = format!(
+            "{} files ({}) are hidden below this mount, on the filesystem it covers: they use that disk, out of sight of ls and du",
+            h.files,
+            fmt_bytes(h.bytes)
+        );
+        let _ = writeln!(s, "\n{}", paint(Tone::Warn, &line));
+    } else if let Some(why) = &r.hidden_below_unknown {
+        let _ = writeln!(s, "\nhidden below this mount: {}", safe(why));
+    }
     if r.tmpfiles_rules.is_empty() {
         let _ = writeln!(
             s,

@@ -39,6 +39,8 @@ pub struct EnableRequest {
     /// Mount the tmpfs without `nosuid` / `nodev`.
     pub allow_suid: bool,
     pub allow_dev: bool,
+    /// Units the boot restore must run before (`--before`).
+    pub before: Vec<String>,
     pub yes: bool,
     pub json: bool,
 }
@@ -124,6 +126,9 @@ fn plan_boot(
             }
         ));
     }
+    for u in &req.before {
+        units::check_unit_name(u)?;
+    }
     if req.boot != Boot::None {
         let spec = units::UnitSpec {
             dir: dir.to_path_buf(),
@@ -133,6 +138,7 @@ fn plan_boot(
             registry: (req.registry != Path::new(super::registry::DEFAULT_PATH))
                 .then(|| req.registry.clone()),
             fstab_mount: req.boot == Boot::Fstab,
+            before: req.before.clone(),
         };
         b.units = units::render(&spec).to_vec();
         b.units_verified = units::verify(&b.units)?;
@@ -181,6 +187,22 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     let (mem, _) = ctx.sysroot.meminfo()?;
     let size = req.size.map(size_option);
     let boot = plan_boot(req, &dir, &store_path, size.as_deref())?;
+    if let Some(s) = req.size
+        && !already_tmpfs
+    {
+        // What the files take, not their apparent size: a sparse file costs
+        // a tmpfs only its allocated blocks. Checked before anything is
+        // written, so a refused enable leaves no generation behind.
+        let held = allocated_bytes(&dir)?;
+        if s.resolve(mem.mem_total_bytes) < held {
+            bail!(
+                "--size {}: {} holds {} (allocated); give a larger size (nothing was changed)",
+                s,
+                safe_path(&dir),
+                fmt_bytes(held)
+            );
+        }
+    }
     confirm(
         &format!(
             "Keep {} in RAM (tmpfs) with its durable copy in {}?",
@@ -196,18 +218,6 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     let never = AtomicBool::new(false);
     let rep = sync::sync(dfd.as_fd(), &store, req.keep, &never)?;
     load::verify(&store, rep.generation)?;
-    if let Some(s) = req.size
-        && !already_tmpfs
-        && s.resolve(mem.mem_total_bytes) < rep.bytes
-    {
-        bail!(
-            "--size {}: {} holds {}; give a larger size (nothing mounted; the store keeps {})",
-            s,
-            safe_path(&dir),
-            fmt_bytes(rep.bytes),
-            gen_name(rep.generation)
-        );
-    }
     if !already_tmpfs {
         let mut live = None;
         let allow = crate::sys::tmpfs::Allow {
@@ -301,6 +311,96 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
+/// Bytes DIR's regular files take on disk (st_blocks * 512), hard links
+/// once: what their data will take in the tmpfs.
+fn allocated_bytes(dir: &Path) -> Result<u64> {
+    let dfd = open_dir(dir)?;
+    let scan = super::scan::walk(dfd.as_fd())?;
+    let mut seen = std::collections::HashSet::new();
+    Ok(scan
+        .found
+        .iter()
+        .filter(|f| f.e.is_file() && (f.nlink < 2 || seen.insert(f.e.ino)))
+        .map(|f| f.alloc_bytes)
+        .sum())
+}
+
+/// How long `disable` waits for processes to close files they write on the
+/// detached tmpfs before it lets the tmpfs go without their last writes.
+const WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Sync the tmpfs, make the directory underneath it that generation,
+/// detach the tmpfs (holding its root, as `revert --keep-data` does) and
+/// carry what was written to it meanwhile across with the same catch-up
+/// (`copy::delta::carry`), waiting while a process still has a file open
+/// for writing on it; then store the final tree as one more generation.
+/// The generation the store ends with, and the entries caught up.
+fn sync_detach_catch_up(
+    dir: &Path,
+    top: &crate::sys::MountInfo,
+    mounts: &[crate::sys::MountInfo],
+    store: &Store,
+    keep: usize,
+    never: &AtomicBool,
+) -> Result<(u64, Vec<String>)> {
+    use crate::mounts::copy;
+    let src = open_dir(dir)?;
+    let rep = sync::sync(src.as_fd(), store, keep, never)?;
+    let under = crate::mounts::live::open_underlying(mounts, top, dir)?;
+    let u = under.dir.as_fd();
+    {
+        let _lock = store.lock()?;
+        super::fs::clear_dir(u)
+            .with_context(|| format!("clearing {} on disk", safe_path(dir)))?;
+        load::load(store, rep.generation, u)?;
+    }
+    let mut base = copy::snapshot(u, never)?;
+    let root = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&src));
+    rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
+        .with_context(|| format!("cannot detach the tmpfs at {}", safe_path(dir)))?;
+    let mut brought = Vec::new();
+    let t0 = std::time::Instant::now();
+    loop {
+        let mut quiet = false;
+        for _ in 0..copy::delta::CATCH_UP_PASSES {
+            let d = copy::delta::carry(src.as_fd(), u, &mut base, never).with_context(|| {
+                format!(
+                    "the tmpfs of {} is detached; copying back what was written to it after the last sync failed",
+                    safe_path(dir)
+                )
+            })?;
+            quiet = d.is_empty();
+            brought.extend(d.brought);
+            brought.extend(d.removed);
+            if quiet {
+                break;
+            }
+        }
+        match sync::open_for_writing(src.as_fd())? {
+            None if quiet => break,
+            None => {}
+            Some(p) if t0.elapsed() > WRITER_WAIT => {
+                eprintln!(
+                    "tmpfsctl: warning: {} is still open for writing on the detached tmpfs after {} s; \
+                     what is written to it from now on is lost",
+                    crate::render::term::safe(&p),
+                    WRITER_WAIT.as_secs()
+                );
+                break;
+            }
+            Some(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+    copy::copy_root_meta(src.as_fd(), u).context("copying DIR's own owner, mode and times")?;
+    rustix::fs::syncfs(u).context("flushing DIR on disk")?;
+    let fin = if brought.is_empty() {
+        rep.generation
+    } else {
+        sync::sync(u, store, keep, never)?.generation
+    };
+    Ok((fin, brought))
+}
+
 fn read_fstab(fstab: &Path) -> Result<Vec<u8>> {
     match std::fs::read(fstab) {
         Ok(t) => Ok(t),
@@ -361,6 +461,9 @@ pub struct DisableReport {
     pub unmounted: bool,
     /// The final tree was written into DIR on disk.
     pub written_back: bool,
+    /// Entries written to the tmpfs after the last sync and brought back to
+    /// disk before it was let go.
+    pub caught_up: Vec<String>,
     pub removed: Vec<PathBuf>,
 }
 
@@ -389,12 +492,11 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let mounted = mount::tmpfs_at(&mounts, &dir).is_some();
     let never = AtomicBool::new(false);
-    let g = if mounted {
-        let dfd = open_dir(&dir)?;
-        let rep = sync::sync(dfd.as_fd(), &store, e.keep, &never)?;
-        drop(dfd);
-        mount::unmount(&dir)?;
-        rep.generation
+    let mut caught_up = Vec::new();
+    let g = if let Some(top) = mount::tmpfs_at(&mounts, &dir) {
+        let (g, brought) = sync_detach_catch_up(&dir, top, &mounts, &store, e.keep, &never)?;
+        caught_up = brought;
+        g
     } else {
         store
             .newest_complete()?
@@ -403,8 +505,8 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
     // DIR on disk now: make it the final tree, unless it already is.
     let dfd = open_dir(&dir)?;
     let d = load::diff(dfd.as_fd(), &store, Some(g))?;
-    let written_back = !d.is_empty();
-    if written_back {
+    let written_back = mounted || !d.is_empty();
+    if !mounted && written_back {
         let _lock = store.lock()?;
         crate::sys::fs::clear_dir(dfd.as_fd())
             .with_context(|| format!("clearing {} on disk", safe_path(&dir)))?;
@@ -429,11 +531,24 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
         generation: g,
         unmounted: mounted,
         written_back,
+        caught_up,
         removed,
     };
     if req.json {
         crate::render::print_json(&out)?;
     } else {
+        if !out.caught_up.is_empty() {
+            println!(
+                "  caught up {} entries written after the last sync ({})",
+                out.caught_up.len(),
+                out.caught_up
+                    .iter()
+                    .take(5)
+                    .map(|p| crate::render::term::safe(p).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         println!(
             "{}: {} is back on disk{}; the store {} is kept (delete it when you no longer need it)",
             safe_path(&dir),

@@ -14,12 +14,19 @@ use std::time::{Duration, Instant};
 use crate::common::{TestMount, bin, json};
 use crate::require_root;
 
+/// Files that never stop changing during syncs.
+mod busy;
 /// The crash loop and the concurrent writer (the long ones).
 mod crash;
 /// nosuid/nodev, mounts inside DIR, symlink swaps during restore.
 mod guards;
 /// Stores another user could change, and persist's mount flags.
 mod trust;
+/// A damaged store: found, repaired, survived.
+mod damage;
+/// The tmpfs lost, disable with a writer, vanishing entries, a killed prune,
+/// enable --size.
+mod lifecycle;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

@@ -9,6 +9,7 @@ use std::io::Read;
 use anyhow::{Context as _, Result};
 
 use super::chunk::{ChunkOut, line_ends};
+use super::map::Map;
 use super::parsed::{bad, bad_line_message};
 use super::store::Fleet;
 use super::{FileReport, Format, IngestOptions, IngestReport, csv, detect, jsonl, tsv};
@@ -102,17 +103,32 @@ impl Parser<'_> {
     }
 }
 
+/// A block of input cut at a line end: read into memory, or a slice of the mapped file.
+enum Block<'a> {
+    Owned(Vec<u8>),
+    Mapped(&'a [u8]),
+}
+
+impl Block<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Block::Owned(v) => v,
+            Block::Mapped(s) => s,
+        }
+    }
+}
+
 /// Parse `chunks` (consecutive blocks of one input), one thread each;
 /// results in input order.
-fn parse_blocks(chunks: &[Vec<u8>], parser: Parser<'_>) -> Vec<Option<ChunkOut>> {
+fn parse_blocks(chunks: &[Block<'_>], parser: Parser<'_>) -> Vec<Option<ChunkOut>> {
     if chunks.len() == 1 {
-        return vec![parser.parse(&chunks[0], true)];
+        return vec![parser.parse(chunks[0].bytes(), true)];
     }
     std::thread::scope(|s| {
         let hs: Vec<_> = chunks
             .iter()
             .enumerate()
-            .map(|(i, c)| s.spawn(move || parser.parse(c, i == 0)))
+            .map(|(i, c)| s.spawn(move || parser.parse(c.bytes(), i == 0)))
             .collect();
         hs.into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
@@ -126,12 +142,85 @@ struct Input<'r> {
     name: &'r str,
     buf: Vec<u8>,
     more: bool,
+    /// The file, when it is mapped: blocks are slices of it, `buf` stays empty.
+    map: Option<&'r Map>,
+    /// Mapped: the first byte not yet handed out.
+    at: usize,
     block: usize,
     progress: &'r indicatif::ProgressBar,
 }
 
-impl Input<'_> {
+impl<'r> Input<'r> {
+    /// What the next block would hold at most (where the format is told from).
+    fn head(&self) -> &[u8] {
+        match self.map {
+            Some(m) => {
+                let b = m.bytes();
+                &b[self.at..(self.at + self.block).min(b.len())]
+            }
+            None => &self.buf,
+        }
+    }
+
+    /// Whether input follows [`Input::head`].
+    fn more(&self) -> bool {
+        match self.map {
+            Some(m) => self.at + self.block < m.bytes().len(),
+            None => self.more,
+        }
+    }
+
+    /// Skip `n` bytes at the start of [`Input::head`] (a header already read).
+    fn consume(&mut self, n: usize) {
+        match self.map {
+            Some(_) => self.at += n,
+            None => {
+                self.buf.drain(..n);
+            }
+        }
+    }
+
+    /// All the input from the start of `unparsed` (the last blocks handed out) on.
+    fn rest_from(&mut self, unparsed: &[Block<'_>]) -> Box<dyn Read + '_> {
+        match self.map {
+            Some(m) => {
+                let back: usize = unparsed.iter().map(|c| c.bytes().len()).sum();
+                Box::new(std::io::Cursor::new(&m.bytes()[self.at - back..]))
+            }
+            None => {
+                let mut rest: Vec<u8> = unparsed.iter().flat_map(|c| c.bytes()).copied().collect();
+                rest.extend_from_slice(&self.buf);
+                Box::new(std::io::Cursor::new(rest).chain(&mut self.r))
+            }
+        }
+    }
+
+    /// Up to `n` next blocks of the mapped file, each cut at a line end.
+    fn mapped_blocks(&mut self, m: &'r Map, n: usize) -> Vec<Block<'r>> {
+        let data = m.bytes();
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n && self.at < data.len() {
+            let end = (self.at + self.block).min(data.len());
+            let cut = if end == data.len() {
+                end
+            } else {
+                match memchr::memrchr(b'\n', &data[self.at..end]) {
+                    Some(i) => self.at + i + 1,
+                    // A line longer than a block: the block runs to its end.
+                    None => memchr::memchr(b'\n', &data[end..]).map_or(data.len(), |i| end + i + 1),
+                }
+            };
+            out.push(Block::Mapped(&data[self.at..cut]));
+            self.progress.inc((cut - self.at) as u64);
+            self.at = cut;
+        }
+        out
+    }
+
     fn fill(&mut self, want: usize) -> Result<()> {
+        if self.map.is_some() {
+            return Ok(());
+        }
         let had = self.buf.len();
         self.more = fill(&mut *self.r, &mut self.buf, want)
             .with_context(|| format!("reading {}", self.name))?;
@@ -140,8 +229,11 @@ impl Input<'_> {
     }
 
     /// Up to `n` next blocks, each cut at a line end.
-    fn blocks(&mut self, n: usize) -> Result<Vec<Vec<u8>>> {
-        let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(n);
+    fn blocks(&mut self, n: usize) -> Result<Vec<Block<'r>>> {
+        if let Some(m) = self.map {
+            return Ok(self.mapped_blocks(m, n));
+        }
+        let mut chunks: Vec<Block<'r>> = Vec::with_capacity(n);
         let mut carry: Vec<u8> = Vec::new();
         while chunks.len() < n && (self.more || !self.buf.is_empty()) {
             if self.buf.is_empty() {
@@ -163,7 +255,10 @@ impl Input<'_> {
             carry.clear();
             carry.extend_from_slice(&self.buf[cut..]);
             self.buf.truncate(cut);
-            chunks.push(std::mem::replace(&mut self.buf, std::mem::take(&mut carry)));
+            chunks.push(Block::Owned(std::mem::replace(
+                &mut self.buf,
+                std::mem::take(&mut carry),
+            )));
             self.buf.reserve(self.block + 4096);
             if self.more {
                 self.fill(self.block)?;
@@ -184,10 +279,43 @@ pub fn ingest(
     ingest_blocks(name, r, opts, fleet, report, BLOCK)
 }
 
+/// [`ingest`] for an opened file: mapped where it can be (see [`Map`]), else read.
+pub fn ingest_file(
+    name: &str,
+    file: std::fs::File,
+    opts: &IngestOptions,
+    fleet: &mut Fleet,
+    report: &mut IngestReport,
+) -> Result<()> {
+    let map = Map::new(&file);
+    ingest_source(
+        name,
+        Box::new(file),
+        map.as_ref(),
+        opts,
+        fleet,
+        report,
+        BLOCK,
+    )
+}
+
 /// [`ingest`] in blocks of `block` bytes (tests use small ones to cut lines anywhere).
 pub(super) fn ingest_blocks(
     name: &str,
     r: Box<dyn Read + '_>,
+    opts: &IngestOptions,
+    fleet: &mut Fleet,
+    report: &mut IngestReport,
+    block: usize,
+) -> Result<()> {
+    ingest_source(name, r, None, opts, fleet, report, block)
+}
+
+/// [`ingest_blocks`] from `map` when given (then `r` is not read), else from `r`.
+fn ingest_source(
+    name: &str,
+    r: Box<dyn Read + '_>,
+    map: Option<&Map>,
     opts: &IngestOptions,
     fleet: &mut Fleet,
     report: &mut IngestReport,
@@ -198,21 +326,27 @@ pub(super) fn ingest_blocks(
     let mut input = Input {
         r,
         name,
-        buf: Vec::with_capacity(block + 4096),
+        buf: if map.is_some() {
+            Vec::new()
+        } else {
+            Vec::with_capacity(block + 4096)
+        },
         more: true,
+        map,
+        at: 0,
         block,
         progress: &opts.progress,
     };
     input.fill(block)?;
     let first_line = input
-        .buf
+        .head()
         .split(|b| *b == b'\n')
         .find(|l| {
             let t = l.trim_ascii();
             !t.is_empty() && t[0] != b'#'
         })
         .unwrap_or(b"");
-    if first_line.is_empty() && !input.more {
+    if first_line.is_empty() && !input.more() {
         report.files.push(FileReport {
             name: name.into(),
             format: Format::Jsonl,
@@ -240,16 +374,16 @@ pub(super) fn ingest_blocks(
     let mut pos = Position::default();
     let cols;
     let parser = if format == Format::Csv {
-        let Some(h) = csv::plain_header(&input.buf, !input.more) else {
+        let Some(h) = csv::plain_header(input.head(), !input.more()) else {
             // Quotes or stray carriage returns from the start: the `csv` reader reads it all.
-            let rest = std::io::Cursor::new(std::mem::take(&mut input.buf)).chain(input.r);
+            let rest = input.rest_from(&[]);
             csv::ingest(name, file_idx, rest, opts, fleet, report, &mut fr, None)?;
             report.records += fr.records;
             report.files.push(fr);
             return Ok(());
         };
         cols = csv::Columns::from_header(name, &h.record)?;
-        input.buf.drain(..h.len);
+        input.consume(h.len);
         pos.line_base = h.lines;
         pos.csv_next = h.next;
         fr.lines = 1;
@@ -297,14 +431,12 @@ fn read_blocks(
                 (Some(o), _) => o,
                 (None, Parser::Csv(cols)) => {
                     // A quote: the `csv` reader takes over from this block on.
-                    let mut rest = chunks[k..].concat();
-                    rest.extend_from_slice(&input.buf);
                     let resume = csv::Resume {
                         cols,
                         line_base: pos.line_base,
                         first: pos.csv_next,
                     };
-                    let rest = std::io::Cursor::new(rest).chain(&mut input.r);
+                    let rest = input.rest_from(&chunks[k..]);
                     return csv::ingest(
                         name,
                         file_idx,
@@ -347,6 +479,9 @@ fn read_blocks(
         }
         if let Parser::Lines(format, path, _) = parser {
             parser = Parser::Lines(format, path, false);
+        }
+        if let Some(m) = input.map {
+            m.release(input.at);
         }
     }
     if let Parser::Lines(..) = parser {

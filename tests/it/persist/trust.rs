@@ -24,7 +24,7 @@ fn enable_with(w: &World, store: &Path, extra: &[&str]) -> Output {
         s(store),
         "--size",
         "16M",
-        "--persist",
+        "--boot",
         "none",
         "--yes",
     ];
@@ -298,7 +298,7 @@ fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
         s(&w.store),
         "--size",
         "16M",
-        "--persist",
+        "--boot",
         "fstab",
         "--fstab",
         s(&fstab),
