@@ -177,9 +177,10 @@ pub fn check_unchanged(shown: &Path, fd: BorrowedFd<'_>, recorded: Option<&Trust
     Ok(())
 }
 
-/// Make the mount whose root is `root` (persist's tmpfs, before it is moved
-/// onto DIR, or the one already there) `nosuid,nodev`, unless `enable` was
-/// given `--allow-suid` / `--allow-dev`: a store's manifest can name set-uid
+/// Make the tmpfs already on DIR (whose root is `root`; a new one is made
+/// with these flags by `sys::tmpfs`) `nosuid,nodev` before a restore loads
+/// into it, unless `enable` was given `--allow-suid` / `--allow-dev`: a
+/// store's manifest can name set-uid
 /// files and device nodes, and on a mount that honours them whoever forged
 /// one would gain root.
 pub fn restrict_mount(root: BorrowedFd<'_>, t: Option<&Trust>) -> Result<()> {
