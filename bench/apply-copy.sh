@@ -51,7 +51,7 @@ done
 sync
 
 apply_cmd() { # $1 = binary
-  echo "$1 apply $d --fstab $work/fstab --persist none --size $size --yes >/dev/null 2>&1 && $1 revert $d --fstab $work/fstab --yes >/dev/null 2>&1"
+  echo "$1 apply $d --fstab $work/fstab --boot none --size $size --yes >/dev/null 2>&1 && $1 revert $d --fstab $work/fstab --yes >/dev/null 2>&1"
 }
 cmds=("$(apply_cmd "$bin")"
   "mount -t tmpfs -o size=$size,nosuid,nodev tmpfs $m && cp -a $d/. $m/ && umount $m")
@@ -73,14 +73,14 @@ done
 
 # RAM the tmpfs holds after each tool's copy.
 held() { df -B1 --output=used "$1" | tail -n1; }
-"$bin" apply "$d" --fstab "$work/fstab" --persist none --size "$size" --yes >/dev/null 2>&1
+"$bin" apply "$d" --fstab "$work/fstab" --boot none --size "$size" --yes >/dev/null 2>&1
 echo "tmpfs used after apply (this build): $(($(held "$d") >> 10)) KiB"
 "$bin" revert "$d" --fstab "$work/fstab" --yes >/dev/null 2>&1
 mount -t tmpfs -o "size=$size" tmpfs "$m" && cp -a "$d/." "$m/"
 echo "tmpfs used after cp -a:              $(($(held "$m") >> 10)) KiB"
 umount "$m"
 if [ "${names[2]:-}" = old ]; then
-  "$OLD" apply "$d" --fstab "$work/fstab" --persist none --size "$size" --yes >/dev/null 2>&1
+  "$OLD" apply "$d" --fstab "$work/fstab" --boot none --size "$size" --yes >/dev/null 2>&1
   echo "tmpfs used after apply (OLD):        $(($(held "$d") >> 10)) KiB"
   "$OLD" revert "$d" --fstab "$work/fstab" --yes >/dev/null 2>&1
 fi

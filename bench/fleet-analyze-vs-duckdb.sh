@@ -8,16 +8,29 @@
 # For each of HOSTS (one count or several; default 1,000,000), generates
 # that many synthetic hosts in each format
 # (default "jsonl tsv csv"; files /tmp/tmpfsctl-bench-fleet-HOSTS.FORMAT are
-# reused), then runs `tmpfsctl fleet analyze FILE --json` and a DuckDB query
-# computing the same figures (one row per host, the max/min/mean/median/mode/
-# p90/p99 of /tmp, inodes, RAM, MemAvailable, swap total/used, the five bucket shares and
-# the three fit models) PAIRS times (default 5), the two tools alternated so
-# that load from other work on the machine falls on both alike.
+# reused), then PAIRS times (default 5), alternated so that load from other
+# work on the machine falls on both tools alike:
 #
-# tmpfsctl is timed as a whole process; DuckDB inside Python after `import
-# duckdb` and connect (its start-up is not counted against it). Peak RSS of
-# both is /usr/bin/time's. Per format it prints the median wall times, the
-# median of the per-pair ratios, and the largest peak RSS of each tool.
+# * broad: `tmpfsctl fleet analyze FILE --json` against DuckDB computing the
+#   same figures (a temporary table of one row per host, then the max/min/
+#   mean/median/mode/p90/p99 of /tmp, inodes, RAM, MemAvailable, swap total/
+#   used, the five bucket shares and the three fit models). Goal <= 0.3.
+# * narrow (TSV and CSV): tmpfsctl against the fastest way to ask the study's
+#   own question in DuckDB: one SELECT over read_csv on 2 threads with exactly
+#   max/min/mean/median/mode/p90/p99 of /tmp and of RAM and the study's three
+#   fit counts (/tmp <= half the RAM, <= MemFree, <= MemFree + SwapFree).
+#   tmpfsctl still computes everything it reports. Goal <= 0.5. Checked once
+#   per file: the query's answers must be tmpfsctl's.
+# * floor (TSV): `cat FILE >/dev/null` and bench/fleet-split-floor.rs (map the
+#   file, cut every line at its tabs, parse the numbers on 2 threads, store
+#   nothing): what reading and splitting the input costs at all.
+#
+# A round runs tmpfsctl right before each peer: tmpfsctl, narrow DuckDB,
+# tmpfsctl, broad DuckDB, cat, splitter. tmpfsctl is timed as a whole
+# process; DuckDB inside Python after `import duckdb` and connect (its
+# start-up is not counted against it). Peak RSS is /usr/bin/time's. Per
+# format it prints the median wall times, the median of the per-pair ratios,
+# and the largest peak RSS of each tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNTS=${1:-1000000}
@@ -30,9 +43,14 @@ python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb
 echo "hosts $COUNTS, $PAIRS alternated pairs; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); duckdb $(python3 -c 'import duckdb; print(duckdb.__version__)'); $("$BIN" --version)"
 
 DUCK=$(mktemp --suffix=.py)
+NARROW=$(mktemp --suffix=.py)
 OUT=$(mktemp)
 TIMES=$(mktemp)
-trap 'rm -f "$DUCK" "$OUT" "$TIMES"' EXIT
+FLOOR=$(mktemp)
+TJSON=$(mktemp)
+NJSON=$(mktemp)
+trap 'rm -f "$DUCK" "$NARROW" "$OUT" "$TIMES" "$FLOOR" "$TJSON" "$NJSON"' EXIT
+rustc -O -o "$FLOOR" bench/fleet-split-floor.rs
 cat > "$DUCK" <<'PY'
 import sys, time, duckdb
 fmt, f = sys.argv[1], sys.argv[2]
@@ -81,21 +99,75 @@ out.append(con.execute("""SELECT count(*),
 print(f"DUCKDB_WALL {time.perf_counter() - t0:.4f}")
 print(out[0], out[-1])
 PY
+cat > "$NARROW" <<'PY'
+import sys, time, json, duckdb
+fmt, f = sys.argv[1], sys.argv[2]
+con = duckdb.connect()
+con.execute("SET threads = 2")
+t0 = time.perf_counter()
+if fmt == "tsv":
+    src = f"""read_csv('{f}', delim='\t', header=false, columns={{
+        'host': 'VARCHAR', 'tmp': 'UBIGINT', 'total': 'UBIGINT', 'used': 'UBIGINT',
+        'free': 'UBIGINT', 'shared': 'UBIGINT', 'buffers': 'UBIGINT', 'cached': 'UBIGINT',
+        'swap_total': 'UBIGINT', 'swap_used': 'UBIGINT', 'swap_free': 'UBIGINT',
+        'inodes': 'UBIGINT'}})"""
+    cols = "tmp * 1024 AS tmp, total * 1024 AS mem, free * 1024 AS free, swap_free * 1024 AS swap_free"
+else:
+    src = f"read_csv('{f}', header=true)"
+    cols = ("tmp_used_kb * 1024 AS tmp, mem_total_kb * 1024 AS mem, "
+            "mem_free_kb * 1024 AS free, swap_free_kb * 1024 AS swap_free")
+stats = lambda c: (f"max({c}), min({c}), avg({c}), median({c}), mode({c}), "
+                   f"quantile_disc({c}, 0.9), quantile_disc({c}, 0.99)")
+row = con.execute(f"""SELECT {stats('tmp')}, {stats('mem')},
+    count(*) FILTER (tmp <= mem // 2), count(*) FILTER (tmp <= free),
+    count(*) FILTER (tmp <= free + swap_free)
+    FROM (SELECT {cols} FROM {src})""").fetchone()
+print(f"DUCKDB_WALL {time.perf_counter() - t0:.4f}")
+print("ANSWER " + json.dumps([float(x) for x in row]))
+PY
 
 # timed LABEL CMD...: runs CMD under /usr/bin/time; prints "wall_s rss_kb".
 timed() {
   local label=$1; shift
-  local rc=0
+  local rc=0 t0 t1
+  t0=$(date +%s%N)
   /usr/bin/time -f 'WALL %e RSS %M' "$@" > "$OUT" 2> "$TIMES" || rc=$?
+  t1=$(date +%s%N)
   # tmpfsctl exits 1 when the fleet misses --target: a result, not a failure.
   if [ "$rc" -gt 1 ]; then echo "$label failed (exit $rc):" >&2; tail -5 "$TIMES" >&2; exit 1; fi
   local wall rss
   read -r wall rss < <(awk '/^WALL/ { print $2, $4 }' "$TIMES" | tail -1)
+  # Nanoseconds around the process: /usr/bin/time's wall clock has 10 ms steps.
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')
   if grep -q '^DUCKDB_WALL' "$OUT"; then wall=$(awk '/^DUCKDB_WALL/ { print $2 }' "$OUT"); fi
+  case $label in
+    tmpfsctl) cp "$OUT" "$TJSON" ;;
+    narrow) grep '^ANSWER' "$OUT" | cut -d' ' -f2- > "$NJSON" ;;
+  esac
   echo "$wall $rss"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+med() { printf '%s\n' "$@" | median; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+
+# The narrow query's answers against tmpfsctl's --json: the same figures, or the times mean nothing.
+check_narrow() {
+  python3 - "$TJSON" "$NJSON" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+d = json.load(open(sys.argv[2]))
+want = []
+for k in ("tmp_used_bytes", "mem_total_bytes"):
+    s = t[k]
+    want += [s["max"], s["min"], s["mean"], s["median"], s["mode"], s["p90"], s["p99"]]
+want += [t["fit"][m]["count"] for m in ("half_ram", "mem_free", "mem_free_plus_swap")]
+bad = [(i, a, b) for i, (a, b) in enumerate(zip(want, d)) if abs(a - b) > 1e-9 * max(1, abs(a))]
+if bad:
+    sys.exit(f"narrow query answers differ from tmpfsctl's (index, tmpfsctl, duckdb): {bad}")
+print("  narrow query: same 17 answers as tmpfsctl")
+PY
+}
 
 for N in $COUNTS; do
 for fmt in $FORMATS; do
@@ -103,21 +175,44 @@ for fmt in $FORMATS; do
   gen=$fmt; [ "$fmt" = tsv ] && gen=kirkland
   # Written aside first: an interrupted run must not leave a short file to be reused.
   [ -s "$F" ] || { python3 bench/fleet-gen.py "$N" --format "$gen" > "$F.part" && mv "$F.part" "$F"; }
-  echo "== $N hosts, $fmt: $F ($(du -h "$F" | cut -f1))"
-  tws=() dws=() ratios=() trss=0 drss=0
+  echo "== $N hosts, $fmt: $F ($(du -h "$F" | cut -f1)); load $(cut -d' ' -f1-3 /proc/loadavg)"
+  narrow=0
+  if [ "$fmt" = tsv ] || [ "$fmt" = csv ]; then narrow=1; fi
+  tws=() dws=() ratios=() nws=() nratios=() cws=() fws=() fratios=() trss=0 drss=0 nrss=0
   for i in $(seq "$PAIRS"); do
+    line="  pair $i:"
+    if [ "$narrow" = 1 ]; then
+      read -r tw tr < <(timed tmpfsctl "$BIN" fleet analyze "$F" --json)
+      read -r nw nr < <(timed narrow python3 "$NARROW" "$fmt" "$F")
+      [ "$i" = 1 ] && check_narrow
+      r=$(ratio "$tw" "$nw")
+      tws+=("$tw") nws+=("$nw") nratios+=("$r")
+      [ "$tr" -gt "$trss" ] && trss=$tr
+      [ "$nr" -gt "$nrss" ] && nrss=$nr
+      line="$line narrow tmpfsctl ${tw}s duckdb ${nw}s ratio $r;"
+    fi
     read -r tw tr < <(timed tmpfsctl "$BIN" fleet analyze "$F" --json)
     read -r dw dr < <(timed duckdb python3 "$DUCK" "$fmt" "$F")
-    r=$(awk -v a="$tw" -v b="$dw" 'BEGIN { printf "%.3f", a / b }')
-    echo "  pair $i: tmpfsctl ${tw}s ($((tr / 1024)) MiB)  duckdb ${dw}s ($((dr / 1024)) MiB)  ratio $r"
+    r=$(ratio "$tw" "$dw")
     tws+=("$tw") dws+=("$dw") ratios+=("$r")
     [ "$tr" -gt "$trss" ] && trss=$tr
     [ "$dr" -gt "$drss" ] && drss=$dr
+    line="$line broad tmpfsctl ${tw}s duckdb ${dw}s ratio $r"
+    if [ "$fmt" = tsv ]; then
+      read -r cw _ < <(timed cat sh -c 'cat "$1" > /dev/null' sh "$F")
+      read -r fw _ < <(timed floor "$FLOOR" "$F")
+      cws+=("$cw") fws+=("$fw") fratios+=("$(ratio "$tw" "$fw")")
+      line="$line; cat ${cw}s splitter ${fw}s"
+    fi
+    echo "$line"
   done
-  tm=$(printf '%s\n' "${tws[@]}" | median)
-  dm=$(printf '%s\n' "${dws[@]}" | median)
-  rm_=$(printf '%s\n' "${ratios[@]}" | median)
-  echo "  $fmt: tmpfsctl median ${tm}s, duckdb median ${dm}s; median ratio tmpfsctl/duckdb $rm_ (goal <= 0.5)"
-  echo "  $fmt: peak RSS tmpfsctl $((trss / 1024)) MiB, duckdb $((drss / 1024)) MiB; ratio $(awk -v a="$trss" -v b="$drss" 'BEGIN { printf "%.2f", a / b }')"
+  echo "  $fmt: tmpfsctl median $(med "${tws[@]}")s, peak RSS $((trss / 1024)) MiB"
+  if [ "$narrow" = 1 ]; then
+    echo "  $fmt narrow: duckdb (one SELECT, 2 threads) median $(med "${nws[@]}")s, peak RSS $((nrss / 1024)) MiB; median ratio tmpfsctl/duckdb $(med "${nratios[@]}") (goal <= 0.5); peak RSS ratio $(ratio "$trss" "$nrss")"
+  fi
+  echo "  $fmt broad: duckdb median $(med "${dws[@]}")s, peak RSS $((drss / 1024)) MiB; median ratio tmpfsctl/duckdb $(med "${ratios[@]}") (goal <= 0.3); peak RSS ratio $(ratio "$trss" "$drss")"
+  if [ "$fmt" = tsv ]; then
+    echo "  $fmt floor: cat median $(med "${cws[@]}")s, 2-thread splitter median $(med "${fws[@]}")s; median ratio tmpfsctl/splitter $(med "${fratios[@]}")"
+  fi
 done
 done

@@ -79,7 +79,7 @@ def run(args, retry=True):
 
 def cmd(d, fstab):
     if OP == "apply":
-        return ["apply", d, "--fstab", fstab, "--persist", "fstab", "--size", "64M", "--yes"]
+        return ["apply", d, "--fstab", fstab, "--boot", "fstab", "--size", "64M", "--yes"]
     return ["revert", d, "--fstab", fstab, "--keep-data", "--yes"]
 
 
@@ -119,7 +119,7 @@ def round_(delay):
     problems = []
     try:
         if OP == "revert":
-            r = run(["apply", d, "--fstab", fstab, "--persist", "fstab", "--size", "64M", "--yes"])
+            r = run(["apply", d, "--fstab", fstab, "--boot", "fstab", "--size", "64M", "--yes"])
             if r.returncode != 0:
                 return "setup-failed", 0, [r.stderr.strip()[-200:]]
         stop = os.path.join(top, "stop")

@@ -5,10 +5,14 @@
 #     slower than `findmnt --json` reading the same mountinfo (ratio <= 1.0);
 #     `findmnt --json --list` (no tree to build) is shown too;
 #  2. with 200 extra real tmpfs mounts: target < 50 ms (root);
-#  3. measuring a 100 000-file tree: no slower than `du -s` on the same tree
-#     (ratio <= 1.0, same run, hyperfine, warm cache for both) (root).
+#  3. measuring a 100 000-file tree (`status --du`): no slower than `du -s`
+#     on the same tree (ratio <= 1.0, same run, hyperfine, warm cache) (root);
+#  0. (first) plain `status --json` with 50 000 files in /tmp against
+#     `findmnt --json`: target <= 5x, the median of 11 alternated pairs (status
+#     does not walk /tmp unless asked with --du). BEFORE=/path/to/old/tmpfsctl
+#     adds that binary's ratio in the same run.
 # Run by hand: bench/status.sh   (MOUNTS="10000 40000" to choose the sizes;
-# as non-root only part 1 runs)
+# as non-root only parts 0 and 1 run; ONLY_FINDMNT=1 runs part 0 alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v hyperfine >/dev/null || apt-get install -y -qq hyperfine
@@ -20,8 +24,37 @@ work=$(mktemp -d "$PWD/target/bench-status.XXXXXX")
 cleanup() {
   for d in "$work"/m*; do umount "$d" 2>/dev/null || true; done
   rm -rf --one-file-system "$work"
+  if [ -n "${farm:-}" ]; then rm -rf --one-file-system "$farm"; fi
 }
 trap cleanup EXIT INT TERM
+
+echo "== status --json vs findmnt --json, 50 000 files in /tmp"
+farm=$(mktemp -d /tmp/tmpfsctl-bench-status.XXXXXX)
+python3 - "$farm" <<'PY'
+import os,sys
+root=sys.argv[1]
+for a in range(50):
+    d=os.path.join(root,f"d{a}"); os.mkdir(d)
+    for c in range(1000):
+        with open(os.path.join(d,f"f{c}"),"wb") as f: f.write(b"x"*(c*37 % 5000))
+PY
+echo "-- $(find /tmp -xdev 2>/dev/null | wc -l) entries under /tmp ($(findmnt -no FSTYPE -T /tmp))"
+python3 - "$bin" "${BEFORE:-}" <<'PY'
+import subprocess,sys,time,statistics
+def t(cmd):
+    s=time.perf_counter(); subprocess.run(cmd,stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL,check=False); return time.perf_counter()-s
+subjects=[("status --json",[sys.argv[1],"status","--json"])]
+if sys.argv[2]: subjects.append(("BEFORE status --json",[sys.argv[2],"status","--json"]))
+ref=["findmnt","--json"]
+for name,cmd in subjects:
+    t(cmd); t(ref)  # warm-up
+    pairs=[(t(cmd),t(ref)) for _ in range(11)]
+    r=sorted(a/b for a,b in pairs)
+    print(f"{name}: median {statistics.median(a for a,_ in pairs)*1e3:.1f} ms, findmnt --json {statistics.median(b for _,b in pairs)*1e3:.1f} ms; "
+          f"ratio median {statistics.median(r):.2f} (pairs {r[0]:.2f}..{r[-1]:.2f}, 11 alternated; target <= 5)")
+PY
+rm -rf --one-file-system "$farm"
+[ -n "${ONLY_FINDMNT:-}" ] && exit 0
 
 echo "== mount-table fixtures (--sysroot) vs findmnt -F on the same mountinfo"
 for n in ${MOUNTS:-10000 20000 40000}; do
@@ -94,10 +127,10 @@ print(f"created {n} files")
 PY
 # Both read the same warm tree; status also reports mounts, /tmp and /var/tmp.
 hyperfine -N --warmup 2 --runs 10 --export-json "$work/h2.json" \
-  "du -s -x -B1 $tree" "$bin status --json $tree" | sed -n '1,20p'
+  "du -s -x -B1 $tree" "$bin status --du --json $tree" | sed -n '1,20p'
 python3 - "$work/h2.json" <<'PY'
 import json,sys
 r={x["command"].split()[0].split("/")[-1]:x["median"] for x in json.load(open(sys.argv[1]))["results"]}
 print(f"du -s: {r['du']*1e3:.1f} ms, tmpfsctl status: {r['tmpfsctl']*1e3:.1f} ms, ratio tmpfsctl/du = {r['tmpfsctl']/r['du']:.2f} (target <= 1.0)")
 PY
-echo "check: du says $(du -s -x -B1 "$tree" | cut -f1), tmpfsctl says $("$bin" status --json "$tree" | python3 -c 'import json,sys; print([p["used_bytes"] for p in json.load(sys.stdin)["paths"] if p["path"]==sys.argv[1]][0])' "$tree")"
+echo "check: du says $(du -s -x -B1 "$tree" | cut -f1), tmpfsctl says $("$bin" status --du --json "$tree" | python3 -c 'import json,sys; print([p["used_bytes"] for p in json.load(sys.stdin)["paths"] if p["path"]==sys.argv[1]][0])' "$tree")"

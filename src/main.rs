@@ -12,6 +12,17 @@ fn main() -> ExitCode {
     let cli = match tmpfsctl::cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
+            ) {
+                // Bare `tmpfsctl`: the short help is the answer, not an error
+                // message; still exit 2, since no command ran.
+                use clap::CommandFactory;
+                let _ = tmpfsctl::cli::Cli::command().write_help(&mut std::io::stderr());
+                return tmpfsctl::ExitCode::Error.into();
+            }
             if !e.use_stderr() {
                 // --help and --version: their text on stdout, exit 0.
                 let _ = e.print();

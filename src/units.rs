@@ -14,6 +14,46 @@ pub enum SizeError {
     PercentNotAllowed(String),
     #[error("size {0:?} is more than 100% of RAM")]
     PercentTooLarge(String),
+    #[error(
+        "size {size} is more than this machine's RAM + swap ({limit}): a tmpfs that large is no cap \
+         at all (tmpfs would take pages the machine does not have); give at most {limit}"
+    )]
+    AboveMemory { size: String, limit: String },
+}
+
+/// What one inode of a tmpfs may cost, in bytes of the cap: a tmpfs made by
+/// tmpfsctl gets `nr_inodes` = its size / this (at least [`MIN_TMPFS_INODES`]).
+/// An empty file pins about 1 KiB of unswappable kernel memory that `size=`
+/// does not count (measured: 200,000 empty files took 1,076 B each of slab,
+/// shmem_inode_cache 752 B + dentry 192 B, kernel 6.18), so inodes can pin at
+/// most about 27% of the size on top of it.
+pub const TMPFS_BYTES_PER_INODE: u64 = 4096;
+/// The fewest inodes a tmpfs made by tmpfsctl gets, so a tiny cap still
+/// holds a few files (64 empty inodes pin about 68 KiB).
+pub const MIN_TMPFS_INODES: u64 = 64;
+
+/// `nr_inodes` for a tmpfs of `size_bytes`: one per [`TMPFS_BYTES_PER_INODE`]
+/// (the root directory takes one), at least [`MIN_TMPFS_INODES`].
+pub fn tmpfs_inodes_for(size_bytes: u64) -> u64 {
+    (size_bytes / TMPFS_BYTES_PER_INODE).max(MIN_TMPFS_INODES)
+}
+
+/// The one rule for a tmpfs cap: positive, and no more than RAM + swap (which
+/// also keeps it far below what the kernel's `size=` can express; a larger
+/// value wraps to 0, which tmpfs reads as "no limit").
+pub fn check_tmpfs_cap(
+    bytes: u64,
+    mem_total_bytes: u64,
+    swap_total_bytes: u64,
+) -> Result<(), SizeError> {
+    let limit = mem_total_bytes.saturating_add(swap_total_bytes);
+    if bytes > limit {
+        return Err(SizeError::AboveMemory {
+            size: fmt_bytes(bytes),
+            limit: fmt_bytes(limit),
+        });
+    }
+    Ok(())
 }
 
 /// A size as given by the user: either absolute bytes or a share of RAM.
@@ -221,6 +261,19 @@ mod tests {
             parse_bytes("50%"),
             Err(SizeError::PercentNotAllowed(_))
         ));
+    }
+
+    #[test]
+    fn a_cap_above_ram_and_swap_is_refused_and_inodes_follow_the_size() {
+        let g = 1u64 << 30;
+        assert_eq!(check_tmpfs_cap(2 * g, 4 * g, 0), Ok(()));
+        assert_eq!(check_tmpfs_cap(5 * g, 4 * g, g), Ok(()));
+        let e = check_tmpfs_cap(u64::MAX, 4 * g, g).unwrap_err();
+        assert!(e.to_string().contains("5.00 GiB"), "{e}");
+        assert!(check_tmpfs_cap(5 * g + 1, 4 * g, g).is_err());
+        assert_eq!(tmpfs_inodes_for(1 << 20), 256);
+        assert_eq!(tmpfs_inodes_for(2 * g), 524_288);
+        assert_eq!(tmpfs_inodes_for(4096), MIN_TMPFS_INODES);
     }
 
     #[test]

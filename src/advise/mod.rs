@@ -512,7 +512,7 @@ fn measure_huge(
 /// it from apply (its plan was made with it); a tmpfs already there by a
 /// remount, which keeps the files, and in its fstab line or unit.
 fn huge_commands(c: &mut Commands, dir: &str, v: &Verdict, facts: &mounts::Facts) {
-    let q = shell_quote(dir);
+    let q = crate::render::term::shell_word(dir);
     match v.kind {
         Kind::Move => {
             for a in &mut c.act {
@@ -589,7 +589,7 @@ fn location(facts: &mounts::Facts, dir: &Path, ram_backed: bool) -> Location {
 
 fn commands(dir: &str, v: &Verdict, p: &plan::Plan, ramfs: bool) -> Commands {
     let size = p.size_option.clone().unwrap_or_default();
-    let q = shell_quote(dir);
+    let q = crate::render::term::shell_word(dir);
     let mut c = Commands::default();
     match v.kind {
         Kind::Move => {
@@ -619,11 +619,8 @@ fn commands(dir: &str, v: &Verdict, p: &plan::Plan, ramfs: bool) -> Commands {
                 "tmpfsctl plan {q}    # review first; changes nothing"
             ));
             c.act.push(format!(
-                "sudo tmpfsctl apply {q} --persist {}",
-                match p.persist.via {
-                    plan::Via::Fstab => "fstab",
-                    plan::Via::Systemd => "systemd",
-                }
+                "sudo tmpfsctl apply {q} --boot {}",
+                p.persist.via.name()
             ));
             c.config_path = Some(p.persist.path.clone());
             c.config = Some(p.persist.content.clone());
@@ -635,16 +632,6 @@ fn commands(dir: &str, v: &Verdict, p: &plan::Plan, ramfs: bool) -> Commands {
         Kind::NothingToChange | Kind::KeepOnDisk | Kind::NotWorthIt => {}
     }
     c
-}
-
-fn shell_quote(s: &str) -> String {
-    if s.bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 pub fn run(ctx: &Context, args: &AdviseArgs) -> Result<ExitCode> {

@@ -432,18 +432,18 @@ pub fn write_svgs(r: &BenchReport, dir: &Path) -> Result<usize> {
             continue;
         }
         let p = dir.join(format!("{}.svg", w.id));
-        std::fs::write(&p, bar_chart(r, w)).with_context(|| format!("writing {}", p.display()))?;
+        crate::sys::atomic::AtomicWrite::report("--svg").write(&p, bar_chart(r, w).as_bytes())?;
         n += 1;
     }
     for (op, bars) in iozone_bars(r) {
         let p = dir.join(format!("iozone-{op}-bars.svg"));
         let svg = super::chart::bars(r, &format!("iozone {op}"), &bars);
-        std::fs::write(&p, svg).with_context(|| format!("writing {}", p.display()))?;
+        crate::sys::atomic::AtomicWrite::report("--svg").write(&p, svg.as_bytes())?;
         n += 1;
     }
     for (name, svg) in heatmaps(r) {
         let p = dir.join(format!("{name}.svg"));
-        std::fs::write(&p, svg).with_context(|| format!("writing {}", p.display()))?;
+        crate::sys::atomic::AtomicWrite::report("--svg").write(&p, svg.as_bytes())?;
         n += 1;
     }
     Ok(n)

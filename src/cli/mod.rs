@@ -83,4 +83,31 @@ mod tests {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
     }
+
+    /// Every option and argument a user can see says what it is for.
+    #[test]
+    fn every_argument_of_every_command_has_a_description() {
+        use clap::CommandFactory;
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let builtin = matches!(a.get_id().as_str(), "help" | "version");
+                let said = a
+                    .get_help()
+                    .or(a.get_long_help())
+                    .is_some_and(|h| !h.to_string().trim().is_empty());
+                if !a.is_hide_set() && !builtin && !said {
+                    missing.push(format!("{path} {}", a.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "tmpfsctl", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "arguments without a description: {missing:#?}"
+        );
+    }
 }

@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 
 use crate::mounts::plan::{self, Request};
-use crate::mounts::{ApplyRequest, PersistTo, PlanRequest, RevertRequest, Target};
+use crate::mounts::{ApplyRequest, PlanRequest, RevertRequest, Target};
 use crate::units::{Size, parse_count, parse_size};
 
 const AFTER_PLAN: &str = "Examples:\n  tmpfsctl plan /tmp\n  tmpfsctl plan /tmp --size 4G --noexec --json\n  \
-tmpfsctl plan ~/build --via fstab\n\nChanges nothing. Exit 1 when `apply` would refuse (see \"blockers\").";
-const AFTER_APPLY: &str = "Examples:\n  sudo tmpfsctl apply /tmp\n  sudo tmpfsctl apply /tmp --size 8G --persist systemd --yes\n  \
+tmpfsctl plan ~/build --boot fstab\n\nChanges nothing. Exit 1 when `apply` would refuse (see \"blockers\").";
+const AFTER_APPLY: &str = "Examples:\n  sudo tmpfsctl apply /tmp\n  sudo tmpfsctl apply /tmp --size 8G --boot systemd --yes\n  \
 sudo tmpfsctl apply /tmp --resize 12G\n\nThe old contents stay on disk underneath the tmpfs; `tmpfsctl revert /tmp --keep-data` \
 copies the current ones back.";
 const AFTER_REVERT: &str = "Examples:\n  sudo tmpfsctl revert /tmp --keep-data\n  sudo tmpfsctl revert /tmp --discard --lazy --yes\n\n\
@@ -68,16 +68,31 @@ pub struct MountOptArgs {
     /// Mode of the mount's root in octal (default: DIR's mode now; 1777 for /tmp and /var/tmp)
     #[arg(long, value_name = "OCTAL", value_parser = parse_mode)]
     pub mode: Option<u32>,
-    /// How to persist: fstab line or systemd drop-in (default: what manages DIR now)
-    #[arg(long, value_enum)]
-    pub via: Option<plan::Via>,
+    /// How the mount comes back at boot: an fstab line, a systemd drop-in, or none (live only) [default: what manages DIR now]
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub boot: Option<plan::Boot>,
+    /// Old spelling of --boot fstab|systemd
+    #[arg(long, value_enum, hide = true, conflicts_with = "boot")]
+    pub via: Option<plan::Boot>,
     /// Filesystem type; ramfs is only explained (it has no size limit)
     #[arg(long, value_enum, default_value = "tmpfs")]
     pub fstype: plan::FsKind,
 }
 
 impl MountOptArgs {
+    /// `--boot`, or its old spelling `--via` with a note on stderr.
+    fn boot(&self) -> Option<plan::Boot> {
+        self.boot.or(self.via)
+    }
+
+    fn deprecation_notes(&self) {
+        if let Some(v) = self.via {
+            deprecated("--via", v);
+        }
+    }
+
     fn request(&self) -> Request {
+        self.deprecation_notes();
         Request {
             size: self.size,
             inodes: self.inodes,
@@ -85,7 +100,7 @@ impl MountOptArgs {
             noswap: self.noswap,
             huge: self.huge,
             mode: self.mode,
-            via: self.via,
+            boot: self.boot(),
             ramfs: self.fstype == plan::FsKind::Ramfs,
             user_quota: self.user_quota,
             group_quota: self.group_quota,
@@ -114,7 +129,7 @@ impl MountOptArgs {
         add("user-quota", self.user_quota.map(|v| v.to_string()));
         add("group-quota", self.group_quota.map(|v| v.to_string()));
         add("mode", self.mode.map(|m| format!("{m:o}")));
-        add("via", self.via.map(|v| name(v.to_possible_value())));
+        add("boot", self.boot().map(|v| name(v.to_possible_value())));
         if self.noexec {
             s.push_str(" --noexec");
         }
@@ -134,12 +149,12 @@ pub struct PlanArgs {
     pub opts: MountOptArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PersistArg {
-    Fstab,
-    Systemd,
-    /// Live mount only; gone after a reboot
-    None,
+/// One line on stderr for an old option spelling that still works.
+pub fn deprecated(old: &str, v: plan::Boot) {
+    eprintln!(
+        "tmpfsctl: note: {old} is deprecated and will go away; use --boot {}",
+        v.name()
+    );
 }
 
 #[derive(Debug, clap::Args)]
@@ -149,9 +164,9 @@ pub struct ApplyArgs {
     pub target: TargetArgs,
     #[command(flatten)]
     pub opts: MountOptArgs,
-    /// Where to persist (default: as `plan` recommends)
-    #[arg(long, value_enum)]
-    pub persist: Option<PersistArg>,
+    /// Old spelling of --boot fstab|systemd|none
+    #[arg(long, value_enum, hide = true, conflicts_with_all = ["boot", "via"])]
+    pub persist: Option<plan::Boot>,
     /// Change the size of the tmpfs already at DIR, live (never below its usage)
     #[arg(long, value_name = "SIZE", value_parser = parse_size, conflicts_with = "size")]
     pub resize: Option<Size>,
@@ -213,20 +228,14 @@ impl ApplyArgs {
         opts.follow_up = target.follow_up();
         opts.allow_package_files = self.allow_package_files;
         if let Some(p) = self.persist {
-            use clap::ValueEnum;
-            if let Some(v) = p.to_possible_value() {
-                opts.options_given
-                    .push_str(&format!(" --persist {}", v.get_name()));
-            }
+            deprecated("--persist", p);
+            opts.boot = Some(p);
+            opts.options_given
+                .push_str(&format!(" --boot {}", p.name()));
         }
         ApplyRequest {
             target,
             opts,
-            persist: self.persist.map(|p| match p {
-                PersistArg::Fstab => PersistTo::Fstab,
-                PersistArg::Systemd => PersistTo::Systemd,
-                PersistArg::None => PersistTo::None,
-            }),
             resize: self.resize,
             force: self.force,
             allow_package_files: self.allow_package_files,

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use crate::persist::admin::{DisableRequest, EnableRequest, PersistVia};
+use crate::mounts::plan::Boot;
+use crate::persist::admin::{DisableRequest, EnableRequest};
 use crate::persist::status::StatusRequest;
 use crate::persist::{RestoreRequest, SyncRequest, parse_duration, registry};
 use crate::units::Size;
@@ -15,7 +16,12 @@ use crate::units::Size;
     after_help = "Examples:\n  sudo tmpfsctl persist enable /var/log --store /var/lib/tmpfsctl/persist/log --size 256M --yes\n  \
 sudo tmpfsctl persist sync /var/log\n  tmpfsctl persist status --json\n  sudo tmpfsctl persist disable /var/log --yes\n\n\
 The store always holds one complete generation: a sync writes what changed into a new one, \
-hard-links the rest, fsyncs, then switches one pointer. See docs/persist.md."
+hard-links the rest, fsyncs, then switches one pointer. \
+The store must be a directory only root can change (no symlink in its path, not writable by \
+group or others, no ancestor another user can rename things in) on a disk (not tmpfs, ramfs, \
+a RAM disk or a loop device backed by one); restore refuses a store whose owner or mode \
+changed since enable. DIR's tmpfs is nosuid,nodev unless enable gets --allow-suid/--allow-dev. \
+See docs/persist.md."
 )]
 pub struct PersistArgs {
     /// The list of persisted directories (JSON)
@@ -43,16 +49,9 @@ pub enum PersistCmd {
     Status(StatusArgs),
     /// Sync, unmount and put DIR's final tree back on disk
     Disable(DisableArgs),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PersistWith {
-    /// An fstab line for the tmpfs, plus the units
-    Fstab,
-    /// systemd units: restore at boot, sync on a timer and at shutdown
-    Systemd,
-    /// The live mount only (tests, one-off use)
-    None,
+    /// Read every object every kept generation refers to and check it
+    /// against its manifest (exit 1 with a list of what is damaged)
+    Verify(VerifyArgs),
 }
 
 fn duration(s: &str) -> Result<u64, String> {
@@ -60,7 +59,14 @@ fn duration(s: &str) -> Result<u64, String> {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  sudo tmpfsctl persist enable /var/log --size 256M --yes\n  \
+sudo tmpfsctl persist enable /srv/cache --store /var/lib/cache-store --interval 2min --boot fstab --yes\n\n\
+DIR's files are copied into the store (generation 1) and into a new tmpfs mounted on DIR; \
+the files on disk stay underneath, untouched."
+)]
 pub struct EnableArgs {
+    /// The directory to keep in RAM, e.g. /var/log
     pub dir: PathBuf,
     /// Directory on disk for the generations [default: /var/lib/tmpfsctl/persist/<escaped DIR>]
     #[arg(long, value_name = "STORE")]
@@ -74,24 +80,45 @@ pub struct EnableArgs {
     /// Generations kept in the store (at least 1)
     #[arg(long, value_name = "N", default_value_t = crate::persist::DEFAULT_KEEP)]
     pub keep: usize,
-    /// How the setup survives a reboot
-    #[arg(long, value_name = "HOW", default_value = "systemd")]
-    pub persist: PersistWith,
-    /// fstab to edit with --persist fstab
+    /// How the setup comes back at boot: systemd units (restore at boot, sync on a timer and at shutdown), the same plus an fstab line for the tmpfs, or none (the live mount only)
+    #[arg(long, value_name = "HOW", value_enum, default_value = "systemd")]
+    pub boot: Boot,
+    /// Old spelling of --boot
+    #[arg(
+        long,
+        value_name = "HOW",
+        value_enum,
+        hide = true,
+        conflicts_with = "boot"
+    )]
+    pub persist: Option<Boot>,
+    /// fstab to edit with --boot fstab
     #[arg(long, value_name = "FILE", default_value = "/etc/fstab")]
     pub fstab: PathBuf,
     /// Where to write the systemd units
     #[arg(long, value_name = "DIR", default_value = "/etc/systemd/system")]
     pub unit_dir: PathBuf,
+    /// Mount the tmpfs without nosuid: set-uid files in DIR take effect (default: nosuid, as a
+    /// forged store could otherwise name a set-uid root file)
+    #[arg(long)]
+    pub allow_suid: bool,
+    /// Mount the tmpfs without nodev: device nodes in DIR work (default: nodev)
+    #[arg(long)]
+    pub allow_dev: bool,
+    /// A unit that uses DIR early at boot (before local-fs.target): the restore runs before it (repeatable)
+    #[arg(long, value_name = "UNIT")]
+    pub before: Vec<String>,
     /// Do not ask for confirmation
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Print a JSON document instead of text
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct SyncArgs {
+    /// The persisted directory to copy to its store
     pub dir: PathBuf,
     /// The store [default: DIR's, from the registry]
     #[arg(long, value_name = "STORE")]
@@ -102,13 +129,16 @@ pub struct SyncArgs {
     /// Sync even when DIR is empty and the store is not
     #[arg(long)]
     pub allow_empty: bool,
+    /// Print a JSON document instead of text
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct RestoreArgs {
+    /// The persisted directory to load from its store
     pub dir: PathBuf,
+    /// The store [default: DIR's, from the registry]
     #[arg(long, value_name = "STORE")]
     pub store: Option<PathBuf>,
     /// tmpfs size when a tmpfs has to be mounted [default: as enabled]
@@ -117,6 +147,10 @@ pub struct RestoreArgs {
     /// Replace DIR's content even when it differs from the store (it is lost)
     #[arg(long)]
     pub force: bool,
+    /// Load generation N (see `persist verify`) instead of the newest that verifies
+    #[arg(long, value_name = "N")]
+    pub generation: Option<u64>,
+    /// Print a JSON document instead of text
     #[arg(long)]
     pub json: bool,
 }
@@ -125,6 +159,7 @@ pub struct RestoreArgs {
 pub struct StatusArgs {
     /// One persisted directory [default: all in the registry]
     pub dir: Option<PathBuf>,
+    /// The store [default: DIR's, from the registry]
     #[arg(long, value_name = "STORE")]
     pub store: Option<PathBuf>,
     /// The sync interval to judge staleness by [default: as enabled, else 10min]
@@ -133,15 +168,35 @@ pub struct StatusArgs {
     /// Also write node_exporter textfile metrics to FILE (atomically)
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
+    /// Print a JSON document instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  tmpfsctl persist verify /var/log\n  tmpfsctl persist verify --json\n\n\
+Exit 0: every kept generation is sound. Exit 1: the damaged paths in the store are listed; \
+`persist sync` copies a damaged shared object again from DIR, `persist restore` falls back to \
+the newest generation that verifies (or `--generation N`)."
+)]
+pub struct VerifyArgs {
+    /// One persisted directory [default: all in the registry]
+    pub dir: Option<PathBuf>,
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct DisableArgs {
+    /// The persisted directory to put back on disk with its final tree
     pub dir: PathBuf,
+    /// Do not ask for confirmation
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Print a JSON document instead of text
     #[arg(long)]
     pub json: bool,
 }
@@ -169,14 +224,19 @@ impl PersistArgs {
                         size: a.size,
                         interval_s: a.interval,
                         keep: a.keep,
-                        via: match a.persist {
-                            PersistWith::Fstab => PersistVia::Fstab,
-                            PersistWith::Systemd => PersistVia::Systemd,
-                            PersistWith::None => PersistVia::None,
+                        boot: match a.persist {
+                            Some(old) => {
+                                super::mounts::deprecated("--persist", old);
+                                old
+                            }
+                            None => a.boot,
                         },
                         fstab: a.fstab.clone(),
                         unit_dir: a.unit_dir.clone(),
                         registry,
+                        allow_suid: a.allow_suid,
+                        allow_dev: a.allow_dev,
+                        before: a.before.clone(),
                         yes: a.yes,
                         json: a.json,
                     },
@@ -200,6 +260,7 @@ impl PersistArgs {
                     store: a.store.clone(),
                     size: a.size.map(size_text),
                     force: a.force,
+                    generation: a.generation,
                     registry,
                     json: a.json,
                 },
@@ -213,6 +274,15 @@ impl PersistArgs {
                     registry,
                     json: a.json,
                     prom: a.prom.clone(),
+                },
+            ),
+            PersistCmd::Verify(a) => crate::persist::verify::verify_cmd(
+                ctx,
+                &crate::persist::verify::VerifyRequest {
+                    dir: a.dir.clone(),
+                    store: a.store.clone(),
+                    registry,
+                    json: a.json,
                 },
             ),
             PersistCmd::Disable(a) => crate::persist::admin::disable_cmd(

@@ -7,7 +7,7 @@ use crate::status::StatusQuery;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  tmpfsctl status\n  tmpfsctl status --json | jq '.mounts[] | select(.fstype==\"tmpfs\")'\n  tmpfsctl status ~/build /srv/cache\n\n\
-Numbers come from statfs(2) and agree with `df -B1` and `df -i`; data under each PATH is counted like `du -s -x -B1`."
+Numbers come from statfs(2) and agree with `df -B1` and `df -i`; a PATH that is its own mount gets its data size from statfs too; any other PATH's data is counted only with --du (a walk like `du -s -x -B1`, a stat per file)."
 )]
 pub struct StatusArgs {
     /// Extra directories to report on, besides /tmp, /var/tmp and $TMPDIR
@@ -16,7 +16,12 @@ pub struct StatusArgs {
     /// Also list hugetlbfs and devtmpfs mounts
     #[arg(long)]
     pub all: bool,
-    /// Print a JSON document (schema_version 2) instead of tables
+    /// Count the data under each directory that is not its own mount by
+    /// walking it, like `du -s -x -B1` (costs a stat per file; without it
+    /// such a directory's data is "not counted")
+    #[arg(long)]
+    pub du: bool,
+    /// Print a JSON document (schema_version 3) instead of tables
     #[arg(long)]
     pub json: bool,
 }
@@ -26,6 +31,7 @@ impl StatusArgs {
         StatusQuery {
             paths: self.paths.clone(),
             all: self.all,
+            du: self.du,
         }
     }
 }

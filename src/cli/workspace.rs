@@ -24,7 +24,11 @@ Unprivileged, the same inside a user namespace when the kernel allows it (setuid
 as sudo do not work in there); otherwise a 0700 directory under $XDG_RUNTIME_DIR or /dev/shm
 whose size cap is only watched (soft).
 Default --size: 50% of MemAvailable at start. Sizes use binary units (512M = 512 MiB);
-N% is a share of MemTotal, as for tmpfs.
+N% is a share of MemTotal, as for tmpfs. A size above MemTotal + SwapTotal is refused.
+The scratch holds one inode per 4 KiB of --size (at least 64; --size 1M: 256): an empty
+file pins about 1 KiB of kernel memory that size= does not count, so a scratch pins at
+most about 1.27 x --size. A plain directory goes under $XDG_RUNTIME_DIR only if it is
+yours with mode 0700, else under /run/tmpfsctl-scratch (root) or /dev/shm.
 Peak usage is sampled every 10 ms (one statfs) while usage changes or the scratch is over 90%
 full, backing off to every 250 ms while it stays idle, plus once when CMD exits. A file
 written and deleted between two samples can be missed: within 10 ms while usage moves, within

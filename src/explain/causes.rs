@@ -43,6 +43,10 @@ pub struct Inputs<'a> {
     pub writer_uid: u32,
     /// Walks and statfs are meaningful (not a --sysroot fixture).
     pub live: bool,
+    /// The mount's walk (per directory and largest files), when it was walked.
+    pub walk: Option<&'a du::Breakdown>,
+    /// The largest files of that walk, with owners and holders.
+    pub largest: &'a [crate::top::LargeFile],
 }
 
 /// Bytes are used up when less than one page, or 0.5 %, is left.
@@ -86,12 +90,26 @@ fn cause(kind: &str, binds: bool, detail: String, fix: String) -> Cause {
     }
 }
 
-/// The biggest consumers of a mount: its largest directories and files deleted but open.
+/// The biggest consumers of a mount: its largest files (root files
+/// included), its largest directories and files deleted but open.
 fn consumers(i: &Inputs, by_inodes: bool) -> String {
     let mut parts = Vec::new();
-    if i.live
-        && let Ok(b) = du::breakdown(&i.mount.mount_point, 2)
-    {
+    if !by_inodes {
+        for f in i.largest.iter().take(3) {
+            let held = f
+                .open_by
+                .first()
+                .map(|o| format!(", open by pid {} ({})", o.pid, o.comm))
+                .unwrap_or_default();
+            parts.push(format!(
+                "{} ({}, owner {}{held})",
+                f.path,
+                fmt_bytes(f.bytes),
+                f.owner
+            ));
+        }
+    }
+    if let Some(b) = i.walk {
         let mut dirs = b.dirs.clone();
         if by_inodes {
             dirs.sort_by_key(|d| std::cmp::Reverse(d.inodes));
@@ -114,12 +132,17 @@ fn consumers(i: &Inputs, by_inodes: bool) -> String {
                 continue;
             }
             parts.push(format!(
-                "deleted {} still held open by pid {} ({}) fd {}: {} freed only when that process closes it or exits",
+                "deleted {} still held open by pid {} ({}) fd {}: {} freed only when that process closes it or exits; \
+                 `: > /proc/{}/fd/{}` frees it now without a restart (the file is emptied, the process keeps its fd), \
+                 or restart pid {}",
                 f.path.display(),
                 p.pid,
                 procfd::comm(&Sysroot::default(), p.pid),
                 f.fd,
-                fmt_bytes(f.bytes)
+                fmt_bytes(f.bytes),
+                p.pid,
+                f.fd,
+                p.pid
             ));
         }
     }
@@ -277,6 +300,8 @@ fn cgroup_cause(i: &Inputs) -> Option<Cause> {
 pub fn classify(i: &Inputs) -> Vec<Cause> {
     let m = i.mount;
     let mp = m.mount_point.display().to_string();
+    // The fixes are commands to paste: the mount point quoted for a shell.
+    let q = crate::render::term::shell_word(&mp);
     let mut out = Vec::new();
     if i.read_only {
         out.push(cause(
@@ -286,7 +311,7 @@ pub fn classify(i: &Inputs) -> Vec<Cause> {
                 "{mp} ({}) is mounted read-only: every write fails with EROFS",
                 m.fstype
             ),
-            format!("`mount -o remount,rw {mp}` if it should be writable, or write somewhere else"),
+            format!("`mount -o remount,rw {q}` if it should be writable, or write somewhere else"),
         ));
     }
     if !crate::sys::is_ram_backed(&m.fstype) {
@@ -312,7 +337,11 @@ pub fn classify(i: &Inputs) -> Vec<Cause> {
                 fmt_bytes(s.size_bytes),
                 fmt_bytes(s.avail_bytes)
             ),
-            format!("`tmpfsctl apply {mp} --resize {bigger}` (if RAM allows), or delete the biggest consumers.{}", consumers(i, false)),
+            format!(
+                "`mount -o remount,size={bigger} {q}` (if RAM allows; to keep it after a reboot, the same size= in its \
+                 fstab line or mount unit), or delete the biggest consumers.{}",
+                consumers(i, false)
+            ),
         ));
     }
     if let Some(s) = i.stats.filter(|s| s.inodes_total > 0)
@@ -332,7 +361,7 @@ pub fn classify(i: &Inputs) -> Vec<Cause> {
                 fmt_count(s.inodes_total)
             ),
             format!(
-                "`mount -o remount,nr_inodes={} {mp}` (and the same in its fstab line or unit), or delete many small files.{}",
+                "`mount -o remount,nr_inodes={} {q}` (and the same in its fstab line or unit), or delete many small files.{}",
                 s.inodes_total.saturating_mul(2),
                 consumers(i, true)
             ),
@@ -361,7 +390,8 @@ pub fn classify(i: &Inputs) -> Vec<Cause> {
                 fmt_bytes(i.mem.swap_free_bytes)
             ),
             format!(
-                "lower its size (`tmpfsctl apply {mp} --resize {}`), free memory, or add swap",
+                "lower its size (`mount -o remount,size={} {q}`, and the same size= in its fstab line or mount unit), \
+                 free memory, or add swap",
                 tmpfs_size_option((ram_left / 2 + s_used(i)) >> 20 << 20)
             ),
         ));
@@ -462,6 +492,8 @@ mod tests {
             scan: &scan,
             writer_uid: 0,
             live: false,
+            walk: None,
+            largest: &[],
         };
         classify(&i)
             .into_iter()

@@ -18,6 +18,13 @@ pub struct RuleOut {
     pub path: String,
     /// Null for an exclusion (`x`, `X`) or a rule without age.
     pub age_s: Option<u64>,
+    /// The age as written in the rule ("10d", "am:10d"); null without one.
+    pub age: Option<String>,
+    /// The timestamps the age is judged by ("atime", "mtime", "dir atime"...).
+    pub age_by: Option<Vec<String>>,
+    /// `D`, `R`, `r`: what it covers is removed at every boot
+    /// (`systemd-tmpfiles --remove` in systemd-tmpfiles-setup.service).
+    pub removes_at_boot: bool,
     pub source: String,
     pub line: usize,
 }
@@ -57,11 +64,11 @@ pub fn applicable<'a>(rules: &'a [Rule], path: &str) -> Vec<&'a Rule> {
             let related = is_under(path, &r.path)
                 || is_under(&r.path, path)
                 || tmpfiles::glob_match(&r.path, path);
-            if !related || !(r.cleans() || r.is_exclusion()) {
+            if !related || !(r.cleans() || r.is_exclusion() || r.removes_at_boot()) {
                 return false;
             }
             // For one path, the first rule read wins (systemd warns about the rest).
-            if r.cleans() {
+            if r.cleans() || r.removes_at_boot() {
                 if seen_clean.contains(&r.path.as_str()) {
                     return false;
                 }
@@ -77,6 +84,12 @@ pub fn rule_out(r: &Rule) -> RuleOut {
         kind: r.kind.to_string(),
         path: r.path.clone(),
         age_s: r.age.as_ref().map(|a| a.seconds),
+        age: r.age_field.clone(),
+        age_by: r
+            .age
+            .as_ref()
+            .map(|a| a.by.names().into_iter().map(String::from).collect()),
+        removes_at_boot: r.removes_at_boot(),
         source: r.source.clone(),
         line: r.line,
     }
@@ -97,6 +110,14 @@ fn age_of(md: &std::fs::Metadata, age: &Age, now: i64) -> i64 {
         .max()
         .unwrap_or(i64::MIN / 2);
     now - newest
+}
+
+/// The rule that removes `path` (or, for a directory, its contents) at
+/// every boot: a `D` on it or above it, an `R`/`r` on it or above it.
+pub fn removed_at_boot<'a>(rules: &[&'a Rule], path: &str) -> Option<&'a Rule> {
+    rules.iter().copied().find(|r| {
+        r.removes_at_boot() && (is_under(path, &r.path) || tmpfiles::glob_match(&r.path, path))
+    })
 }
 
 /// Entries under `limit_to` the age rules would delete now.
@@ -215,6 +236,7 @@ mod tests {
             kind,
             path: path.into(),
             age: age.and_then(|a| tmpfiles::parse_age(a).unwrap()),
+            age_field: age.map(String::from),
             source: "t".into(),
             line: 1,
         }

@@ -18,7 +18,8 @@ use crate::sys::{self, Sysroot, procfd, statfs, tmpfiles};
 pub use causes::{Cause, CgroupCheck};
 pub use clean::{Cleaned, RuleOut};
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `largest_files` and `hidden_below` are new.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Whose cgroup pays for the write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,8 +67,20 @@ pub struct ExplainReport {
     pub binds: bool,
     /// What binds first comes first; `ok` when nothing does.
     pub causes: Vec<Cause>,
+    /// What the filesystem below holds at this mount point, hidden by the
+    /// mount (PATH is a mount point; root only); null otherwise.
+    pub hidden_below: Option<crate::status::hidden::HiddenBelow>,
+    /// Why `hidden_below` is null at a mount point (not root, ...).
+    pub hidden_below_unknown: Option<String>,
+    /// The mount's largest files, its root included (RAM-backed mounts only).
+    pub largest_files: Vec<crate::top::LargeFile>,
     pub tmpfiles_rules: Vec<RuleOut>,
     pub will_be_cleaned: Vec<Cleaned>,
+    /// A `D`, `R` or `r` rule removes PATH (a directory: its contents) at
+    /// every boot, whatever its age and whatever `x`/`X` say.
+    pub will_be_removed_at_boot: bool,
+    /// That rule, as `TYPE PATH (FILE:LINE)`; null when none.
+    pub removed_at_boot_by: Option<String>,
     /// `systemctl show systemd-tmpfiles-clean.timer`'s next run; null without systemd.
     pub tmpfiles_clean_next: Option<String>,
 }
@@ -185,6 +198,31 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         procfd::Scan::default()
     };
 
+    // One walk of a RAM-backed mount names its largest files and
+    // directories, for the JSON and for the causes' "biggest consumers".
+    let walk = (root.is_live() && ram)
+        .then(|| sys::du::breakdown(&m.mount_point, 2).ok())
+        .flatten();
+    let largest = walk
+        .as_ref()
+        .map(|w| {
+            crate::top::largest_files(
+                root,
+                w,
+                &scan,
+                &crate::top::users(root),
+                sys::du::LARGEST_FILES,
+            )
+        })
+        .unwrap_or_default();
+    let (hidden_below, hidden_below_unknown) = if root.is_live() && m.mount_point == resolved {
+        match crate::status::hidden::open(&mounts, m) {
+            Ok(b) => (b.measure(), None),
+            Err(e) => (None, Some(e.reason().to_string())),
+        }
+    } else {
+        (None, None)
+    };
     let cgroups = causes::cgroup_checks(root, &writer);
     let ctx_in = causes::Inputs {
         path: &resolved,
@@ -196,6 +234,8 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         scan: &scan,
         writer_uid: writer_uid(root, &q.writer),
         live: root.is_live(),
+        walk: walk.as_ref(),
+        largest: &largest,
     };
     let causes = causes::classify(&ctx_in);
     let binds = causes.iter().any(|c| c.binds);
@@ -212,6 +252,8 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     let will_be_cleaned = clean::will_be_cleaned(root, &applicable, &here, &scan, now);
+    let boot = clean::removed_at_boot(&applicable, &here)
+        .map(|r| format!("{} {} ({}:{})", r.kind, r.path, r.source, r.line));
 
     let ramfs = m.fstype == "ramfs";
     Ok(ExplainReport {
@@ -242,8 +284,13 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         cgroups,
         binds,
         causes,
+        hidden_below,
+        hidden_below_unknown,
+        largest_files: largest,
         tmpfiles_rules: applicable.iter().map(|r| clean::rule_out(r)).collect(),
         will_be_cleaned,
+        will_be_removed_at_boot: boot.is_some(),
+        removed_at_boot_by: boot,
         tmpfiles_clean_next: clean::next_clean(root),
     })
 }

@@ -48,27 +48,73 @@ pub fn text(r: &ExplainReport) -> String {
         let _ = writeln!(s, "  {}", safe(&c.detail));
         let _ = writeln!(s, "  fix: {}", safe(&c.fix));
     }
+    if !r.largest_files.is_empty() {
+        let _ = writeln!(s, "\n{}", paint(Tone::Strong, "largest files"));
+        for f in r.largest_files.iter().take(5) {
+            let _ = writeln!(
+                s,
+                "  {:>10}  {}  ({})",
+                fmt_bytes(f.bytes),
+                safe(&f.path),
+                safe(&f.owner)
+            );
+        }
+    }
+    if let Some(h) = r.hidden_below.as_ref().filter(|h| h.files > 0) {
+        let line = format!(
+            "{} files ({}) are hidden below this mount, on the filesystem it covers: they use that disk, out of sight of ls and du",
+            h.files,
+            fmt_bytes(h.bytes)
+        );
+        let _ = writeln!(s, "\n{}", paint(Tone::Warn, &line));
+    } else if let Some(why) = &r.hidden_below_unknown {
+        let _ = writeln!(s, "\nhidden below this mount: {}", safe(why));
+    }
+    if let Some(by) = &r.removed_at_boot_by {
+        let _ = writeln!(
+            s,
+            "\n{}",
+            paint(
+                Tone::Warn,
+                &format!(
+                    "removed at every boot: {} — systemd-tmpfiles --remove (systemd-tmpfiles-setup.service) deletes it whatever its age; x/X rules do not protect it",
+                    safe(by)
+                )
+            )
+        );
+    }
     if r.tmpfiles_rules.is_empty() {
         let _ = writeln!(
             s,
-            "\nNo tmpfiles.d age rule covers this path: nothing ages it out."
+            "\nNo tmpfiles.d rule covers this path: nothing ages it out or removes it at boot."
         );
     } else {
         let _ = writeln!(s, "\n{}", paint(Tone::Strong, "tmpfiles.d rules"));
         for t in &r.tmpfiles_rules {
-            let age = t.age_s.map_or("-".into(), |a| format!("{a}s"));
+            // The age as written, with the timestamps its letters choose.
+            let age = match (&t.age, &t.age_by) {
+                (Some(a), Some(by)) => {
+                    let span = a.rsplit(':').next().unwrap_or(a);
+                    format!(" age {} ({})", safe(span), by.join(", "))
+                }
+                _ => String::new(),
+            };
+            let boot = if t.removes_at_boot {
+                " removed at boot"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 s,
-                "  {} {} age {} ({}:{})",
+                "  {} {}{age}{boot} ({}:{})",
                 t.kind,
                 safe(&t.path),
-                age,
                 safe(&t.source),
                 t.line
             );
         }
         if r.will_be_cleaned.is_empty() {
-            let _ = writeln!(s, "  the next clean deletes nothing under this path");
+            let _ = writeln!(s, "  the next age clean deletes nothing under this path");
         } else {
             let total: u64 = r.will_be_cleaned.iter().map(|c| c.bytes).sum();
             let _ = writeln!(

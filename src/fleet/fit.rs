@@ -272,21 +272,42 @@ fn rank_value<T: Copy + PartialOrd>(v: &mut [T], target_percent: f64) -> Option<
 }
 
 pub fn recommend(f: &Fleet, target_percent: f64, headroom_percent: f64) -> Recommendation {
+    let mut used: Vec<u64> = f.rows.iter().map(|r| r.tmp_used).collect();
+    used.sort_unstable();
+    recommend_with(f, &used, &mut Vec::new(), target_percent, headroom_percent)
+}
+
+/// [`recommend`] given every host's /tmp figure sorted (`tmp_sorted`) and a
+/// buffer to reuse for the shares of RAM.
+pub(crate) fn recommend_with(
+    f: &Fleet,
+    tmp_sorted: &[u64],
+    scratch: &mut Vec<u64>,
+    target_percent: f64,
+    headroom_percent: f64,
+) -> Recommendation {
     let n = f.rows.len() as u64;
     let grow = 1.0 + headroom_percent / 100.0;
-    let mut ratios: Vec<f64> = f
-        .rows
-        .iter()
-        .map(|r| r.tmp_used as f64 / r.mem_total as f64)
-        .collect();
-    let need = rank_value(&mut ratios, target_percent).unwrap_or(0.0) * 100.0 * grow;
-    drop(ratios);
+    // The shares are finite and not negative: their bits order as they do.
+    scratch.clear();
+    scratch.extend(
+        f.rows
+            .iter()
+            .map(|r| (r.tmp_used as f64 / r.mem_total as f64).to_bits()),
+    );
+    let need = rank_value(scratch, target_percent)
+        .map(f64::from_bits)
+        .unwrap_or(0.0)
+        * 100.0
+        * grow;
     let step = PERCENT_STEPS.iter().copied().find(|&s| s >= need - 1e-9);
     let pct_size = step.unwrap_or(MAX_PERCENT_OF_RAM);
 
-    let mut used: Vec<u64> = f.rows.iter().map(|r| r.tmp_used).collect();
-    let need_b = (rank_value(&mut used, target_percent).unwrap_or(0) as f64 * grow).ceil() as u64;
-    drop(used);
+    let need_b = if tmp_sorted.is_empty() {
+        0
+    } else {
+        (super::stats::percentile(tmp_sorted, target_percent) as f64 * grow).ceil() as u64
+    };
     let size_b = need_b
         .max(16 << 20)
         .checked_next_power_of_two()

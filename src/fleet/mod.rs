@@ -281,9 +281,9 @@ pub fn read_files(
                     safe_path(f)
                 );
             }
-            ingest::ingest(
+            ingest::ingest_file(
                 &f.display().to_string(),
-                Box::new(file),
+                file,
                 opts,
                 &mut fleet,
                 &mut report,

@@ -24,25 +24,50 @@ pub struct Summary {
     pub p99: u64,
 }
 
-/// Sort a column in place by its bytes, least significant first (LSD radix
-/// sort): a few linear passes instead of n log n comparisons, and a byte
-/// every value shares (the top bytes of sizes) costs no pass at all.
+/// Sort a column in place (LSD radix sort): a few linear passes instead
+/// of n log n comparisons.
 pub fn sort_column(v: &mut Vec<u64>) {
-    if v.len() < 1 << 12 {
+    sort_column_with(v, &mut Vec::new());
+}
+
+/// [`sort_column`] with `other` as the second buffer the passes move values
+/// between: a caller sorting several columns keeps it, and its pages are
+/// faulted in once instead of once a column. Only the bits that differ
+/// between values are sorted on (sizes in KiB or pages end in ten or more
+/// zero bits, and their top bits are zero), in digits of up to 11 bits: a
+/// column of byte sizes up to 4 TiB in 4 KiB pages takes 3 passes, not 5.
+pub fn sort_column_with(v: &mut Vec<u64>, other: &mut Vec<u64>) {
+    let n = v.len();
+    if n < 1 << 12 {
         v.sort_unstable();
         return;
     }
-    let mut counts = [[0usize; 256]; 8];
+    let (mut or, mut and) = (0u64, u64::MAX);
     for &x in v.iter() {
-        for (b, c) in counts.iter_mut().enumerate() {
-            c[((x >> (8 * b)) & 0xFF) as usize] += 1;
+        or |= x;
+        and &= x;
+    }
+    let varying = or ^ and;
+    if varying == 0 {
+        return;
+    }
+    let low = varying.trailing_zeros();
+    let bits = 64 - varying.leading_zeros() - low;
+    let passes = bits.div_ceil(11) as usize;
+    let width = bits.div_ceil(passes as u32);
+    let mask = (1u64 << width) - 1;
+    let buckets = 1usize << width;
+    let digit = |x: u64, p: usize| (((x >> low) >> (p as u32 * width)) & mask) as usize;
+    let mut counts = vec![0usize; buckets * passes];
+    for &x in v.iter() {
+        for p in 0..passes {
+            counts[p * buckets + digit(x, p)] += 1;
         }
     }
-    let n = v.len();
-    let mut other = vec![0u64; n];
-    for (b, c) in counts.iter_mut().enumerate() {
-        let shift = 8 * b;
-        if c[((v[0] >> shift) & 0xFF) as usize] == n {
+    other.clear();
+    other.resize(n, 0);
+    for (p, c) in counts.chunks_mut(buckets).enumerate() {
+        if c[digit(v[0], p)] == n {
             continue;
         }
         let mut at = 0;
@@ -52,11 +77,11 @@ pub fn sort_column(v: &mut Vec<u64>) {
             at += k;
         }
         for &x in v.iter() {
-            let d = ((x >> shift) & 0xFF) as usize;
+            let d = digit(x, p);
             other[c[d]] = x;
             c[d] += 1;
         }
-        std::mem::swap(v, &mut other);
+        std::mem::swap(v, other);
     }
 }
 
@@ -174,6 +199,9 @@ mod tests {
             (5000, u64::MAX),
             (70_000, 0xFFFF_0000),
             (9000, 7),
+            (50_000, 0xFFFF_F000_0000_0000),
+            (50_000, 0x0000_0FFF_FFFF_F000),
+            (20_000, 0),
         ] {
             let v: Vec<u64> = (0..n)
                 .map(|_| {
@@ -188,6 +216,14 @@ mod tests {
             b.sort_unstable();
             assert_eq!(a, b, "{n} values under {mask:#x}");
         }
+        // Bits every value shares above and below the varying ones.
+        let v: Vec<u64> = (0..30_000u64)
+            .map(|i| (1 << 62) | ((i * 0x9E37_79B9 % 5003) << 20) | 0x1F)
+            .collect();
+        let (mut a, mut b) = (v.clone(), v);
+        sort_column_with(&mut a, &mut vec![7; 3]);
+        b.sort_unstable();
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::facts::{gather_facts_at, mount_at, read_fstab};
 use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
-use super::{ApplyRequest, PersistTo, copy, journal, live, persist, render};
+use super::{ApplyRequest, copy, journal, live, persist, render};
 use crate::context::{Context, ExitCode};
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::resolve::OpenedDir;
@@ -46,23 +46,16 @@ pub struct ApplyReport {
     pub follow_up: String,
 }
 
-fn persist_step(
-    p: &Plan,
-    dir: &Path,
-    via: Option<plan::Via>,
-    fragment: Option<&Path>,
-) -> Result<PersistResult> {
-    let Some(via) = via else {
-        return Ok(PersistResult {
+fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<PersistResult> {
+    let path = PathBuf::from(&p.persist.path);
+    match p.persist.via {
+        plan::Boot::None => Ok(PersistResult {
             via: "none".into(),
             path: None,
             edit: persist::Edit::Unchanged,
             backup: None,
-        });
-    };
-    let path = PathBuf::from(&p.persist.path);
-    match via {
-        plan::Via::Fstab => {
+        }),
+        plan::Boot::Fstab => {
             let old = read_fstab(&path)?;
             let (new, edit) = persist::fstab_with_line(&old, dir, &p.persist.content);
             let mut backup = None;
@@ -79,10 +72,10 @@ fn persist_step(
                 backup: backup.map(|b| b.display().to_string()),
             })
         }
-        plan::Via::Systemd => {
+        plan::Boot::Systemd => {
             let frag = p.persist.unit.clone();
             let fragment = fragment.with_context(|| {
-                format!("no {frag} unit file to add a drop-in to; use --persist fstab")
+                format!("no {frag} unit file to add a drop-in to; use --boot fstab")
             })?;
             let (edit, backup) = persist::write_dropin(&path, &p.persist.content, |_| {
                 persist::verify_dropin(fragment, &p.persist.unit, &p.persist.content)
@@ -118,15 +111,16 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         bail!("--sysroot is for `plan` only; apply changes the running system");
     }
     journal::recover_and_tell(&args.target.dir)?;
-    let (facts, opened, p, via) = checked_plan(ctx, args)?;
+    let (facts, opened, p) = checked_plan(ctx, args)?;
+    let via = p.persist.via;
     let dir = facts.dir.clone();
     if !args.target.json {
         eprint!("{}", render::plan_text(&p));
     }
     let nothing_to_mount = p.mount_state == plan::MountState::Same;
-    let nothing_to_persist = via.is_none()
-        || (via == Some(plan::Via::Fstab) && p.persist.action == plan::PersistAction::Unchanged)
-        || (via == Some(plan::Via::Systemd)
+    let nothing_to_persist = via == plan::Boot::None
+        || (via == plan::Boot::Fstab && p.persist.action == plan::PersistAction::Unchanged)
+        || (via == plan::Boot::Systemd
             && std::fs::read_to_string(&p.persist.path).ok().as_deref()
                 == Some(p.persist.content.as_str()));
     let mut changes = Vec::new();
@@ -139,7 +133,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
     let interrupt =
         Interrupt::install_on(stop.clone(), false).context("cannot install signal handlers")?;
     let cancel = interrupt.flag();
-    let fstab = (via == Some(plan::Via::Fstab)).then(|| PathBuf::from(&p.persist.path));
+    let fstab = (via == plan::Boot::Fstab).then(|| PathBuf::from(&p.persist.path));
     let mut note = journal::begin("apply", &dir, fstab.as_deref())?;
 
     let mut copied = None;
@@ -184,14 +178,14 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         }
         plan::MountState::Conflict => unreachable!("conflicts are blockers"),
     }
-    let persisted = match persist_step(&p, &dir, via, facts.unit.fragment.as_deref()) {
+    let persisted = match persist_step(&p, &dir, facts.unit.fragment.as_deref()) {
         Ok(r) => r,
         Err(e) => {
             let retry = Retry {
                 apply: &p.apply_command,
                 revert: &format!(
                     "tmpfsctl revert {} --keep-data{}",
-                    dir.display(),
+                    crate::render::term::shell_path(&dir),
                     args.target.follow_up()
                 ),
             };
@@ -214,12 +208,6 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         ));
     }
     check_mounted(ctx, &dir, switched.as_ref().map(|sw| &sw.staged.mount))?;
-    if changes.is_empty() {
-        changes.push(format!(
-            "nothing: {} already is on tmpfs as planned",
-            dir.display()
-        ));
-    }
     let report = ApplyReport {
         schema_version: plan::SCHEMA_VERSION,
         dir: dir.display().to_string(),
@@ -242,16 +230,8 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
 
 /// Everything apply checks before its first change: the facts, the plan and
 /// its blockers, --resize, writers, and that the persistence can be written.
-fn checked_plan(
-    ctx: &Context,
-    args: &ApplyRequest,
-) -> Result<(Facts, OpenedDir, Plan, Option<plan::Via>)> {
+fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir, Plan)> {
     let mut req = args.opts.clone();
-    match args.persist {
-        Some(PersistTo::Fstab) => req.via = Some(plan::Via::Fstab),
-        Some(PersistTo::Systemd) => req.via = Some(plan::Via::Systemd),
-        _ => {}
-    }
     let (facts, opened) = gather_facts_at(ctx, &args.target)?;
     let dir = facts.dir.clone();
     if let Some(r) = args.resize {
@@ -260,7 +240,7 @@ fn checked_plan(
             bail!(
                 "{} is not a tmpfs, so there is nothing to resize; run `tmpfsctl apply {}{}` without --resize first",
                 dir.display(),
-                dir.display(),
+                crate::render::term::shell_path(&dir),
                 args.target.follow_up()
             );
         }
@@ -289,20 +269,16 @@ fn checked_plan(
                 .and_then(|c| c.size_bytes)
                 .map(crate::units::fmt_bytes)
                 .unwrap_or_default(),
-            dir.display(),
+            crate::render::term::shell_path(&dir),
             p.size_option.clone().unwrap_or_default(),
             args.target.follow_up()
         );
     }
-    let via = match args.persist {
-        Some(PersistTo::None) => None,
-        _ => Some(p.persist.via),
-    };
     if p.mount_state == plan::MountState::NotMounted {
         refuse_writers(&dir, args.force)?;
     }
-    check_persistable(&p, via)?;
-    Ok((facts, opened, p, via))
+    check_persistable(&p)?;
+    Ok((facts, opened, p))
 }
 
 /// Refuse while a process has a file under `dir` open for writing: what it
@@ -342,12 +318,12 @@ fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
 
 /// Fail before the first change when the fstab or the drop-in could not be
 /// written afterwards.
-fn check_persistable(p: &Plan, via: Option<plan::Via>) -> Result<()> {
-    match via {
-        Some(plan::Via::Fstab) if p.persist.action != plan::PersistAction::Unchanged => {
+fn check_persistable(p: &Plan) -> Result<()> {
+    match p.persist.via {
+        plan::Boot::Fstab if p.persist.action != plan::PersistAction::Unchanged => {
             check_writable("--fstab", Path::new(&p.persist.path))
         }
-        Some(plan::Via::Systemd) => {
+        plan::Boot::Systemd => {
             let path = Path::new(&p.persist.path);
             // The drop-in directory (`UNIT.d`) is created; its parent must exist.
             let units = path.parent().and_then(Path::parent).unwrap_or(path);

@@ -168,6 +168,9 @@ fn unit_for(root: &Sysroot, t: &Target, name: &str) -> systemd::UnitInfo {
                 } else {
                     systemd::UnitState::Disabled
                 },
+                options: std::fs::read_to_string(&f)
+                    .ok()
+                    .and_then(|t| systemd::mount_options_in(&t)),
                 fragment: Some(f),
                 dropins: Vec::new(),
             };

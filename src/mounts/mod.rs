@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::context::{Context, ExitCode};
+use crate::render::term::shell_path;
 use crate::units::Size;
 
 pub use apply::{ApplyReport, PersistResult, apply};
@@ -47,10 +48,10 @@ impl Target {
     pub fn follow_up(&self) -> String {
         let mut s = String::new();
         if let Some(f) = &self.fstab {
-            s.push_str(&format!(" --fstab {}", facts::absolute(f).display()));
+            s.push_str(&format!(" --fstab {}", shell_path(&facts::absolute(f))));
         }
         if let Some(u) = &self.unit_dir {
-            s.push_str(&format!(" --unit-dir {}", facts::absolute(u).display()));
+            s.push_str(&format!(" --unit-dir {}", shell_path(&facts::absolute(u))));
         }
         s
     }
@@ -70,21 +71,10 @@ pub struct PlanRequest {
     pub opts: Request,
 }
 
-/// Where `apply` makes the mount permanent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PersistTo {
-    Fstab,
-    Systemd,
-    /// Live mount only; gone after a reboot.
-    None,
-}
-
 #[derive(Debug, Clone)]
 pub struct ApplyRequest {
     pub target: Target,
     pub opts: Request,
-    /// `None`: as `plan` recommends.
-    pub persist: Option<PersistTo>,
     /// Change the size of the tmpfs already at DIR, live.
     pub resize: Option<Size>,
     /// Go ahead although processes have files under DIR open for writing.

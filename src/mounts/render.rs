@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::ApplyReport;
-use super::plan::{MountState, Plan, Via};
+use super::plan::{Boot, MountState, Plan};
 use crate::render::color::{Tone, paint};
 use crate::units::{fmt_bytes, fmt_count};
 
@@ -54,7 +54,8 @@ pub fn plan_text(p: &Plan) -> String {
     );
     let _ = writeln!(s);
     match p.persist.via {
-        Via::Fstab => {
+        Boot::None => para(&mut s, "", format!("Not persisted ({})", p.persist.why)),
+        Boot::Fstab => {
             para(
                 &mut s,
                 "",
@@ -65,7 +66,7 @@ pub fn plan_text(p: &Plan) -> String {
             );
             let _ = writeln!(s, "  {}", p.persist.content);
         }
-        Via::Systemd => {
+        Boot::Systemd => {
             para(
                 &mut s,
                 "",
@@ -138,6 +139,21 @@ pub fn plan_text(p: &Plan) -> String {
 
 pub fn apply_text(r: &ApplyReport) -> String {
     let mut s = String::new();
+    if r.changes.is_empty() {
+        // Nothing was done, so there is nothing to undo either.
+        let _ = writeln!(
+            s,
+            "{}",
+            crate::render::paragraph(
+                "",
+                &format!(
+                    "Nothing to change: {} already is on tmpfs as planned.",
+                    crate::render::term::safe(&r.dir)
+                )
+            )
+        );
+        return s;
+    }
     let _ = writeln!(s, "Changed:");
     for c in &r.changes {
         let _ = writeln!(s, "{}", crate::render::paragraph("  ", &format!("- {c}")));
@@ -154,7 +170,11 @@ pub fn apply_text(r: &ApplyReport) -> String {
             )
         );
     }
-    let undo = format!("tmpfsctl revert {} --keep-data{}", r.dir, r.follow_up);
+    let undo = format!(
+        "tmpfsctl revert {} --keep-data{}",
+        crate::render::term::shell_word(&r.dir),
+        r.follow_up
+    );
     if crate::render::terminal_columns().is_none_or(|w| undo.chars().count() + 11 <= w) {
         let _ = writeln!(s, "Undo with: {undo}");
     } else {

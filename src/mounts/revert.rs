@@ -225,7 +225,7 @@ fn keep_data(
         return Err(e.context(format!(
             "the tmpfs is still mounted at {}; run `tmpfsctl revert {} --keep-data{}` again to finish",
             back.staging.path.display(),
-            dir.display(),
+            crate::render::term::shell_path(&dir),
             t.follow_up()
         )));
     }
@@ -532,7 +532,7 @@ fn refuse_unready(
                 "{} holds files on the tmpfs ({}); say what happens to them: --keep-data copies them back to the directory on disk, --discard throws them away (`tmpfsctl revert {} --keep-data{}`)",
                 dir.display(),
                 held.join(", "),
-                dir.display(),
+                crate::render::term::shell_path(dir),
                 t.follow_up()
             );
         }

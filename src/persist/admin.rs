@@ -22,22 +22,7 @@ use crate::render::term::safe_path;
 use crate::sys::atomic::AtomicWrite;
 use crate::units::{Size, fmt_bytes};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PersistVia {
-    Fstab,
-    Systemd,
-    None,
-}
-
-impl PersistVia {
-    pub fn name(self) -> &'static str {
-        match self {
-            PersistVia::Fstab => "fstab",
-            PersistVia::Systemd => "systemd",
-            PersistVia::None => "none",
-        }
-    }
-}
+use crate::mounts::plan::Boot;
 
 #[derive(Debug, Clone)]
 pub struct EnableRequest {
@@ -46,10 +31,16 @@ pub struct EnableRequest {
     pub size: Option<Size>,
     pub interval_s: u64,
     pub keep: usize,
-    pub via: PersistVia,
+    /// How the setup comes back at boot (`--boot`).
+    pub boot: Boot,
     pub fstab: PathBuf,
     pub unit_dir: PathBuf,
     pub registry: PathBuf,
+    /// Mount the tmpfs without `nosuid` / `nodev`.
+    pub allow_suid: bool,
+    pub allow_dev: bool,
+    /// Units the boot restore must run before (`--before`).
+    pub before: Vec<String>,
     pub yes: bool,
     pub json: bool,
 }
@@ -104,27 +95,41 @@ fn fstab_escape(p: &Path) -> String {
 /// What enable will write to make the setup survive a reboot, all checked
 /// before anything changes: the fstab line (DIR must have no entry yet) and
 /// the units (verified with `systemd-analyze verify`).
-struct Boot {
+struct BootSetup {
     fstab_line: Option<String>,
     units: Vec<(String, String)>,
     units_verified: bool,
 }
 
-fn plan_boot(req: &EnableRequest, dir: &Path, store: &Path, size: Option<&str>) -> Result<Boot> {
-    let mut b = Boot {
+fn plan_boot(
+    req: &EnableRequest,
+    dir: &Path,
+    store: &Path,
+    size: Option<&str>,
+) -> Result<BootSetup> {
+    let mut b = BootSetup {
         fstab_line: None,
         units: Vec::new(),
         units_verified: false,
     };
-    if req.via == PersistVia::Fstab {
+    if req.boot == Boot::Fstab {
         check_no_fstab_entry(&req.fstab, dir)?;
         b.fstab_line = Some(format!(
-            "tmpfs {} tmpfs {}nosuid,nodev 0 0",
+            "tmpfs {} tmpfs {}{} 0 0",
             fstab_escape(dir),
-            size.map_or(String::new(), |s| format!("size={s},"))
+            size.map_or(String::new(), |s| format!("size={s},")),
+            match (req.allow_suid, req.allow_dev) {
+                (false, false) => "nosuid,nodev",
+                (true, false) => "nodev",
+                (false, true) => "nosuid",
+                (true, true) => "defaults",
+            }
         ));
     }
-    if req.via != PersistVia::None {
+    for u in &req.before {
+        units::check_unit_name(u)?;
+    }
+    if req.boot != Boot::None {
         let spec = units::UnitSpec {
             dir: dir.to_path_buf(),
             store: store.to_path_buf(),
@@ -132,7 +137,8 @@ fn plan_boot(req: &EnableRequest, dir: &Path, store: &Path, size: Option<&str>) 
             bin: std::env::current_exe().context("cannot tell where tmpfsctl is installed")?,
             registry: (req.registry != Path::new(super::registry::DEFAULT_PATH))
                 .then(|| req.registry.clone()),
-            fstab_mount: req.via == PersistVia::Fstab,
+            fstab_mount: req.boot == Boot::Fstab,
+            before: req.before.clone(),
         };
         b.units = units::render(&spec).to_vec();
         b.units_verified = units::verify(&b.units)?;
@@ -141,7 +147,7 @@ fn plan_boot(req: &EnableRequest, dir: &Path, store: &Path, size: Option<&str>) 
 }
 
 /// Write the fstab line and units; on failure undo what was written.
-fn install_boot(req: &EnableRequest, dir: &Path, boot: &Boot) -> Result<Vec<PathBuf>> {
+fn install_boot(req: &EnableRequest, dir: &Path, boot: &BootSetup) -> Result<Vec<PathBuf>> {
     if let Some(line) = &boot.fstab_line {
         add_fstab_line(&req.fstab, dir, line)?;
     }
@@ -175,11 +181,28 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
         );
     }
     let store_path = std::path::absolute(req.store.clone().unwrap_or_else(|| default_store(&dir)))?;
+    super::trust::check_placement(&store_path, &dir)?;
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let already_tmpfs = mount::tmpfs_at(&mounts, &dir).is_some();
     let (mem, _) = ctx.sysroot.meminfo()?;
     let size = req.size.map(size_option);
     let boot = plan_boot(req, &dir, &store_path, size.as_deref())?;
+    if let Some(s) = req.size
+        && !already_tmpfs
+    {
+        // What the files take, not their apparent size: a sparse file costs
+        // a tmpfs only its allocated blocks. Checked before anything is
+        // written, so a refused enable leaves no generation behind.
+        let held = allocated_bytes(&dir)?;
+        if s.resolve(mem.mem_total_bytes) < held {
+            bail!(
+                "--size {}: {} holds {} (allocated); give a larger size (nothing was changed)",
+                s,
+                safe_path(&dir),
+                fmt_bytes(held)
+            );
+        }
+    }
     confirm(
         &format!(
             "Keep {} in RAM (tmpfs) with its durable copy in {}?",
@@ -190,25 +213,18 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     )?;
     let store = Store::create(&store_path)?;
     store::check_store(&store_path, &dir, &mounts)?;
+    let trust = super::trust::record(store.fd(), req.allow_suid, req.allow_dev)?;
     let dfd = open_dir(&dir)?;
     let never = AtomicBool::new(false);
     let rep = sync::sync(dfd.as_fd(), &store, req.keep, &never)?;
     load::verify(&store, rep.generation)?;
-    if let Some(s) = req.size
-        && !already_tmpfs
-        && s.resolve(mem.mem_total_bytes) < rep.bytes
-    {
-        bail!(
-            "--size {}: {} holds {}; give a larger size (nothing mounted; the store keeps {})",
-            s,
-            safe_path(&dir),
-            fmt_bytes(rep.bytes),
-            gen_name(rep.generation)
-        );
-    }
     if !already_tmpfs {
         let mut live = None;
-        mount::mount_dir(&dir, size.as_deref(), Default::default(), |root| {
+        let allow = crate::sys::tmpfs::Allow {
+            suid: trust.allow_suid,
+            dev: trust.allow_dev,
+        };
+        mount::mount_dir(&dir, size.as_deref(), allow, |root| {
             let st = rustix::fs::fstat(root)?;
             let (_, l) = load::load(&store, rep.generation, root)?;
             live = Some((l, st.st_dev));
@@ -225,10 +241,11 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
             size: size.clone(),
             interval_s: req.interval_s,
             keep: req.keep,
-            persist: req.via.name().into(),
-            unit_dir: (req.via != PersistVia::None).then(|| req.unit_dir.clone()),
-            fstab: (req.via == PersistVia::Fstab).then(|| req.fstab.clone()),
+            persist: req.boot.name().into(),
+            unit_dir: (req.boot != Boot::None).then(|| req.unit_dir.clone()),
+            fstab: (req.boot == Boot::Fstab).then(|| req.fstab.clone()),
             fstab_line: boot.fstab_line.clone(),
+            trust: Some(trust),
         });
         reg.save(&req.registry)?;
         Ok(u)
@@ -241,7 +258,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
             if !already_tmpfs {
                 let _ = mount::unmount(&dir);
             }
-            if req.via != PersistVia::None {
+            if req.boot != Boot::None {
                 let _ = units::remove(&req.unit_dir, &dir);
             }
             if let Some(line) = &boot.fstab_line {
@@ -257,10 +274,10 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
         files: rep.files,
         bytes: rep.bytes,
         mounted: !already_tmpfs,
-        persist: req.via.name(),
+        persist: req.boot.name(),
         units: units_written,
         units_verified: boot.units_verified,
-        fstab: (req.via == PersistVia::Fstab).then(|| req.fstab.clone()),
+        fstab: (req.boot == Boot::Fstab).then(|| req.fstab.clone()),
     };
     if req.json {
         crate::render::print_json(&out)?;
@@ -284,14 +301,102 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
         if let Some(f) = &out.fstab {
             println!("  added the tmpfs line to {}", safe_path(f));
         }
-        if req.via == PersistVia::None {
+        if req.boot == Boot::None {
             println!(
-                "  --persist none: no units; run `tmpfsctl persist sync {}` yourself (after a reboot: `persist restore`)",
+                "  --boot none: no units; run `tmpfsctl persist sync {}` yourself (after a reboot: `persist restore`)",
                 safe_path(&dir)
             );
         }
     }
     Ok(ExitCode::Ok)
+}
+
+/// Bytes DIR's regular files take on disk (st_blocks * 512), hard links
+/// once: what their data will take in the tmpfs.
+fn allocated_bytes(dir: &Path) -> Result<u64> {
+    let dfd = open_dir(dir)?;
+    let scan = super::scan::walk(dfd.as_fd())?;
+    let mut seen = std::collections::HashSet::new();
+    Ok(scan
+        .found
+        .iter()
+        .filter(|f| f.e.is_file() && (f.nlink < 2 || seen.insert(f.e.ino)))
+        .map(|f| f.alloc_bytes)
+        .sum())
+}
+
+/// How long `disable` waits for processes to close files they write on the
+/// detached tmpfs before it lets the tmpfs go without their last writes.
+const WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Sync the tmpfs, make the directory underneath it that generation,
+/// detach the tmpfs (holding its root, as `revert --keep-data` does) and
+/// carry what was written to it meanwhile across with the same catch-up
+/// (`copy::delta::carry`), waiting while a process still has a file open
+/// for writing on it; then store the final tree as one more generation.
+/// The generation the store ends with, and the entries caught up.
+fn sync_detach_catch_up(
+    dir: &Path,
+    top: &crate::sys::MountInfo,
+    mounts: &[crate::sys::MountInfo],
+    store: &Store,
+    keep: usize,
+    never: &AtomicBool,
+) -> Result<(u64, Vec<String>)> {
+    use crate::mounts::copy;
+    let src = open_dir(dir)?;
+    let rep = sync::sync(src.as_fd(), store, keep, never)?;
+    let under = crate::mounts::live::open_underlying(mounts, top, dir)?;
+    let u = under.dir.as_fd();
+    {
+        let _lock = store.lock()?;
+        super::fs::clear_dir(u).with_context(|| format!("clearing {} on disk", safe_path(dir)))?;
+        load::load(store, rep.generation, u)?;
+    }
+    let mut base = copy::snapshot(u, never)?;
+    let root = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&src));
+    rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
+        .with_context(|| format!("cannot detach the tmpfs at {}", safe_path(dir)))?;
+    // Writers still holding a file open on the detached tmpfs finish first:
+    // carrying a file while it grows would leave the disk copy longer than
+    // the version recorded as carried, and the catch-up would then take it
+    // for a newer one written on disk and stop updating it.
+    let t0 = std::time::Instant::now();
+    while let Some(p) = sync::open_for_writing(src.as_fd())? {
+        if t0.elapsed() > WRITER_WAIT {
+            eprintln!(
+                "tmpfsctl: warning: {} is still open for writing on the detached tmpfs after {} s; \
+                 what is written to it from now on is lost",
+                crate::render::term::safe(&p),
+                WRITER_WAIT.as_secs()
+            );
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut brought = Vec::new();
+    for _ in 0..copy::delta::CATCH_UP_PASSES {
+        let d = copy::delta::carry(src.as_fd(), u, &mut base, never).with_context(|| {
+            format!(
+                "the tmpfs of {} is detached; copying back what was written to it after the last sync failed",
+                safe_path(dir)
+            )
+        })?;
+        let quiet = d.is_empty();
+        brought.extend(d.brought);
+        brought.extend(d.removed);
+        if quiet {
+            break;
+        }
+    }
+    copy::copy_root_meta(src.as_fd(), u).context("copying DIR's own owner, mode and times")?;
+    rustix::fs::syncfs(u).context("flushing DIR on disk")?;
+    let fin = if brought.is_empty() {
+        rep.generation
+    } else {
+        sync::sync(u, store, keep, never)?.generation
+    };
+    Ok((fin, brought))
 }
 
 fn read_fstab(fstab: &Path) -> Result<Vec<u8>> {
@@ -306,7 +411,7 @@ fn check_no_fstab_entry(fstab: &Path, dir: &Path) -> Result<()> {
     let f = crate::sys::fstab::Fstab::parse(&read_fstab(fstab)?);
     if let Some(e) = f.entry_for(dir) {
         bail!(
-            "--fstab {} already has an entry for {} ({} {}); remove it or use --persist systemd",
+            "--fstab {} already has an entry for {} ({} {}); remove it or use --boot systemd",
             fstab.display(),
             safe_path(dir),
             e.spec,
@@ -354,6 +459,9 @@ pub struct DisableReport {
     pub unmounted: bool,
     /// The final tree was written into DIR on disk.
     pub written_back: bool,
+    /// Entries written to the tmpfs after the last sync and brought back to
+    /// disk before it was let go.
+    pub caught_up: Vec<String>,
     pub removed: Vec<PathBuf>,
 }
 
@@ -378,15 +486,15 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
         req.yes,
     )?;
     let store = Store::open(&e.store)?;
+    super::trust::check_unchanged(&e.store, store.fd(), e.trust.as_ref())?;
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let mounted = mount::tmpfs_at(&mounts, &dir).is_some();
     let never = AtomicBool::new(false);
-    let g = if mounted {
-        let dfd = open_dir(&dir)?;
-        let rep = sync::sync(dfd.as_fd(), &store, e.keep, &never)?;
-        drop(dfd);
-        mount::unmount(&dir)?;
-        rep.generation
+    let mut caught_up = Vec::new();
+    let g = if let Some(top) = mount::tmpfs_at(&mounts, &dir) {
+        let (g, brought) = sync_detach_catch_up(&dir, top, &mounts, &store, e.keep, &never)?;
+        caught_up = brought;
+        g
     } else {
         store
             .newest_complete()?
@@ -395,8 +503,8 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
     // DIR on disk now: make it the final tree, unless it already is.
     let dfd = open_dir(&dir)?;
     let d = load::diff(dfd.as_fd(), &store, Some(g))?;
-    let written_back = !d.is_empty();
-    if written_back {
+    let written_back = mounted || !d.is_empty();
+    if !mounted && written_back {
         let _lock = store.lock()?;
         crate::sys::fs::clear_dir(dfd.as_fd())
             .with_context(|| format!("clearing {} on disk", safe_path(&dir)))?;
@@ -421,11 +529,24 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
         generation: g,
         unmounted: mounted,
         written_back,
+        caught_up,
         removed,
     };
     if req.json {
         crate::render::print_json(&out)?;
     } else {
+        if !out.caught_up.is_empty() {
+            println!(
+                "  caught up {} entries written after the last sync ({})",
+                out.caught_up.len(),
+                out.caught_up
+                    .iter()
+                    .take(5)
+                    .map(|p| crate::render::term::safe(p).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         println!(
             "{}: {} is back on disk{}; the store {} is kept (delete it when you no longer need it)",
             safe_path(&dir),

@@ -17,8 +17,26 @@ use rustix::fs::{AtFlags, FileType, Gid, Mode, OFlags, Timestamps, Uid};
 use super::content;
 use super::manifest::{Entry, Kind};
 use super::scan::{self, LiveIndex, Verdict, show};
-use super::store::Store;
+use super::store::{Store, object_rel};
 use crate::sys::fs::{self, Obj, os};
+
+/// The store's copy of something is missing or not what its manifest says;
+/// the message names the damaged path in the store. A restore tries an
+/// older generation on this error and on no other.
+#[derive(Debug)]
+pub struct Damaged(pub String);
+
+impl std::fmt::Display for Damaged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Damaged {}
+
+pub fn is_damage(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<Damaged>().is_some())
+}
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct LoadReport {
@@ -91,11 +109,20 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
                 rustix::fs::mkdirat(pfd, os(name), Mode::from_raw_mode(0o700)).with_context(ctx)?
             }
             Kind::File => {
-                let src = e
-                    .hash
-                    .ok_or_else(|| anyhow::anyhow!("manifest: file without content identity"))
-                    .and_then(|h| Ok(store.open_object(&h)?))
-                    .with_context(|| format!("store: open the content of {}", show(&e.path)))?;
+                let Some(hash) = e.hash else {
+                    bail!(Damaged(format!(
+                        "{}/manifest: {} has no content identity",
+                        store.path.join(super::store::gen_name(g)).display(),
+                        show(&e.path)
+                    )));
+                };
+                let src = store.open_object(&hash).map_err(|err| {
+                    Damaged(format!(
+                        "{}: {err} (the content of {})",
+                        store.path.join(object_rel(&hash)).display(),
+                        show(&e.path)
+                    ))
+                })?;
                 let st = rustix::fs::fstat(&src)?;
                 let f = rustix::fs::openat(
                     pfd,
@@ -110,13 +137,12 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
                 .with_context(ctx)?;
                 let h = content::copy_hash(src.as_fd(), &st, Some(f.as_fd()), &mut buf)
                     .with_context(ctx)?;
-                if Some(h) != e.hash || st.st_size as u64 != e.size {
-                    bail!(
-                        "store {}: the data of {} does not match its manifest (damaged store?); \
-                         nothing was restored over DIR",
-                        store.path.display(),
+                if h != hash || st.st_size as u64 != e.size {
+                    bail!(Damaged(format!(
+                        "{} does not match its manifest (the content of {}; damaged store)",
+                        store.path.join(object_rel(&hash)).display(),
                         show(&e.path)
-                    );
+                    )));
                 }
                 let (u, gr) = own(e);
                 rustix::fs::fchown(&f, u, gr).with_context(ctx)?;

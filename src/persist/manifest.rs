@@ -47,6 +47,10 @@ pub struct Entry {
     /// the content identity, independent of inode and store.
     pub hash: Option<[u8; 16]>,
     pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The file changed in place throughout its copy (or is a journal that
+    /// journald still had open): the stored bytes are what was read, which
+    /// may mix versions. Never shared into a later generation as whole.
+    pub torn: bool,
 }
 
 impl Entry {
@@ -127,7 +131,7 @@ pub fn encode_line(e: &Entry, out: &mut String) {
     };
     let _ = writeln!(
         out,
-        "{k} {} {:o} {} {} {} {} {} {} {} {} {} {} {extra} {hash} {xattrs}",
+        "{k} {} {:o} {} {} {} {} {} {} {} {} {} {} {extra} {hash} {xattrs}{}",
         hex(&e.path),
         e.mode,
         e.uid,
@@ -140,6 +144,7 @@ pub fn encode_line(e: &Entry, out: &mut String) {
         e.ctime.0,
         e.ctime.1,
         e.ino,
+        if e.torn { " torn" } else { "" },
     );
 }
 
@@ -157,7 +162,13 @@ pub fn encode(entries: &[Entry], synced_unix_ns: i128) -> Vec<u8> {
 
 fn parse_line(line: &str) -> Result<Entry> {
     let f: Vec<&str> = line.split(' ').collect();
-    if f.len() != 16 {
+    // A 17th field marks a torn copy; manifests without it stay readable.
+    let torn = match f.get(16) {
+        None => false,
+        Some(&"torn") if f.len() == 17 => true,
+        _ => bail!("{} fields instead of 16 or 17", f.len()),
+    };
+    if f.len() < 16 {
         bail!("{} fields instead of 16", f.len());
     }
     let n = |i: usize| -> Result<i64> { Ok(f[i].parse::<i64>()?) };
@@ -201,6 +212,7 @@ fn parse_line(line: &str) -> Result<Entry> {
         ino: u(12)?,
         hash,
         xattrs,
+        torn,
     })
 }
 
@@ -254,6 +266,7 @@ mod tests {
             ino: 42,
             hash: Some([7; 16]),
             xattrs: vec![(b"user.a".to_vec(), b"\x00\xff=,".to_vec())],
+            torn: false,
         }
     }
 
@@ -268,6 +281,10 @@ mod tests {
             e(b"s", Kind::Socket),
             e(b"c", Kind::Char(0x501)),
             e(b"b", Kind::Block(7)),
+            Entry {
+                torn: true,
+                ..e(b"t", Kind::File)
+            },
         ];
         let bytes = encode(&v, 1_700_000_000_123_456_789);
         assert_eq!(decode(&bytes).unwrap(), (v, 1_700_000_000_123_456_789));

@@ -12,12 +12,17 @@ pub mod content;
 pub mod load;
 pub mod manifest;
 pub mod mount;
+pub mod record;
 pub mod registry;
+pub mod restore;
+pub use restore::restore_cmd;
 pub mod scan;
 pub mod status;
 pub mod store;
 pub mod sync;
+pub mod trust;
 pub mod units;
+pub mod verify;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -51,6 +56,8 @@ pub struct RestoreRequest {
     pub store: Option<PathBuf>,
     pub size: Option<String>,
     pub force: bool,
+    /// Load this generation, not the newest that verifies.
+    pub generation: Option<u64>,
     pub registry: PathBuf,
     pub json: bool,
 }
@@ -107,57 +114,88 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
     let store = Store::open(&store_path)?;
-    let (mounts, _) = ctx.sysroot.mountinfo()?;
-    store::check_store(&store_path, &dir, &mounts)?;
-    let keep = req
-        .keep
-        .or(entry.as_ref().map(|e| e.keep))
-        .unwrap_or(DEFAULT_KEEP);
-    if entry.is_some() && mount::tmpfs_at(&mounts, &dir).is_none() {
-        // A persisted DIR without its tmpfs is the stale tree on disk (after
-        // a reboot, before the restore): syncing it would bury the newest data.
-        bail!(
-            "{} is persisted but no tmpfs is mounted on it (rebooted or crashed?); \
-             run `tmpfsctl persist restore {}` first",
-            safe_path(&dir),
-            safe_path(&dir)
-        );
-    }
-    let dfd = open_dir(&dir)?;
-    if !req.allow_empty && fs::names(dfd.as_fd())?.is_empty() {
-        // An empty DIR over a store with data is almost always a tmpfs that
-        // was never restored (a failed boot): syncing it would start pruning
-        // the good generations.
-        if let Some(g) = store.newest_complete()?
-            && store.manifest(g)?.0.len() > 1
-        {
-            bail!(
-                "{} is empty but {} holds {} with data; not syncing an empty directory over it \
-                 (run `tmpfsctl persist restore {}`, or pass --allow-empty if emptying it was meant)",
-                safe_path(&dir),
-                safe_path(&store_path),
-                gen_name(g),
-                safe_path(&dir)
-            );
-        }
-    }
-    let intr = crate::sys::signals::Interrupt::install(true)?;
-    let flag = intr.flag();
-    let rep = match sync::sync(dfd.as_fd(), &store, keep, &flag) {
+    let out = sync_checked(ctx, req, &dir, &store, entry.as_ref());
+    let rep = match out {
         Ok(r) => r,
         Err(e) if interrupted(&e) => {
             eprintln!("tmpfsctl: sync interrupted; nothing switched");
             return Ok(ExitCode::Interrupted);
         }
-        Err(e) => return Err(e),
+        Err(e) => {
+            record::LastSync {
+                error: Some(format!("{e:#}")),
+                ..Default::default()
+            }
+            .save(&store_path);
+            return Err(e);
+        }
     };
+    record::LastSync {
+        ok: true,
+        generation: Some(rep.generation),
+        torn_files: rep.torn.iter().map(|t| t.path.clone()).collect(),
+        prefixed_files: rep.prefixed.len() as u64,
+        error: None,
+        dir_dev: Some(rep.dir_dev),
+        ..Default::default()
+    }
+    .save(&store_path);
     report_sync(&dir, &store_path, &rep, req.json)?;
     if !rep.pruned.is_empty() {
         use std::io::Write;
         let _ = std::io::stdout().flush();
         empty_trash_in_background(&store_path);
     }
-    Ok(ExitCode::Ok)
+    Ok(ExitCode::problem_if(!rep.torn.is_empty()))
+}
+
+fn sync_checked(
+    ctx: &Context,
+    req: &SyncRequest,
+    dir: &Path,
+    store: &Store,
+    entry: Option<&registry::Registered>,
+) -> Result<sync::SyncReport> {
+    let (mounts, _) = ctx.sysroot.mountinfo()?;
+    store::check_store(&store.path, dir, &mounts)?;
+    let keep = req.keep.or(entry.map(|e| e.keep)).unwrap_or(DEFAULT_KEEP);
+    if entry.is_some() && mount::tmpfs_at(&mounts, dir).is_none() {
+        // A persisted DIR without its tmpfs is the stale tree on disk (after
+        // a reboot, before the restore): syncing it would bury the newest data.
+        bail!(
+            "{} is persisted but no tmpfs is mounted on it (rebooted or crashed?); \
+             run `tmpfsctl persist restore {}` first",
+            safe_path(dir),
+            safe_path(dir)
+        );
+    }
+    let dfd = open_dir(dir)?;
+    if !req.allow_empty && fs::names(dfd.as_fd())?.is_empty() {
+        refuse_empty_over_data(dir, store)?;
+    }
+    let intr = crate::sys::signals::Interrupt::install(true)?;
+    let flag = intr.flag();
+    sync::sync(dfd.as_fd(), store, keep, &flag)
+}
+
+/// An empty DIR over a store with data is almost always a tmpfs that was
+/// never restored (a failed boot): syncing it would start pruning the good
+/// generations. Every generation is looked at, not only `current` (which
+/// may be lost or damaged).
+fn refuse_empty_over_data(dir: &Path, store: &Store) -> Result<()> {
+    for g in store.generations()?.into_iter().rev() {
+        if store.manifest(g).is_ok_and(|(m, _)| m.len() > 1) {
+            bail!(
+                "{} is empty but {} holds {} with data; not syncing an empty directory over it \
+                 (run `tmpfsctl persist restore {}`, or pass --allow-empty if emptying it was meant)",
+                safe_path(dir),
+                safe_path(&store.path),
+                gen_name(g),
+                safe_path(dir)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Free the pruned generations' space after this command returns: the new
@@ -207,12 +245,7 @@ fn report_sync(dir: &Path, store_path: &Path, rep: &sync::SyncReport, json: bool
             rep.shared_files,
             rep.duration_ns as f64 / 1e9
         );
-        for p in &rep.unsettled {
-            eprintln!(
-                "tmpfsctl: warning: {} kept changing during the sync; its previous version was kept",
-                crate::render::term::safe(p)
-            );
-        }
+        sync_notes(rep);
         for p in &rep.skipped_mounts {
             eprintln!(
                 "tmpfsctl: note: {} is another mount inside DIR; not synced",
@@ -223,124 +256,38 @@ fn report_sync(dir: &Path, store_path: &Path, rep: &sync::SyncReport, json: bool
     Ok(())
 }
 
-#[derive(Debug, serde::Serialize)]
-pub struct RestoreReport {
-    pub dir: PathBuf,
-    pub store: PathBuf,
-    pub generation: u64,
-    /// "mounted" (a new tmpfs filled and mounted), "loaded" (into the
-    /// tmpfs already there), "unchanged" (DIR already held it).
-    pub action: &'static str,
-    pub files: u64,
-    pub bytes: u64,
-}
-
-pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
-    let dir = resolve_dir(&req.dir)?;
-    let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
-    let store = Store::open(&store_path)?;
-    let _lock = store.lock()?;
-    let Some(g) = store.newest_complete()? else {
-        bail!(
-            "store {} holds no complete generation yet; run `tmpfsctl persist sync` first",
-            safe_path(&store_path)
-        );
-    };
-    let (mounts, _) = ctx.sysroot.mountinfo()?;
-    let size = req
-        .size
-        .clone()
-        .or_else(|| entry.as_ref().and_then(|e| e.size.clone()));
-    let mut rep = RestoreReport {
-        dir: dir.clone(),
-        store: store_path.clone(),
-        generation: g,
-        action: "mounted",
-        files: 0,
-        bytes: 0,
-    };
-    if mount::tmpfs_at(&mounts, &dir).is_none() {
-        let mut out = None;
-        mount::mount_dir(&dir, size.as_deref(), Default::default(), |root| {
-            let st = rustix::fs::fstat(root)?;
-            let (l, live) = load::load(&store, g, root)?;
-            out = Some((l, live, st.st_dev));
-            Ok(())
-        })?;
-        if let Some((l, live, dev)) = out {
-            store.write_live_index(g, dev, &live)?;
-            rep.files = l.files;
-            rep.bytes = l.bytes;
-        }
-    } else {
-        let dfd = open_dir(&dir)?;
-        if !fs::names(dfd.as_fd())?.is_empty() {
-            let d = load::diff(dfd.as_fd(), &store, Some(g))?;
-            if d.is_empty() {
-                rep.action = "unchanged";
-                return finish_restore(&rep, req.json);
-            }
-            if !req.force {
-                let mut names: Vec<String> = Vec::new();
-                for (what, v) in [
-                    ("changed", &d.changed),
-                    ("only in DIR", &d.added),
-                    ("only in the store", &d.removed),
-                ] {
-                    for p in v.iter().take(10) {
-                        names.push(format!("  {what}: {}", crate::render::term::safe(p)));
-                    }
-                }
-                bail!(
-                    "{} holds data that differs from {} in {} ({} entries, {} in files that would be lost):\n{}\n\
-                     not overwriting it; run `tmpfsctl persist sync {}` to keep DIR's data, or pass --force to replace it with the store's",
-                    safe_path(&dir),
-                    gen_name(g),
-                    safe_path(&store_path),
-                    d.changed_files(),
-                    fmt_bytes(d.changed_bytes),
-                    names.join("\n"),
-                    safe_path(&dir)
-                );
-            }
-            fs::clear_dir(dfd.as_fd()).with_context(|| format!("clearing {}", safe_path(&dir)))?;
-        }
-        let st = rustix::fs::fstat(&dfd)?;
-        let (l, live) = load::load(&store, g, dfd.as_fd())?;
-        store.write_live_index(g, st.st_dev, &live)?;
-        rep.action = "loaded";
-        rep.files = l.files;
-        rep.bytes = l.bytes;
+/// What a sync had to do besides copying: said on stderr, naming files.
+fn sync_notes(rep: &sync::SyncReport) {
+    use crate::render::term::safe;
+    for n in &rep.notes {
+        eprintln!("tmpfsctl: warning: {}", safe(n));
     }
-    finish_restore(&rep, req.json)
-}
-
-fn finish_restore(rep: &RestoreReport, json: bool) -> Result<ExitCode> {
-    if json {
-        crate::render::print_json(rep)?;
-    } else if rep.action == "unchanged" {
-        println!(
-            "{} already holds {} of {}; nothing to restore",
-            safe_path(&rep.dir),
-            gen_name(rep.generation),
-            safe_path(&rep.store)
-        );
-    } else {
-        println!(
-            "{}: {} restored from {} ({} files, {}){}",
-            safe_path(&rep.dir),
-            gen_name(rep.generation),
-            safe_path(&rep.store),
-            rep.files,
-            fmt_bytes(rep.bytes),
-            if rep.action == "mounted" {
-                " onto a new tmpfs"
-            } else {
-                ""
-            }
+    for r in &rep.repaired_objects {
+        eprintln!(
+            "tmpfsctl: warning: store damaged: {}; copied that file again from DIR",
+            safe(r)
         );
     }
-    Ok(ExitCode::Ok)
+    for m in &rep.moved_aside {
+        eprintln!("tmpfsctl: warning: {}", safe(m));
+    }
+    for p in &rep.prefixed {
+        eprintln!(
+            "tmpfsctl: note: {} grew during the sync; stored its first {} (its size when the copy began; \
+             it had {} when the copy ended, the rest goes into the next sync)",
+            safe(&p.path),
+            fmt_bytes(p.stored_bytes),
+            fmt_bytes(p.size_after_copy_bytes)
+        );
+    }
+    for t in &rep.torn {
+        eprintln!(
+            "tmpfsctl: warning: {}: {}; stored as copied and marked torn in {}",
+            safe(&t.path),
+            t.reason,
+            gen_name(rep.generation)
+        );
+    }
 }
 
 /// `10min`, `600`, `30s`, `1h`, `2h30m`, `1d`: seconds.

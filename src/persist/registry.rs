@@ -25,6 +25,10 @@ pub struct Registered {
     pub fstab: Option<PathBuf>,
     /// The exact fstab line added, so disable removes that line and no other.
     pub fstab_line: Option<String>,
+    /// The store's owner and mode as enable accepted them, and the tmpfs's
+    /// mount flags (absent in registries written before they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<super::trust::Trust>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

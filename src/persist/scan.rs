@@ -23,6 +23,8 @@ use crate::sys::fs::{self, Obj};
 pub struct Found {
     pub e: Entry,
     pub nlink: u64,
+    /// Bytes allocated (st_blocks * 512): what the entry takes in a tmpfs.
+    pub alloc_bytes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -70,6 +72,7 @@ pub fn entry_from_stat(path: Vec<u8>, st: &Stat) -> Entry {
         ino: st.st_ino,
         hash: None,
         xattrs: Vec::new(),
+        torn: false,
     }
 }
 
@@ -83,6 +86,7 @@ pub fn walk(root: BorrowedFd<'_>) -> Result<Scan> {
         found: vec![Found {
             e,
             nlink: st.st_nlink,
+            alloc_bytes: st.st_blocks as u64 * 512,
         }],
         dev: st.st_dev,
         skipped_mounts: Vec::new(),
@@ -125,6 +129,7 @@ fn walk_dir(dir: BorrowedFd<'_>, rel: &[u8], scan: &mut Scan) -> Result<()> {
                 scan.found.push(Found {
                     e,
                     nlink: st.st_nlink,
+                    alloc_bytes: st.st_blocks as u64 * 512,
                 });
                 walk_dir(sub.as_fd(), &path, scan)?;
                 continue;
@@ -140,14 +145,20 @@ fn walk_dir(dir: BorrowedFd<'_>, rel: &[u8], scan: &mut Scan) -> Result<()> {
                         }
                     };
                 }
-                e.xattrs = Obj::at(dir, name.to_bytes())
-                    .all()
-                    .with_context(|| format!("xattrs of {}", show(&path)))?;
+                e.xattrs = match Obj::at(dir, name.to_bytes()).all() {
+                    Ok(x) => x,
+                    // Gone between the stat and here (a lock symlink, a
+                    // socket): not part of this point in time, like an entry
+                    // deleted before the stat.
+                    Err(Errno::NOENT) => continue,
+                    Err(e) => return Err(e).with_context(|| format!("xattrs of {}", show(&path))),
+                };
             }
         }
         scan.found.push(Found {
             e,
             nlink: st.st_nlink,
+            alloc_bytes: st.st_blocks as u64 * 512,
         });
     }
     Ok(())
@@ -190,7 +201,8 @@ pub fn classify(cur: &Entry, prev: Option<&Entry>, live: &LiveIndex) -> Verdict 
             }
         }
         Kind::File => {
-            if !base || p.size != cur.size || p.mtime != cur.mtime {
+            // A torn copy is never carried forward as if whole.
+            if p.torn || !base || p.size != cur.size || p.mtime != cur.mtime {
                 return Verdict::Changed;
             }
             let stamp = (cur.ino, cur.ctime);
@@ -228,6 +240,7 @@ mod tests {
             ino,
             hash: None,
             xattrs: Vec::new(),
+            torn: false,
         }
     }
 

@@ -49,6 +49,21 @@ pub struct DirStatus {
     pub changed_files: Option<u64>,
     pub changed_bytes: Option<u64>,
     pub timer_next_unix_s: Option<u64>,
+    /// Files stored torn in the newest generation (changed in place
+    /// throughout their copy, or journals journald had open).
+    pub torn_files: u64,
+    /// The last sync attempt committed a generation with every file whole
+    /// or a consistent prefix.
+    pub last_sync_complete: bool,
+    /// Why the last sync attempt failed, when it did.
+    pub last_sync_error: Option<String>,
+    /// `ok`, `not_mounted` (no tmpfs on DIR), `other_mount` (a tmpfs that
+    /// is not the one persist mounted), `failed` (last sync failed),
+    /// `partial` (files stored torn), `at_risk` (changes older than one
+    /// interval not synced), `stale`, `error`.
+    pub state: &'static str,
+    /// What to run about `state`, when something helps.
+    pub fix: Option<String>,
     /// What could not be read (store missing, DIR unreadable).
     pub error: Option<String>,
 }
@@ -74,6 +89,11 @@ fn one(ctx: &Context, e: &Registered, now_s: u64) -> DirStatus {
         changed_files: None,
         changed_bytes: None,
         timer_next_unix_s: None,
+        torn_files: 0,
+        last_sync_complete: false,
+        last_sync_error: None,
+        state: "ok",
+        fix: None,
         error: None,
     };
     if let Ok((m, _)) = ctx.sysroot.mountinfo() {
@@ -85,16 +105,97 @@ fn one(ctx: &Context, e: &Registered, now_s: u64) -> DirStatus {
     if let Err(err) = fill(&mut s, e, now_s) {
         s.error = Some(format!("{err:#}"));
     }
+    judge(&mut s, e);
     s
 }
+
+/// The one state a directory is in, worst first, and what to run about it.
+fn judge(s: &mut DirStatus, e: &Registered) {
+    let d = crate::render::term::safe_path(&e.dir);
+    let ours = s.mounted && {
+        // The tmpfs the last sync read, or the one the last restore filled.
+        let known: Vec<u64> = [
+            super::record::LastSync::load(&e.store).and_then(|r| r.dir_dev),
+            Store::open(&e.store)
+                .ok()
+                .and_then(|st| st.live_index_dev()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        known.is_empty() || rustix::fs::stat(&e.dir).is_ok_and(|st| known.contains(&st.st_dev))
+    };
+    let at_risk = s.changed_files.unwrap_or(0) > 0
+        && s.last_sync_age_s
+            .is_some_and(|a| a > e.interval_s + TIMER_SLACK_S);
+    (s.state, s.fix) = if !s.mounted {
+        (
+            "not_mounted",
+            Some(format!(
+                "no tmpfs on {d}: writes go to the disk below and nothing is synced; run `tmpfsctl persist restore {d}`"
+            )),
+        )
+    } else if !ours {
+        (
+            "other_mount",
+            Some(format!(
+                "the tmpfs on {d} is not the one persist filled; unmount it and run `tmpfsctl persist restore {d}`"
+            )),
+        )
+    } else if s.error.is_some() {
+        ("error", None)
+    } else if s.last_sync_error.is_some() {
+        (
+            "failed",
+            Some(format!(
+                "the last sync failed; run `tmpfsctl persist sync {d}` to see why"
+            )),
+        )
+    } else if s.torn_files > 0 {
+        (
+            "partial",
+            Some(format!(
+                "{} file(s) stored torn; the next sync stores them again (`tmpfsctl persist sync {d}`)",
+                s.torn_files
+            )),
+        )
+    } else if s.stale {
+        (
+            "stale",
+            Some(format!(
+                "run `tmpfsctl persist sync {d}`; is its timer running?"
+            )),
+        )
+    } else if at_risk {
+        (
+            "at_risk",
+            Some(format!(
+                "changes older than one interval are not synced; run `tmpfsctl persist sync {d}`"
+            )),
+        )
+    } else {
+        ("ok", None)
+    };
+}
+
+/// How late a timer sync may be (systemd's default AccuracySec) before the
+/// changes it would take count as at risk beyond one interval.
+const TIMER_SLACK_S: u64 = 60;
 
 fn fill(s: &mut DirStatus, e: &Registered, now_s: u64) -> Result<()> {
     let store = Store::open(&e.store)?;
     s.generations_kept = store.generations()?.len() as u64;
     let g = store.newest_complete()?;
     s.generation = g;
+    let last = super::record::LastSync::load(&e.store);
+    s.last_sync_error = last.as_ref().and_then(|r| r.error.clone());
     if let Some(g) = g {
-        let (_, synced_ns) = store.manifest(g)?;
+        let (entries, synced_ns) = store.manifest(g)?;
+        s.torn_files = entries.iter().filter(|e| e.torn).count() as u64;
+        s.last_sync_complete = s.torn_files == 0
+            && last
+                .as_ref()
+                .is_none_or(|r| r.complete() && r.generation == Some(g));
         let t = (synced_ns / 1_000_000_000).max(0) as u64;
         s.last_sync_unix_s = Some(t);
         let age = now_s.saturating_sub(t);
@@ -125,6 +226,7 @@ pub fn status_cmd(ctx: &Context, req: &StatusRequest) -> Result<ExitCode> {
                     unit_dir: None,
                     fstab: None,
                     fstab_line: None,
+                    trust: None,
                 },
                 (None, None) => anyhow::bail!(
                     "{} is not a persisted directory (not in {}); give --store",
@@ -162,7 +264,7 @@ pub fn status_cmd(ctx: &Context, req: &StatusRequest) -> Result<ExitCode> {
     } else {
         print_human(&report);
     }
-    let bad = report.dirs.iter().any(|d| d.stale || d.error.is_some());
+    let bad = report.dirs.iter().any(|d| d.state != "ok");
     Ok(ExitCode::problem_if(bad))
 }
 
@@ -194,10 +296,11 @@ fn print_human(r: &StatusReport) {
             (Some(f), Some(b)) => format!("{f} entries, {}", fmt_bytes(b)),
             _ => "?".into(),
         };
-        let state = match (&d.error, d.stale) {
-            (Some(e), _) => format!("error: {}", safe(e)),
-            (None, true) => format!("STALE (older than 2 x {} s)", d.interval_s),
-            (None, false) => "ok".into(),
+        let state = match (&d.error, d.state) {
+            (Some(e), "error") => format!("error: {}", safe(e)),
+            (_, "stale") => format!("STALE (older than 2 x {} s)", d.interval_s),
+            (_, "ok") => "ok".into(),
+            (_, st) => st.to_uppercase(),
         };
         t.add_row(vec![
             safe_path(&d.dir),
@@ -211,6 +314,11 @@ fn print_human(r: &StatusReport) {
     }
     crate::render::fit_to_terminal(&mut t);
     println!("{t}");
+    for d in &r.dirs {
+        if let Some(f) = &d.fix {
+            println!("{}: {}", safe_path(&d.dir), safe(f));
+        }
+    }
 }
 
 fn label(p: &Path) -> String {
@@ -224,7 +332,7 @@ fn label(p: &Path) -> String {
 pub fn prom_text(r: &StatusReport) -> String {
     let mut o = String::new();
     type Get = fn(&DirStatus) -> Option<f64>;
-    let metrics: [(&str, &str, Get); 6] = [
+    let metrics: [(&str, &str, Get); 8] = [
         (
             "tmpfsctl_persist_last_sync_timestamp_seconds",
             "Unix time of the last good sync",
@@ -254,6 +362,16 @@ pub fn prom_text(r: &StatusReport) -> String {
             "tmpfsctl_persist_stale",
             "1 when the last good sync is older than twice the interval",
             |d| Some(if d.stale { 1.0 } else { 0.0 }),
+        ),
+        (
+            "tmpfsctl_persist_torn_files",
+            "Files stored torn in the newest generation",
+            |d| Some(d.torn_files as f64),
+        ),
+        (
+            "tmpfsctl_persist_ok",
+            "1 when the directory's state is ok (mounted, synced, nothing torn or at risk)",
+            |d| Some(if d.state == "ok" { 1.0 } else { 0.0 }),
         ),
     ];
     for (name, help, get) in metrics {

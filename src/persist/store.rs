@@ -54,6 +54,14 @@ pub struct Store {
     fd: OwnedFd,
 }
 
+/// The generation a sync builds on and a restore loads, and what was passed
+/// over to find it.
+#[derive(Debug, Default)]
+pub struct Resolved {
+    pub generation: Option<u64>,
+    pub notes: Vec<String>,
+}
+
 pub fn gen_name(g: u64) -> String {
     format!("gen-{g:06}")
 }
@@ -66,35 +74,24 @@ fn parse_gen(name: &[u8]) -> Option<u64> {
 }
 
 impl Store {
-    /// Open an existing store.
+    /// Open an existing store, checked (see `trust`): through a path with
+    /// no symlink, owned and writable only by root (or the caller).
     pub fn open(path: &Path) -> Result<Store> {
-        let fd = rustix::fs::open(
-            path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .with_context(|| {
-            format!(
-                "store {}: cannot open it (was `tmpfsctl persist enable` run for this directory?)",
-                path.display()
-            )
-        })?;
+        let t = super::trust::open(path)?;
         Ok(Store {
-            path: path.to_path_buf(),
-            fd,
+            path: t.path,
+            fd: t.fd,
         })
     }
 
     /// Open the store, creating it (mode 0700: it holds other users' files)
-    /// when missing.
+    /// when missing, after the checks `open` makes passed for what exists.
     pub fn create(path: &Path) -> Result<Store> {
-        if !path.exists() {
-            std::fs::create_dir_all(path)
-                .with_context(|| format!("store {}: cannot create it", path.display()))?;
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))?;
-        }
-        Store::open(path)
+        let t = super::trust::create(path)?;
+        Ok(Store {
+            path: t.path,
+            fd: t.fd,
+        })
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {
@@ -150,11 +147,158 @@ impl Store {
         Ok(v)
     }
 
-    /// The newest complete generation: the one `current` names. A
-    /// generation is complete only once the pointer names it (it is written
-    /// and made durable first); any newer one is a sync that did not finish.
+    /// The newest complete generation: the one `current` names when its
+    /// manifest reads back whole; else (no `current`, or its manifest
+    /// damaged) the newest older generation whose manifest reads and whose
+    /// objects all exist with their sizes. A generation newer than `current`
+    /// is a sync that did not finish and is never chosen.
     pub fn newest_complete(&self) -> Result<Option<u64>> {
-        self.current()
+        Ok(self.resolve()?.generation)
+    }
+
+    /// Generations to try, newest first: `current` and those older than it,
+    /// or every generation when there is no `current`.
+    pub fn candidates(&self) -> Result<Vec<u64>> {
+        let cur = self.current().unwrap_or(None);
+        let mut v: Vec<u64> = self
+            .generations()?
+            .into_iter()
+            .filter(|&g| cur.is_none_or(|c| g <= c))
+            .collect();
+        v.reverse();
+        Ok(v)
+    }
+
+    /// [`newest_complete`](Self::newest_complete), with what was skipped on
+    /// the way and why, naming the damaged paths in the store.
+    pub fn resolve(&self) -> Result<Resolved> {
+        let cur = match self.current() {
+            Ok(c) => c,
+            Err(e) => {
+                return Ok(Resolved {
+                    notes: vec![format!("{e:#}")],
+                    ..self.resolve_from(None)?
+                });
+            }
+        };
+        let mut r = self.resolve_from(cur)?;
+        if cur.is_none() && !self.generations()?.is_empty() {
+            r.notes.insert(
+                0,
+                format!(
+                    "store {}: `current` is missing; looking for the newest generation that verifies",
+                    self.path.display()
+                ),
+            );
+        }
+        Ok(r)
+    }
+
+    fn resolve_from(&self, cur: Option<u64>) -> Result<Resolved> {
+        let mut notes = Vec::new();
+        for g in self.candidates()? {
+            let entries = match self.manifest(g) {
+                Ok((e, _)) => e,
+                Err(e) => {
+                    notes.push(format!("{e:#}; skipping {}", gen_name(g)));
+                    continue;
+                }
+            };
+            if cur != Some(g) {
+                let bad = self.check_objects(&entries);
+                if !bad.is_empty() {
+                    notes.push(format!(
+                        "{} is damaged ({}); skipping it",
+                        gen_name(g),
+                        bad.join("; ")
+                    ));
+                    continue;
+                }
+                if !notes.is_empty() || cur.is_none() {
+                    notes.push(format!(
+                        "using {} of {}, the newest generation that verifies",
+                        gen_name(g),
+                        self.path.display()
+                    ));
+                }
+            }
+            return Ok(Resolved {
+                generation: Some(g),
+                notes,
+            });
+        }
+        Ok(Resolved {
+            generation: None,
+            notes,
+        })
+    }
+
+    /// Objects the entries refer to that are missing or not of the size the
+    /// manifest gives, by their path in the store (cheap: one stat each).
+    pub fn check_objects(&self, entries: &[Entry]) -> Vec<String> {
+        let mut bad = Vec::new();
+        let mut seen = HashSet::new();
+        for e in entries.iter().filter(|e| e.is_file()) {
+            let Some(h) = e.hash else {
+                bad.push(format!(
+                    "{}: no content identity in the manifest",
+                    e.path.escape_ascii()
+                ));
+                continue;
+            };
+            if !seen.insert(h) {
+                continue;
+            }
+            if let Some(why) = self.object_problem(&h, e.size) {
+                bad.push(why);
+            }
+        }
+        bad
+    }
+
+    /// Why the object `h` cannot hold `size` bytes of content: missing, or
+    /// of another size; the message names its path in the store.
+    pub fn object_problem(&self, h: &[u8; 16], size: u64) -> Option<String> {
+        let rel = object_rel(h);
+        let p = self.path.join(&rel);
+        match rustix::fs::statat(self.fd(), rel.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if st.st_mode & libc::S_IFMT != libc::S_IFREG => {
+                Some(format!("{} is not a regular file", p.display()))
+            }
+            Ok(st) if st.st_size as u64 != size => Some(format!(
+                "{} holds {} bytes, the manifest says {size}",
+                p.display(),
+                st.st_size
+            )),
+            Ok(_) => None,
+            Err(Errno::NOENT) => Some(format!("{} is missing", p.display())),
+            Err(e) => Some(format!("{}: {e}", p.display())),
+        }
+    }
+
+    /// Move a damaged object out of the way (into the trash) so a fresh copy
+    /// can take its name.
+    pub fn discard_object(&self, h: &[u8; 16]) -> Result<()> {
+        let trash = self.trash_fd()?;
+        let objects = self.objects_fd()?;
+        match rustix::fs::renameat(
+            &objects,
+            object_name(h).as_str(),
+            &trash,
+            format!("{}.damaged", hex(h)).as_str(),
+        ) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(e).context("store: moving a damaged object aside"),
+        }
+    }
+
+    /// A prune was killed after moving a generation into the trash: the
+    /// objects only it held may still be in `objects/`.
+    pub fn interrupted_prune(&self) -> bool {
+        let Ok(t) = fs::open_dir_beneath(self.fd(), TRASH.as_bytes()) else {
+            return false;
+        };
+        fs::names(t.as_fd()).is_ok_and(|v| v.iter().any(|n| parse_gen(n.to_bytes()).is_some()))
     }
 
     pub fn manifest(&self, g: u64) -> Result<(Vec<Entry>, i128)> {
@@ -181,15 +325,24 @@ impl Store {
         fs::open_beneath(self.fd(), object_rel(h).as_bytes(), OFlags::RDONLY)
     }
 
-    /// Remove what a killed sync left: generations newer than `current` (or
-    /// any, when there is no pointer yet), a pointer temp and objects never
-    /// finished (`objects/.tmp-*`).
+    /// Remove what a killed sync left: generations newer than `current`
+    /// (without a `current`: only those newer than the newest complete one
+    /// whose manifest does not read back whole; a lost pointer never costs a
+    /// good generation), a pointer temp and objects never finished
+    /// (`objects/.tmp-*`).
     pub fn sweep(&self) -> Result<usize> {
-        let cur = self.current()?;
+        let cur = self.current().unwrap_or(None);
+        let newest = match cur {
+            Some(_) => None,
+            None => self.resolve_from(None)?.generation,
+        };
         let mut n = 0;
         for name in fs::names(self.fd())? {
             let b = name.to_bytes();
-            let unfinished = parse_gen(b).is_some_and(|g| cur.is_none_or(|c| g > c));
+            let unfinished = parse_gen(b).is_some_and(|g| match cur {
+                Some(c) => g > c,
+                None => newest.is_none_or(|ok| g > ok) && self.manifest(g).is_err(),
+            });
             if unfinished || b.starts_with(PARTIAL.as_bytes()) || b == CURRENT_TMP.as_bytes() {
                 fs::remove_tree(self.fd(), &name)
                     .with_context(|| format!("removing leftover {}", String::from_utf8_lossy(b)))?;
@@ -232,12 +385,29 @@ impl Store {
     /// (after a killed sync, which may have left unreferenced ones); else
     /// only the objects of the removed generations are candidates, so a
     /// prune costs what changed, not what the tree holds.
-    pub fn prune(&self, keep: usize, full: bool) -> Result<Vec<u64>> {
+    pub fn prune(&self, keep: usize, full: bool) -> Result<Pruned> {
+        let mut out = Pruned::default();
         let Some(cur) = self.current()? else {
-            return Ok(Vec::new());
+            return Ok(out);
         };
         let gens = self.generations()?;
-        let mut older: Vec<u64> = gens.iter().copied().filter(|&g| g < cur).collect();
+        let mut older: Vec<u64> = Vec::new();
+        for g in gens.iter().copied().filter(|&g| g < cur) {
+            if let Err(e) = self.manifest(g) {
+                // Not a generation a restore could use, and not to be
+                // counted as kept: moved aside whole for inspection, never
+                // deleted behind the user's back.
+                let aside = format!("damaged-{}", gen_name(g));
+                rustix::fs::renameat(&self.fd, gen_name(g).as_str(), &self.fd, aside.as_str())
+                    .with_context(|| format!("moving {} aside", gen_name(g)))?;
+                out.moved_aside.push(format!(
+                    "{e:#}; moved to {}",
+                    self.path.join(&aside).display()
+                ));
+                continue;
+            }
+            older.push(g);
+        }
         let keep_older = keep.max(1) - 1;
         let cut = older.len().saturating_sub(keep_older);
         older.truncate(cut);
@@ -252,13 +422,17 @@ impl Store {
             rustix::fs::renameat(&self.fd, gen_name(g).as_str(), &trash, gen_name(g).as_str())
                 .with_context(|| format!("removing old generation {}", gen_name(g)))?;
         }
+        out.generations = older;
         if candidates.is_empty() && !full {
-            return Ok(older);
+            return Ok(out);
         }
         let mut referenced: HashSet<[u8; 16]> = HashSet::new();
         for g in self.generations()? {
-            let (entries, _) = self.manifest(g)?;
-            referenced.extend(entries.iter().filter_map(|e| e.hash));
+            // Only the generations kept above remain, and their manifests
+            // read; one that cannot be read now refers to nothing reachable.
+            if let Ok((entries, _)) = self.manifest(g) {
+                referenced.extend(entries.iter().filter_map(|e| e.hash));
+            }
         }
         let objects = self.objects_fd()?;
         // Into the trash by rename: freeing a file's blocks costs a journal
@@ -290,11 +464,11 @@ impl Store {
         }
         // No fsync: a removal lost to a crash only leaves garbage for a later
         // full scan; `current` is already durable.
-        Ok(older)
+        Ok(out)
     }
 
     /// STORE/trash, created when missing.
-    fn trash_fd(&self) -> Result<OwnedFd> {
+    pub fn trash_fd(&self) -> Result<OwnedFd> {
         match rustix::fs::mkdirat(&self.fd, TRASH, Mode::from_raw_mode(0o700)) {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(e) => return Err(e).context("store: mkdir trash"),
@@ -354,6 +528,19 @@ impl Store {
         idx
     }
 
+    /// st_dev of the tmpfs the last restore filled, from the live index.
+    pub fn live_index_dev(&self) -> Option<u64> {
+        let text = std::fs::read(self.path.join(LIVE_INDEX)).ok()?;
+        let first = text.split(|&b| b == b'\n').next()?;
+        let first = std::str::from_utf8(first).ok()?;
+        first
+            .strip_prefix("tmpfsctl-persist-live 1 ")?
+            .split(' ')
+            .nth(1)?
+            .parse()
+            .ok()
+    }
+
     pub fn write_live_index(&self, g: u64, dev: u64, idx: &LiveIndex) -> Result<()> {
         let mut s = format!("tmpfsctl-persist-live 1 {g} {dev}\n");
         for (p, (ino, (cs, cns))) in &idx.files {
@@ -369,6 +556,16 @@ impl Store {
     pub fn drop_live_index(&self) {
         let _ = rustix::fs::unlinkat(&self.fd, LIVE_INDEX, AtFlags::empty());
     }
+}
+
+/// What a prune did.
+#[derive(Debug, Default)]
+pub struct Pruned {
+    /// Generations removed (beyond --keep).
+    pub generations: Vec<u64>,
+    /// Older generations whose manifest does not read, moved to
+    /// `damaged-gen-N`, with why.
+    pub moved_aside: Vec<String>,
 }
 
 const TMPFS_MAGIC: i64 = 0x0102_1994;

@@ -3,14 +3,15 @@
 //! new objects, write the manifest, make all of it durable (syncfs of the
 //! store), switch `current` (rename + fsync), prune.
 //!
-//! A file that keeps changing while it is copied (its size, mtime or ctime
-//! differ after the copy, or a recently touched file hashes differently on a
-//! second read) is retried a few times; if it never holds still, the new
-//! generation keeps its previous version. So each file in a generation is a
-//! version that existed as a whole, never a torn mix; across files a
-//! generation is not one instant (see docs/persist.md).
+//! A file that changes while it is copied (its size, mtime or ctime differ
+//! after the copy, or a recently touched file hashes differently on a second
+//! read) is stored as the prefix that was copied when it only grew (its
+//! first bytes read the same again), else copied again a few times and, if
+//! it never holds still, stored as copied and marked torn in the manifest.
+//! Every regular file is in every generation; across files a generation is
+//! not one instant (see docs/persist.md).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,12 +37,39 @@ pub struct SyncReport {
     pub copied_files: u64,
     pub copied_bytes: u64,
     pub shared_files: u64,
-    /// Files that changed throughout the sync: their previous version kept.
-    pub unsettled: Vec<String>,
+    /// Files that grew while copied: stored as their beginning, as long as
+    /// the file was when its copy began.
+    pub prefixed: Vec<PrefixFile>,
+    /// Files stored as copied although they changed in place throughout
+    /// (or are journals journald had open): marked torn in the manifest.
+    pub torn: Vec<TornFile>,
+    /// Shared objects found missing or of the wrong size in the store:
+    /// copied again from DIR (the damaged path in the store named).
+    pub repaired_objects: Vec<String>,
+    /// How the generation built on was found when `current` was missing or
+    /// its manifest damaged.
+    pub notes: Vec<String>,
+    /// Older generations whose manifest did not read, moved aside.
+    pub moved_aside: Vec<String>,
     pub skipped_mounts: Vec<String>,
     pub pruned: Vec<u64>,
     pub swept_partials: usize,
+    /// st_dev of the filesystem DIR was read from.
+    pub dir_dev: u64,
     pub duration_ns: u64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PrefixFile {
+    pub path: String,
+    pub stored_bytes: u64,
+    pub size_after_copy_bytes: u64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TornFile {
+    pub path: String,
+    pub reason: String,
 }
 
 pub fn now_unix_ns() -> i128 {
@@ -60,14 +88,27 @@ struct Ctx<'a> {
     /// Objects this sync added (removed again if it fails).
     created: Vec<String>,
     tmp_seq: u64,
+    store: &'a Store,
+    /// Objects found sound (present, right size) during this sync.
+    checked: HashSet<[u8; 16]>,
 }
 
 enum Copied {
-    Done(Entry),
+    Done(Entry, How),
     /// Deleted or replaced by a non-file since the walk.
     Gone,
-    /// Never held still long enough to copy whole.
-    Unsettled,
+}
+
+/// How a copied file's bytes relate to the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// One version that existed as a whole.
+    Whole,
+    /// The file grew while it was copied (to this size); the object is its
+    /// unchanged beginning, as long as the file was when the copy began.
+    Prefix(u64),
+    /// Stored as read, possibly mixing versions; the reason.
+    Torn(&'static str),
 }
 
 /// Tries at a read lease before copying without one.
@@ -77,13 +118,13 @@ const LEASE_TRIES: u64 = 3;
 /// it only when no one has the file open for writing, and while we hold it
 /// an open for writing or a truncate blocks until we let go: the bytes we
 /// copy are one version, whatever the writer's timing. Released on drop.
-struct Lease<'f>(BorrowedFd<'f>);
+pub struct Lease<'f>(BorrowedFd<'f>);
 
 impl<'f> Lease<'f> {
     /// The lease, or whether trying again may get one (EAGAIN: open for
     /// writing now; anything else, such as EACCES for a file someone else
     /// owns when not root, will not change).
-    fn take(fd: &'f OwnedFd) -> Result<Lease<'f>, bool> {
+    pub fn take(fd: &'f OwnedFd) -> Result<Lease<'f>, bool> {
         use std::os::fd::AsRawFd;
         // SAFETY: fcntl on an fd we own, with integer arguments only.
         let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) };
@@ -119,7 +160,7 @@ fn write_barrier(fd: &OwnedFd) {
 
 /// A lease break is announced with SIGIO, whose default action kills; the
 /// break itself needs no handling (we let go right after the copy).
-fn ignore_sigio() {
+pub fn ignore_sigio() {
     // SAFETY: SIG_IGN is always a valid disposition.
     unsafe {
         libc::signal(libc::SIGIO, libc::SIG_IGN);
@@ -143,12 +184,65 @@ fn same_stat(a: &rustix::fs::Stat, b: &rustix::fs::Stat) -> bool {
         && fs::stat_times(a)[1..] == fs::stat_times(b)[1..]
 }
 
+/// Copies of a file that keeps changing in place before it is stored as
+/// copied and marked torn.
+const TRIES: u64 = 8;
+
+/// journald's file header: signature, then at byte 16 the state (0 offline,
+/// 1 online, 2 archived). An online journal is being written by journald and
+/// a copy of it may not open cleanly.
+const JOURNAL_SIGNATURE: &[u8; 8] = b"LPKSHHRH";
+const JOURNAL_STATE_ONLINE: u8 = 1;
+
+fn is_online_journal(rel: &[u8], stored: BorrowedFd<'_>) -> bool {
+    if !(rel.ends_with(b".journal") || rel.ends_with(b".journal~")) {
+        return false;
+    }
+    let mut head = [0u8; 17];
+    matches!(rustix::io::pread(stored, &mut head, 0), Ok(17))
+        && &head[..8] == JOURNAL_SIGNATURE
+        && head[16] == JOURNAL_STATE_ONLINE
+}
+
+/// The first `len` bytes of `a` and `b` are equal (a byte compare, no hash:
+/// reading a file twice costs far less than hashing it twice).
+fn same_bytes(a: BorrowedFd<'_>, b: BorrowedFd<'_>, len: u64, buf: &mut Vec<u8>) -> Result<bool> {
+    buf.resize(2 * content::BUF, 0);
+    let (x, y) = buf.split_at_mut(content::BUF);
+    let mut off = 0u64;
+    while off < len {
+        let want = ((len - off) as usize).min(content::BUF);
+        let n = rustix::io::pread(a, &mut x[..want], off)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let mut m = 0;
+        while m < n {
+            let k = rustix::io::pread(b, &mut y[m..n], off + m as u64)?;
+            if k == 0 {
+                return Ok(false);
+            }
+            m += k;
+        }
+        if x[..n] != y[..n] {
+            return Ok(false);
+        }
+        off += n as u64;
+    }
+    Ok(true)
+}
+
 impl Ctx<'_> {
     /// Copy one regular file into the new generation, with its metadata
-    /// taken from the same fstat as its content.
+    /// taken from the same fstat as its content. A file that grew during
+    /// the copy but whose first bytes did not change is stored as that
+    /// prefix (what a log reader expects); one that changed otherwise is
+    /// copied again up to [`TRIES`] times, then stored as copied and marked
+    /// torn.
     fn copy_file(&mut self, rel: &[u8]) -> Result<Copied> {
         let mut lease_misses = 0;
-        for attempt in 0..8u64 {
+        let mut attempt = 0u64;
+        loop {
             let (fd, _) = match fs::open_regular_beneath(self.src, rel) {
                 Ok(x) => x,
                 Err(Errno::NOENT | Errno::NOTSUP | Errno::LOOP | Errno::XDEV | Errno::NOTDIR) => {
@@ -166,17 +260,20 @@ impl Ctx<'_> {
                 std::thread::sleep(Duration::from_millis(lease_misses));
                 continue;
             }
+            attempt += 1;
             write_barrier(&fd);
             let pre = rustix::fs::fstat(&fd)?;
-            let xattrs = Obj::Fd(fd.as_fd())
-                .all()
-                .with_context(|| format!("xattrs of {}", show(rel)))?;
+            let xattrs = match Obj::Fd(fd.as_fd()).all() {
+                Ok(x) => x,
+                Err(Errno::NOENT) => return Ok(Copied::Gone),
+                Err(e) => return Err(e).with_context(|| format!("xattrs of {}", show(rel))),
+            };
             self.tmp_seq += 1;
             let tmp = format!("{OBJECT_TMP}{}-{}", std::process::id(), self.tmp_seq);
             let dst = rustix::fs::openat(
                 self.objects,
                 tmp.as_str(),
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+                OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
                 Mode::from_raw_mode(0o600),
             )
             .with_context(|| format!("store: create the object for {}", show(rel)))?;
@@ -195,20 +292,36 @@ impl Ctx<'_> {
                 let after = rustix::fs::fstat(&fd)?;
                 settled = again == hash && same_stat(&post, &after);
             }
-            drop(leased);
+            let mut how = How::Whole;
             if !settled {
-                let _ = rustix::fs::unlinkat(self.objects, tmp.as_str(), AtFlags::empty());
-                std::thread::sleep(Duration::from_millis(5 * attempt));
-                continue;
+                // Grown, with the bytes we copied still the same: those bytes
+                // are a prefix of the file as it is now (an appender only
+                // adds after them), as long as it was when the copy began.
+                let now = rustix::fs::fstat(&fd)?;
+                let grew = now.st_ino == pre.st_ino && now.st_size >= pre.st_size;
+                if grew && same_bytes(fd.as_fd(), dst.as_fd(), pre.st_size as u64, &mut self.buf)? {
+                    how = How::Prefix(now.st_size as u64);
+                } else if attempt < TRIES {
+                    drop(leased);
+                    let _ = rustix::fs::unlinkat(self.objects, tmp.as_str(), AtFlags::empty());
+                    std::thread::sleep(Duration::from_millis(5 * attempt));
+                    continue;
+                } else {
+                    how = How::Torn("changed in place throughout the copy");
+                }
+            }
+            drop(leased);
+            if !matches!(how, How::Torn(_)) && is_online_journal(rel, dst.as_fd()) {
+                how = How::Torn("a journal journald had open (online)");
             }
             self.publish(&tmp, &hash)?;
             drop(dst);
             let mut e = scan::entry_from_stat(rel.to_vec(), &pre);
             e.hash = Some(hash);
             e.xattrs = xattrs;
-            return Ok(Copied::Done(e));
+            e.torn = matches!(how, How::Torn(_));
+            return Ok(Copied::Done(e, how));
         }
-        Ok(Copied::Unsettled)
     }
 
     /// Give the finished temp object its name (its content identity). An
@@ -272,11 +385,15 @@ pub fn sync(
     let t0 = Instant::now();
     ignore_sigio();
     let _lock = store.lock()?;
+    // A prune killed after moving a generation into the trash left the
+    // objects only it held: this sync's prune scans every object.
+    let full_prune = store.interrupted_prune();
     let swept = store.sweep()?;
     // What a previous prune left for a background emptier that did not run
     // (killed with its service, say): freed now, before writing.
     store.empty_trash(false)?;
-    let prev_gen = store.newest_complete()?;
+    let resolved = store.resolve()?;
+    let prev_gen = resolved.generation;
     let (prev_entries, _) = match prev_gen {
         Some(g) => store.manifest(g)?,
         None => (Vec::new(), 0),
@@ -301,6 +418,8 @@ pub fn sync(
         cancel,
         created: Vec::new(),
         tmp_seq: 0,
+        store,
+        checked: HashSet::new(),
     };
     let result = (|| -> Result<(Vec<Entry>, SyncReport)> {
         rustix::fs::mkdirat(sfd, gname.as_str(), Mode::from_raw_mode(0o700))
@@ -348,13 +467,32 @@ pub fn sync(
         }
     };
     store.switch(g)?;
-    rep.pruned = store.prune(keep, swept > 0)?;
+    let pruned = store.prune(keep, swept > 0 || full_prune)?;
+    rep.pruned = pruned.generations;
+    rep.moved_aside = pruned.moved_aside;
+    rep.notes = resolved.notes;
     rep.generation = g;
     rep.previous_generation = prev_gen;
     rep.entries = entries.len() as u64;
     rep.swept_partials = swept;
+    rep.dir_dev = scan.dev;
     rep.duration_ns = t0.elapsed().as_nanos() as u64;
     Ok(rep)
+}
+
+/// A regular file under `root` that some process has open for writing
+/// (a read lease is refused), if any.
+pub fn open_for_writing(root: BorrowedFd<'_>) -> Result<Option<String>> {
+    ignore_sigio();
+    for f in scan::walk(root)?.found.iter().filter(|f| f.e.is_file()) {
+        let Ok((fd, _)) = fs::open_regular_beneath(root, &f.e.path) else {
+            continue;
+        };
+        if matches!(Lease::take(&fd), Err(true)) {
+            return Ok(Some(show(&f.e.path)));
+        }
+    }
+    Ok(None)
 }
 
 fn write_entries(
@@ -404,6 +542,25 @@ fn write_entries(
                 None => verdict = Verdict::Changed,
             }
         }
+        if verdict == Verdict::Same
+            && let Some(p) = p
+            && let Some(h) = p.hash
+            && !cx.checked.contains(&h)
+        {
+            // Shared only when its object is there with the right size: a
+            // damaged store must not spread into the new generation while
+            // the data is still in RAM to copy again.
+            match cx.store.object_problem(&h, p.size) {
+                None => {
+                    cx.checked.insert(h);
+                }
+                Some(why) => {
+                    cx.store.discard_object(&h)?;
+                    rep.repaired_objects.push(why);
+                    verdict = Verdict::Changed;
+                }
+            }
+        }
         let e = match (verdict, p) {
             // Unchanged: the new generation refers to the same object.
             (Verdict::Same, Some(p)) if p.hash.is_some() => {
@@ -416,19 +573,24 @@ fn write_entries(
                 e
             }
             _ => match cx.copy_file(rel)? {
-                Copied::Done(e) => {
+                Copied::Done(e, how) => {
                     rep.copied_files += 1;
                     rep.copied_bytes += e.size;
+                    match how {
+                        How::Whole => {}
+                        How::Prefix(now) => rep.prefixed.push(PrefixFile {
+                            path: show(rel),
+                            stored_bytes: e.size,
+                            size_after_copy_bytes: now,
+                        }),
+                        How::Torn(why) => rep.torn.push(TornFile {
+                            path: show(rel),
+                            reason: why.to_string(),
+                        }),
+                    }
                     e
                 }
                 Copied::Gone => continue,
-                Copied::Unsettled => {
-                    rep.unsettled.push(show(rel));
-                    match p {
-                        Some(p) if p.is_file() && p.hash.is_some() => p.clone(),
-                        _ => continue,
-                    }
-                }
             },
         };
         if f.nlink > 1 {

@@ -1,8 +1,17 @@
 //! systemd units for a persisted directory, generated as text:
 //! * `tmpfsctl-persist-NAME.service`: restores DIR from the store early at
-//!   boot (before local-fs.target, so before any service can use DIR) and,
-//!   through ExecStop, syncs it at shutdown after the services that use it
-//!   have stopped (stop order is the reverse of start order).
+//!   boot (before local-fs.target, so before any service can use DIR, and
+//!   before the units named with `--before`) and, through ExecStop, syncs it
+//!   at shutdown after the services that use it have stopped (stop order is
+//!   the reverse of start order). It is ordered after DIR's own mount unit,
+//!   so at shutdown its sync runs before systemd unmounts the tmpfs: without
+//!   that order both stop at once and on some boots the tmpfs is gone before
+//!   the sync reads it.
+//! * A DIR holding /var/log/journal: the restore runs before journald moves
+//!   its journal there (systemd-journal-flush), and at shutdown journald is
+//!   told to stop writing there (`journalctl --relinquish-var`) before the
+//!   last sync, so every stored journal file is closed, not torn. The timer's
+//!   sync asks journald to write its files out first (`--sync`).
 //! * `tmpfsctl-persist-sync-NAME.timer` + `.service`: a sync every interval;
 //!   Requisite= on the restore unit, so a DIR whose restore failed is never
 //!   synced over the good generations.
@@ -24,6 +33,41 @@ pub struct UnitSpec {
     pub registry: Option<PathBuf>,
     /// The tmpfs comes from an fstab line: order after its mount unit.
     pub fstab_mount: bool,
+    /// Units that use DIR early at boot and must start after the restore.
+    pub before: Vec<String>,
+}
+
+/// A unit name `--before` accepts: systemd's characters and a unit type.
+pub fn check_unit_name(u: &str) -> Result<()> {
+    const TYPES: [&str; 11] = [
+        ".service",
+        ".socket",
+        ".target",
+        ".mount",
+        ".automount",
+        ".timer",
+        ".path",
+        ".swap",
+        ".slice",
+        ".scope",
+        ".device",
+    ];
+    let ok_chars = !u.is_empty()
+        && u.len() <= 255
+        && u.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b":-_.\\@".contains(&b));
+    if !ok_chars || !TYPES.iter().any(|t| u.len() > t.len() && u.ends_with(t)) {
+        bail!(
+            "--before {}: not a systemd unit name; give one like `myapp.service` (see `systemctl list-units`)",
+            crate::render::term::safe(u)
+        );
+    }
+    Ok(())
+}
+
+/// DIR is /var/log/journal or holds it: journald writes there.
+fn holds_journal(dir: &Path) -> bool {
+    Path::new("/var/log/journal").starts_with(dir)
 }
 
 /// The escaped name systemd would give DIR (`/srv/my cache` -> `srv-my\x20cache`).
@@ -86,23 +130,39 @@ pub fn render(spec: &UnitSpec) -> [(String, String); 3] {
     } else {
         String::new()
     };
+    // DIR's mount unit appears when the restore mounts the tmpfs (or comes
+    // from fstab): ordered after it, this unit stops before it is unmounted.
+    let dir_mount = crate::sys::systemd::mount_unit_name(&spec.dir);
+    let journal = holds_journal(&spec.dir);
+    let mut before = vec!["local-fs.target".to_string()];
+    if journal {
+        before.push("systemd-journal-flush.service".into());
+    }
+    before.extend(spec.before.iter().cloned());
+    before.push("shutdown.target".into());
+    let relinquish = if journal {
+        "ExecStop=-journalctl --relinquish-var\n"
+    } else {
+        ""
+    };
     let main_text = format!(
         "{head}[Unit]\n\
 Description=tmpfsctl persist: {shown} in RAM, restored at boot and synced at shutdown\n\
 DefaultDependencies=no\n\
 RequiresMountsFor={store}\n\
-{mount_dep}After=local-fs-pre.target\n\
-Before=local-fs.target shutdown.target\n\
+{mount_dep}After=local-fs-pre.target {dir_mount}\n\
+Before={before}\n\
 Conflicts=shutdown.target\n\n\
 [Service]\n\
 Type=oneshot\n\
 RemainAfterExit=yes\n\
 ExecStart={restore}\n\
-ExecStop={syncc}\n\
+{relinquish}ExecStop={syncc}\n\
 TimeoutStopSec=30min\n\n\
 [Install]\n\
 WantedBy=local-fs.target\n",
         store = quote(&spec.store),
+        before = before.join(" "),
         restore = command(spec, "restore"),
         syncc = command(spec, "sync"),
     );
@@ -113,7 +173,12 @@ Requisite={main}\n\
 After={main}\n\n\
 [Service]\n\
 Type=oneshot\n\
-ExecStart={syncc}\n",
+{flush}ExecStart={syncc}\n",
+        flush = if journal {
+            "ExecStartPre=-journalctl --sync\n"
+        } else {
+            ""
+        },
         syncc = command(spec, "sync"),
     );
     let timer_text = format!(
@@ -278,6 +343,7 @@ mod tests {
             bin: PathBuf::from("/usr/bin/tmpfsctl"),
             registry: None,
             fstab_mount: false,
+            before: vec!["early.service".into()],
         };
         let u = render(&spec);
         assert_eq!(u[0].0, "tmpfsctl-persist-srv-my\\x20cache\\x25.service");
@@ -289,5 +355,50 @@ mod tests {
         assert!(u[0].1.contains("ExecStop="));
         assert!(u[2].1.contains("OnUnitActiveSec=600s"));
         assert!(u[1].1.contains(&format!("Requisite={}", u[0].0)));
+        // Stops before its tmpfs is unmounted; starts before the named unit.
+        assert!(
+            u[0].1
+                .contains("After=local-fs-pre.target srv-my\\x20cache\\x25.mount\n")
+        );
+        assert!(
+            u[0].1
+                .contains("Before=local-fs.target early.service shutdown.target\n")
+        );
+        assert!(!u[0].1.contains("journalctl"));
+    }
+
+    #[test]
+    fn a_dir_holding_the_journal_relinquishes_it_before_the_shutdown_sync() {
+        let spec = UnitSpec {
+            dir: PathBuf::from("/var/log"),
+            store: PathBuf::from("/var/lib/tmpfsctl/persist/var-log"),
+            interval_s: 600,
+            bin: PathBuf::from("/usr/bin/tmpfsctl"),
+            registry: None,
+            fstab_mount: false,
+            before: Vec::new(),
+        };
+        let u = render(&spec);
+        let main = &u[0].1;
+        let relinquish = main.find("ExecStop=-journalctl --relinquish-var").unwrap();
+        assert!(
+            relinquish
+                < main
+                    .find("ExecStop=\"/usr/bin/tmpfsctl\" persist sync")
+                    .unwrap()
+        );
+        assert!(
+            main.contains("Before=local-fs.target systemd-journal-flush.service shutdown.target")
+        );
+        assert!(u[1].1.contains("ExecStartPre=-journalctl --sync\n"));
+    }
+
+    #[test]
+    fn before_takes_unit_names_only() {
+        assert!(check_unit_name("myapp.service").is_ok());
+        assert!(check_unit_name("getty@tty1.service").is_ok());
+        for bad in ["", "myapp", "my app.service", "a\nb.service", ".service"] {
+            assert!(check_unit_name(bad).is_err(), "{bad:?}");
+        }
     }
 }

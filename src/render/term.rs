@@ -37,6 +37,61 @@ pub fn safe_path(p: &Path) -> String {
     safe(&p.to_string_lossy()).into_owned()
 }
 
+/// One shell word for a command the user may paste: plain when it has only
+/// characters no shell treats specially, else single-quoted. A word with
+/// control characters (or invalid UTF-8) becomes `$'…'` with `\xNN` escapes
+/// (bash, zsh, ksh; not dash): pasting it names the same bytes, and nothing
+/// raw reaches the terminal.
+pub fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:=@%".contains(&b))
+    {
+        return s.to_string();
+    }
+    if !s.chars().any(needs_escape) {
+        return format!("'{}'", s.replace('\'', "'\\''"));
+    }
+    let mut o = String::from("$'");
+    for c in s.chars() {
+        match c {
+            '\'' | '\\' => {
+                o.push('\\');
+                o.push(c);
+            }
+            c if needs_escape(c) => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    let _ = write!(o, "\\x{b:02x}");
+                }
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('\'');
+    o
+}
+
+/// [`shell_word`] for a path.
+pub fn shell_path(p: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    match std::str::from_utf8(p.as_os_str().as_bytes()) {
+        Ok(s) => shell_word(s),
+        Err(_) => {
+            let mut o = String::from("$'");
+            for &b in p.as_os_str().as_bytes() {
+                if b.is_ascii_graphic() && b != b'\'' && b != b'\\' || b == b' ' {
+                    o.push(b as char);
+                } else {
+                    let _ = write!(o, "\\x{b:02x}");
+                }
+            }
+            o.push('\'');
+            o
+        }
+    }
+}
+
 /// At most `max` bytes of `bytes` (cut at a character boundary), lossy UTF-8,
 /// made [`safe`], with "…" when cut: for quoting a bad input line in an error.
 pub fn excerpt(bytes: &[u8], max: usize) -> String {
@@ -59,6 +114,16 @@ fn needs_escape(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_words_paste_as_the_same_bytes() {
+        assert_eq!(shell_word("/tmp/x-1.d"), "/tmp/x-1.d");
+        assert_eq!(shell_word("a b$c"), "'a b$c'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+        assert_eq!(shell_word("a\nb\x1b"), "$'a\\x0ab\\x1b'");
+        assert_eq!(shell_word("q'\n"), "$'q\\'\\x0a'");
+    }
 
     #[test]
     fn control_characters_are_shown_not_obeyed() {

@@ -1,5 +1,6 @@
 //! `tmpfsctl status`: what is RAM-backed here, how full, and what it costs in RAM.
 
+pub mod hidden;
 mod render;
 
 use std::collections::{HashMap, HashSet};
@@ -14,7 +15,10 @@ use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, statfs, system
 /// 2: a ramfs's `used_bytes`/`inodes_used` (and so `memory.ram_fs_used_bytes`)
 /// come from walking its files instead of statfs's 0; `usage_source`, `huge`,
 /// `noswap`, `quota` and `memory.ramfs_used_bytes` are new.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: a temp directory's `used_bytes`/`inodes` come from statfs where it is
+/// its own mount, from a walk only with `--du`, and are null otherwise
+/// (`paths[].usage_source` says which); `mounts[].hidden_below` is new.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// A tmpfs this full (use% or inodes, strictly above) gets a warning that
 /// points at `top` and `explain`: at 90% a 16 MiB scratch has 1.6 MiB left,
@@ -31,6 +35,10 @@ pub enum UsageSource {
     Walk,
     /// Not measured (a `--sysroot` capture, or the walk failed).
     Unknown,
+    /// Not counted: the directory shares its filesystem with other data, so
+    /// statfs does not answer for it, and walking it (`--du`) was not asked
+    /// for: a walk grows with every file there.
+    NotCounted,
 }
 
 /// What `status` is asked about: the plain request the CLI (or another
@@ -41,6 +49,8 @@ pub struct StatusQuery {
     pub paths: Vec<PathBuf>,
     /// Also list hugetlbfs and devtmpfs mounts.
     pub all: bool,
+    /// Walk each directory that is not its own mount to count its data.
+    pub du: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -75,7 +85,16 @@ pub struct MountReport {
     /// `major:minor` of the superblock; bind mounts of one tmpfs share it.
     pub device: String,
     pub bind: bool,
+    /// Entries the covered filesystem holds at this mount point, hidden by
+    /// the mount; null when not looked at (not root, a --sysroot, or past
+    /// the first [`HIDDEN_CHECKS`] mounts).
+    pub hidden_below_entries: Option<u64>,
 }
+
+/// Mounts whose covered directory status looks into: one open_tree and one
+/// getdents each, so a host with tens of thousands of container mounts is
+/// not slowed down by it.
+pub const HIDDEN_CHECKS: usize = 256;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FstabReport {
@@ -91,9 +110,13 @@ pub struct PathReport {
     pub mountpoint: String,
     pub fstype: String,
     pub ram_backed: bool,
-    /// Bytes under the path, like `du -s -x -B1`.
-    pub used_bytes: u64,
-    pub inodes: u64,
+    /// Bytes under the path: statfs's figure where the path is its own
+    /// mount, else (with `--du`) a walk like `du -s -x -B1`; null when not
+    /// counted.
+    pub used_bytes: Option<u64>,
+    pub inodes: Option<u64>,
+    /// Where `used_bytes` and `inodes` come from.
+    pub usage_source: UsageSource,
     pub unreadable_dirs: u64,
     /// The /etc/fstab entry for the path's mount point, if any.
     pub fstab: Option<FstabReport>,
@@ -239,6 +262,7 @@ fn mount_report(root: &Sysroot, m: MountInfo, mem: &MemInfo) -> MountReport {
         options,
         device,
         bind,
+        hidden_below_entries: None,
     }
 }
 
@@ -282,15 +306,12 @@ fn path_report(
     p: &Path,
     mounts: &[MountInfo],
     fstab: &sys::fstab::Fstab,
+    walk: bool,
 ) -> Result<PathReport> {
     let resolved = resolve_in(root, p)?;
     let m = sys::mountinfo::mount_for(mounts, &resolved);
-    let usage = sys::du::usage(&root.path(&resolved)).with_context(|| {
-        format!(
-            "{}: cannot be read; run as a user who can read it",
-            p.display()
-        )
-    })?;
+    let (used_bytes, inodes, usage_source, unreadable_dirs) =
+        path_usage(root, p, &resolved, m, walk)?;
     let mp = m
         .map(|m| m.mount_point.clone())
         .unwrap_or_else(|| "/".into());
@@ -309,9 +330,10 @@ fn path_report(
         mountpoint: mp.to_string_lossy().into_owned(),
         ram_backed: sys::is_ram_backed(&fstype),
         fstype,
-        used_bytes: usage.bytes,
-        inodes: usage.inodes,
-        unreadable_dirs: usage.unreadable_dirs,
+        used_bytes,
+        inodes,
+        usage_source,
+        unreadable_dirs,
         fstab,
         systemd_unit: unit.name,
         systemd_state: unit.state,
@@ -321,6 +343,39 @@ fn path_report(
             .map(|d| d.to_string_lossy().into_owned())
             .collect(),
     })
+}
+
+/// How much data is under a temp directory, without walking it unless asked:
+/// where the directory is its own mount (and not ramfs, whose statfs says 0)
+/// statfs answers in one call, as `df`; a walk costs a stat per file.
+fn path_usage(
+    root: &Sysroot,
+    shown: &Path,
+    resolved: &Path,
+    m: Option<&MountInfo>,
+    walk: bool,
+) -> Result<(Option<u64>, Option<u64>, UsageSource, u64)> {
+    if let Some(m) = m.filter(|m| m.mount_point == resolved && m.fstype != "ramfs") {
+        let l = statfs::limits(m, root.is_live(), 0);
+        if let (Some(b), Some(i)) = (l.used_bytes, l.inodes_used) {
+            return Ok((Some(b), Some(i), UsageSource::Statfs, 0));
+        }
+    }
+    if !walk {
+        return Ok((None, None, UsageSource::NotCounted, 0));
+    }
+    let usage = sys::du::usage(&root.path(resolved)).with_context(|| {
+        format!(
+            "{}: cannot be read; run as a user who can read it",
+            shown.display()
+        )
+    })?;
+    Ok((
+        Some(usage.bytes),
+        Some(usage.inodes),
+        UsageSource::Walk,
+        usage.unreadable_dirs,
+    ))
 }
 
 /// Everything `status` reports, gathered without printing anything.
@@ -349,7 +404,7 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
         if !explicit && !root.path(&p).exists() {
             continue;
         }
-        let r = path_report(root, &label, &p, &mounts, &fstab)?;
+        let r = path_report(root, &label, &p, &mounts, &fstab, args.du)?;
         if !explicit && paths.iter().any(|o| o.resolved == r.resolved) {
             continue;
         }
@@ -358,10 +413,25 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
 
     // Last, as it consumes the mount table.
     let keep = visible_mask(&mounts);
+    let look_below = root.is_live() && rustix::process::geteuid().is_root();
+    let mut checks = 0usize;
+    let below: Vec<Option<u64>> = mounts
+        .iter()
+        .zip(&keep)
+        .map(|(m, visible)| {
+            let ram = matches!(m.fstype.as_str(), "tmpfs" | "ramfs");
+            if !(look_below && *visible && ram && checks < HIDDEN_CHECKS) {
+                return None;
+            }
+            checks += 1;
+            hidden::open(&mounts, m).ok().map(|b| b.entries())
+        })
+        .collect();
     let shown: Vec<MountReport> = mounts
         .into_iter()
         .zip(keep)
-        .filter(|(m, visible)| {
+        .zip(below)
+        .filter(|((m, visible), _)| {
             *visible
                 && match m.fstype.as_str() {
                     "tmpfs" | "ramfs" => true,
@@ -369,7 +439,10 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
                     _ => false,
                 }
         })
-        .map(|(m, _)| mount_report(root, m, &mem))
+        .map(|((m, _), below)| MountReport {
+            hidden_below_entries: below,
+            ..mount_report(root, m, &mem)
+        })
         .collect();
 
     let memory = memory_report(&shown, &mem);
@@ -521,6 +594,18 @@ pub fn warnings(
                 ),
             );
         }
+        if let Some(n) = m.hidden_below_entries.filter(|n| *n > 0) {
+            w(
+                "tmpfs_hides_data",
+                format!(
+                    "{} hides {n} entries on the filesystem below it: they still use that disk's space, \
+                     and neither `ls` nor `du` sees them while the mount is there. \
+                     `tmpfsctl explain {} --json` counts them (hidden_below); to reach them, \
+                     `mount --bind PARENT_MOUNT /mnt/below` (without --rbind) and look in /mnt/below.",
+                    m.mountpoint, m.mountpoint
+                ),
+            );
+        }
         if let Some(p) = m.use_percent.filter(|p| *p > NEARLY_FULL_PERCENT) {
             w(
                 "tmpfs_nearly_full",
@@ -555,16 +640,23 @@ pub fn warnings(
     if let Some(tmp) = paths.iter().find(|p| p.resolved == "/tmp")
         && !tmp.ram_backed
         && mem.mem_total_bytes >= 2 << 30
-        && mem.mem_available_bytes / 4 > tmp.used_bytes
+        && tmp
+            .used_bytes
+            .is_none_or(|u| mem.mem_available_bytes / 4 > u)
     {
+        // Uncounted (no --du), the advice stands but the size is `plan`'s
+        // to measure before anything moves.
+        let holds = match tmp.used_bytes {
+            Some(u) => format!(" and /tmp holds only {}", fmt_bytes(u)),
+            None => String::new(),
+        };
         w(
             "tmp_on_disk",
             format!(
-                "/tmp is on {} (disk) while {} of RAM is available and /tmp holds only {}. \
+                "/tmp is on {} (disk) while {} of RAM is available{holds}. \
                  `tmpfsctl bench` shows what tmpfs would gain; `tmpfsctl plan /tmp` shows how to move it.",
                 tmp.fstype,
                 fmt_bytes(mem.mem_available_bytes),
-                fmt_bytes(tmp.used_bytes)
             ),
         );
     }

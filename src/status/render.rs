@@ -140,7 +140,10 @@ pub fn text(r: &StatusReport) -> String {
         for d in &p.systemd_dropins {
             how.push(format!("drop-in {}", safe(d)));
         }
-        let mut data = fmt_bytes(p.used_bytes);
+        let mut data = match p.used_bytes {
+            Some(b) => fmt_bytes(b),
+            None => "not counted".into(),
+        };
         if p.unreadable_dirs > 0 {
             data.push_str(&format!(" (+{} unreadable dirs)", p.unreadable_dirs));
         }
@@ -150,7 +153,7 @@ pub fn text(r: &StatusReport) -> String {
             safe(&p.fstype).into_owned(),
             if p.ram_backed { "yes" } else { "no" }.to_string(),
             data,
-            fmt_count(p.inodes),
+            p.inodes.map(fmt_count).unwrap_or_else(|| "-".into()),
             how.join("\n"),
         ]);
     }

@@ -28,6 +28,7 @@ fn mount(
         key_options: vec![],
         device: dev.into(),
         bind: false,
+        hidden_below_entries: None,
     }
 }
 
@@ -107,8 +108,9 @@ fn tmp_path(fstype: &str, used: u64) -> PathReport {
         mountpoint: "/".into(),
         fstype: fstype.into(),
         ram_backed: sys::is_ram_backed(fstype),
-        used_bytes: used,
-        inodes: 1,
+        used_bytes: Some(used),
+        inodes: Some(1),
+        usage_source: UsageSource::Walk,
         unreadable_dirs: 0,
         fstab: None,
         systemd_unit: "tmp.mount".into(),
@@ -186,6 +188,7 @@ bogus line\n",
         &StatusQuery {
             paths: vec![],
             all: false,
+            du: true,
         },
     )
     .unwrap();
@@ -198,8 +201,8 @@ bogus line\n",
     let tmp = rep.paths.iter().find(|p| p.path == "/tmp").unwrap();
     assert!(tmp.ram_backed);
     assert_eq!(tmp.mountpoint, "/tmp");
-    assert!(tmp.used_bytes >= 10_000);
-    assert_eq!(tmp.inodes, 3);
+    assert!(tmp.used_bytes.unwrap() >= 10_000);
+    assert_eq!(tmp.inodes, Some(3));
     assert_eq!(
         tmp.fstab.as_ref().unwrap().options,
         vec!["nosuid", "nodev", "size=2G"]
@@ -222,6 +225,7 @@ fn missing_explicit_path_is_an_error_naming_it() {
         &StatusQuery {
             paths: vec!["/no/such/dir-xyz".into()],
             all: false,
+            du: false,
         },
     )
     .unwrap_err();

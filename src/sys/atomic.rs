@@ -72,7 +72,7 @@ impl<'a> AtomicWrite<'a> {
     ) -> Result<()> {
         let what = self.what;
         let dir = parent_dir(dest);
-        if dest.is_dir() {
+        if is_dir_not_followed(dest) {
             bail!(
                 "{what} {}: is a directory; give a file name inside it, e.g. {}",
                 dest.display(),
@@ -97,12 +97,16 @@ impl<'a> AtomicWrite<'a> {
         tmp.write_all(data)
             .with_context(|| format!("{what} {}: writing", dest.display()))?;
         let f = tmp.as_file();
-        match (self.mode, std::fs::metadata(dest)) {
-            (NewMode::KeepOr0644, Ok(m)) => {
+        // The file being replaced, not what a symlink in its place leads to.
+        match (
+            self.mode,
+            std::fs::symlink_metadata(dest).ok().filter(|m| m.is_file()),
+        ) {
+            (NewMode::KeepOr0644, Some(m)) => {
                 f.set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777))?;
                 std::os::unix::fs::fchown(f, Some(m.uid()), Some(m.gid()))?;
             }
-            (NewMode::KeepOr0644, Err(_)) => {
+            (NewMode::KeepOr0644, None) => {
                 f.set_permissions(std::fs::Permissions::from_mode(0o644))?
             }
             (NewMode::Exactly(mode), _) => {
@@ -137,12 +141,36 @@ enum Special {
     Refused(&'static str),
 }
 
+/// `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`,
+/// `/proc/PID/fd/N`: names of a descriptor the caller opened, the only
+/// symbolic links tmpfsctl writes through.
+fn is_fd_alias(dest: &Path) -> bool {
+    use std::path::Component;
+    let parts: Vec<&std::ffi::OsStr> = dest
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let s = |i: usize| parts.get(i).and_then(|p| p.to_str());
+    let number =
+        |i: usize| s(i).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    match (parts.len(), s(0), s(1), s(2)) {
+        (2, Some("dev"), Some("stdout" | "stderr"), _) => true,
+        (3, Some("dev"), Some("fd"), _) => number(2),
+        (4, Some("proc"), Some("self" | "thread-self"), Some("fd")) => number(3),
+        (4, Some("proc"), _, Some("fd")) => number(1) && number(3),
+        _ => false,
+    }
+}
+
 fn special_kind(dest: &Path) -> Option<Special> {
     use std::os::unix::fs::FileTypeExt;
     // /dev/stdout, /dev/fd/N, /proc/self/fd/N are links to whatever the
     // caller opened, a regular file too (`> out.json`): a rename would
     // replace the link itself and the data would never reach the file.
-    if dest.starts_with("/dev") || dest.starts_with("/proc") {
+    if is_fd_alias(dest) {
         return match std::fs::metadata(dest).map(|m| m.file_type()) {
             Ok(t) if t.is_block_device() => Some(Special::Refused("a block device")),
             Ok(t) if t.is_socket() => Some(Special::Refused("a socket")),
@@ -150,8 +178,11 @@ fn special_kind(dest: &Path) -> Option<Special> {
             _ => Some(Special::Stream),
         };
     }
-    let t = std::fs::metadata(dest).ok()?.file_type();
-    if t.is_file() || t.is_dir() {
+    // Any other symbolic link is never followed, wherever it came from (one
+    // planted while the command ran could point at a root-only file): the
+    // rename replaces the link itself.
+    let t = std::fs::symlink_metadata(dest).ok()?.file_type();
+    if t.is_file() || t.is_dir() || t.is_symlink() {
         None
     } else if t.is_char_device() || t.is_fifo() {
         Some(Special::Stream)
@@ -178,8 +209,17 @@ impl AtomicWrite<'_> {
                 dest.display()
             ),
             (Special::Stream, NewMode::Exactly(_)) => {
+                use std::os::unix::fs::OpenOptionsExt;
+                // A device or FIFO as named, or the descriptor an fd alias
+                // names; a link swapped in since the check is not followed.
+                let nofollow = if is_fd_alias(dest) {
+                    0
+                } else {
+                    libc::O_NOFOLLOW
+                };
                 let mut f = std::fs::OpenOptions::new()
                     .write(true)
+                    .custom_flags(nofollow)
                     .open(dest)
                     .with_context(|| format!("{what} {}: cannot open", dest.display()))?;
                 f.write_all(data)
@@ -194,7 +234,7 @@ impl AtomicWrite<'_> {
 /// written later: its directory must exist and be writable, and it must not
 /// be a directory itself.
 pub fn check_writable(what: &str, dest: &Path) -> Result<()> {
-    if dest.is_dir() {
+    if is_dir_not_followed(dest) {
         bail!(
             "{what} {}: is a directory; give a file name inside it",
             dest.display()
@@ -224,6 +264,16 @@ pub fn check_writable(what: &str, dest: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A directory by that name; a symlink to one (other than an fd alias) is
+/// not, since it would be replaced, not written through.
+fn is_dir_not_followed(dest: &Path) -> bool {
+    if is_fd_alias(dest) {
+        dest.is_dir()
+    } else {
+        std::fs::symlink_metadata(dest).is_ok_and(|m| m.is_dir())
+    }
 }
 
 fn parent_dir(dest: &Path) -> PathBuf {
@@ -285,6 +335,49 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("is a directory"), "{e}");
         check_writable("--html", &d.path().join("ok.html")).unwrap();
+    }
+
+    #[test]
+    fn a_symlink_in_place_of_the_file_is_replaced_never_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+        for w in [
+            AtomicWrite::report("--output"),
+            AtomicWrite::config("--fstab"),
+        ] {
+            let dest = d.path().join("out");
+            let _ = std::fs::remove_file(&dest);
+            std::os::unix::fs::symlink(&victim, &dest).unwrap();
+            check_writable(w.what, &dest).unwrap();
+            w.write(&dest, b"new").unwrap();
+            assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+            assert!(std::fs::symlink_metadata(&dest).unwrap().is_file());
+            assert_eq!(std::fs::read(&dest).unwrap(), b"new");
+            // Not the victim's mode either.
+            assert_eq!(std::fs::metadata(&dest).unwrap().mode() & 0o777, 0o644);
+        }
+        for p in [
+            "/dev/stdout",
+            "/dev/stderr",
+            "/dev/fd/3",
+            "/proc/self/fd/1",
+            "/proc/thread-self/fd/2",
+            "/proc/42/fd/7",
+        ] {
+            assert!(is_fd_alias(Path::new(p)), "{p}");
+        }
+        for p in [
+            "/dev/shm/x",
+            "/dev/fd",
+            "/dev/fd/x",
+            "/proc/self/fd",
+            "/proc/x/fd/1",
+            "/tmp/dev/stdout",
+        ] {
+            assert!(!is_fd_alias(Path::new(p)), "{p}");
+        }
     }
 
     #[test]

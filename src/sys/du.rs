@@ -269,10 +269,21 @@ impl Worker {
         }
     }
 
-    fn account(&mut self, shared: &Shared, st: &Stat, dir: u32) {
+    /// A directory whose contents are not counted (permissions, races),
+    /// charged to its breakdown directory so a report can say which;
+    /// `itself`: that is the unreadable directory, not an ancestor of it.
+    fn unreadable(&mut self, dir: u32, itself: bool) {
+        self.usage.unreadable_dirs += 1;
+        if let Some(t) = &mut self.tally {
+            t.note_unreadable(dir, itself);
+        }
+    }
+
+    /// Count one entry; false when it was a hard link already counted.
+    fn account(&mut self, shared: &Shared, st: &Stat, dir: u32) -> bool {
         let is_dir = FileType::from_raw_mode(st.st_mode) == FileType::Directory;
         if !is_dir && st.st_nlink > 1 && !lock(&shared.links).insert(st.st_ino) {
-            return;
+            return false;
         }
         self.usage.bytes += (st.st_blocks as u64) * 512;
         self.usage.inodes += 1;
@@ -280,6 +291,7 @@ impl Worker {
         if let Some(t) = &mut self.tally {
             t.note(st, dir);
         }
+        true
     }
 
     /// Count every entry of the open directory `fd` and return its
@@ -331,14 +343,16 @@ impl Worker {
                 };
                 self.account(shared, &st, own);
                 subdirs.push((name.to_owned(), st.st_ino, own));
-            } else {
-                self.account(shared, &st, here);
+            } else if self.account(shared, &st, here)
+                && let Some(t) = &mut self.tally
+            {
+                t.note_file(&st, fd, name);
             }
         }
         self.buf = buf;
         ENTRIES_WALKED.fetch_add(seen, Ordering::Relaxed);
         if unreadable {
-            self.usage.unreadable_dirs += 1;
+            self.unreadable(here, depth <= shared.detail_depth);
         }
         subdirs
     }
@@ -349,7 +363,7 @@ impl Worker {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return, // removed since its parent was read
             Err(_) => {
-                self.usage.unreadable_dirs += 1;
+                self.unreadable(job.dir, job.depth <= shared.detail_depth);
                 return;
             }
         };
@@ -528,7 +542,7 @@ fn walk_detailed(
 }
 
 mod breakdown;
-pub use breakdown::{Breakdown, DirTotal, OwnerTotal, breakdown};
+pub use breakdown::{Breakdown, DirTotal, FileTotal, LARGEST_FILES, OwnerTotal, breakdown};
 
 #[cfg(test)]
 mod tests;

@@ -242,14 +242,37 @@ pub fn untrusted_writer(root: &Path, d: &OpenedDir, trusted: &[u32]) -> Option<S
     None
 }
 
+/// What the package managers and the key store keep: their databases (the
+/// lists of every file installed: dpkg's `info/*.list`, apt's state, rpm's
+/// database in both its places) and root's TLS private keys; `/usr/local`
+/// is the administrator's own installed software. Refused themselves, with
+/// everything below them and every directory above them.
+const GUARDED: &[&str] = &[
+    "/var/lib/dpkg",
+    "/var/lib/apt",
+    "/var/lib/rpm",
+    "/usr/lib/sysimage/rpm",
+    "/usr/local",
+    "/etc/ssl/private",
+];
+
 /// Directories that are never put on tmpfs, whatever is asked: the system
-/// itself lives there.
+/// itself lives there, or the package managers' databases and the key store
+/// (see [`GUARDED`]).
 pub fn is_system_dir(abs: &Path) -> bool {
     const SYSTEM: &[&str] = &[
         "/", "/etc", "/usr", "/var", "/boot", "/root", "/home", "/proc", "/sys", "/dev", "/run",
         "/bin", "/sbin", "/opt", "/srv",
     ];
     if SYSTEM.iter().any(|s| abs == Path::new(s)) {
+        return true;
+    }
+    // A tmpfs on, inside or above these would hide the package database
+    // (the system then forgets what is installed) or the private keys.
+    if GUARDED
+        .iter()
+        .any(|g| abs.starts_with(g) || Path::new(g).starts_with(abs))
+    {
         return true;
     }
     let mut c = abs.components().skip(1);
@@ -330,12 +353,29 @@ mod tests {
             assert!(is_system_dir(Path::new(d)), "{d}");
         }
         for d in [
+            "/var/lib/dpkg",
+            "/var/lib/dpkg/info",
+            "/var/lib/apt",
+            "/var/lib/rpm",
+            "/usr/lib/sysimage/rpm",
+            "/usr/local",
+            "/usr/local/bin",
+            "/etc/ssl/private",
+            "/etc/ssl",
+            "/var/lib",
+            "/usr/lib",
+        ] {
+            assert!(is_system_dir(Path::new(d)), "{d}");
+        }
+        for d in [
             "/tmp",
             "/var/tmp",
             "/var/cache/x",
             "/var/log",
             "/home/u/build",
-            "/usr/lib",
+            "/var/lib/dpkgx",
+            "/usr/localx",
+            "/etc/ssl/certs",
         ] {
             assert!(!is_system_dir(Path::new(d)), "{d}");
         }

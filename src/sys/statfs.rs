@@ -4,6 +4,16 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+/// `f_type` of tmpfs and ramfs in statfs(2).
+pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+pub const RAMFS_MAGIC: u64 = 0x8584_58f6;
+
+/// True for a filesystem whose data lives only in RAM (tmpfs, ramfs), by
+/// its statfs(2) `f_type` (i64 on some targets: give it `as u64`).
+pub fn is_ram_fs_type(f_type: u64) -> bool {
+    f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct FsStats {
     pub block_size: u64,

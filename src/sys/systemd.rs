@@ -37,6 +37,9 @@ pub struct UnitInfo {
     pub fragment: Option<PathBuf>,
     /// `NAME.d/*.conf` drop-ins, in the order systemd reads them.
     pub dropins: Vec<PathBuf>,
+    /// The `Options=` in effect (the last one read, fragment then drop-ins),
+    /// with systemd's `%%` unescaped: `size=50%` stays a share of RAM.
+    pub options: Option<String>,
 }
 
 /// Search path for system units, highest priority first (systemd.unit(5)).
@@ -118,12 +121,35 @@ pub fn unit_info(root: &Sysroot, name: &str) -> UnitInfo {
         }
         dropins.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
     }
+    let options = fragment
+        .iter()
+        .chain(&dropins)
+        .filter_map(|f| std::fs::read_to_string(root.path(f)).ok())
+        .fold(None, |acc, text| mount_options_in(&text).or(acc));
     UnitInfo {
         name: name.to_string(),
         state,
         fragment,
         dropins,
+        options,
     }
+}
+
+/// The last `Options=` of a unit file's `[Mount]` section; an empty
+/// assignment resets, as systemd reads it.
+pub fn mount_options_in(text: &str) -> Option<String> {
+    let mut section = "";
+    let mut found = None;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line;
+        } else if section == "[Mount]"
+            && let Some(v) = line.strip_prefix("Options=")
+        {
+            found = Some(v.trim().replace("%%", "%"));
+        }
+    }
+    found
 }
 
 /// A `*.wants/NAME` or `*.requires/NAME` link in any unit directory.

@@ -57,6 +57,8 @@ pub struct Rule {
     pub kind: char,
     pub path: String,
     pub age: Option<Age>,
+    /// The age field as written ("am:10d", "~1w"), for showing it back.
+    pub age_field: Option<String>,
     /// The file and line it came from.
     pub source: String,
     pub line: usize,
@@ -68,12 +70,38 @@ impl Rule {
         self.age.is_some() && matches!(self.kind, 'd' | 'D' | 'e' | 'v' | 'q' | 'Q' | 'C')
     }
 
+    /// Types that `systemd-tmpfiles --remove` acts on, which
+    /// systemd-tmpfiles-setup.service runs at every boot: `D` empties the
+    /// directory, `R` and `r` remove the path. `x`/`X` do not protect from
+    /// it (checked with systemd 252's --remove).
+    pub fn removes_at_boot(&self) -> bool {
+        matches!(self.kind, 'D' | 'R' | 'r')
+    }
+
     pub fn is_exclusion(&self) -> bool {
         matches!(self.kind, 'x' | 'X')
     }
 }
 
 /// A systemd time span ("10d", "1h30min", "2w", "30" = seconds).
+impl AgeBy {
+    /// The timestamps by name, as systemd's letters say: files first, then
+    /// directories ("atime", "mtime", "dir atime").
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.file_atime, "atime"),
+            (self.file_ctime, "ctime"),
+            (self.file_mtime, "mtime"),
+            (self.dir_atime, "dir atime"),
+            (self.dir_ctime, "dir ctime"),
+            (self.dir_mtime, "dir mtime"),
+        ]
+        .into_iter()
+        .filter_map(|(on, n)| on.then_some(n))
+        .collect()
+    }
+}
+
 pub fn parse_span(s: &str) -> Option<u64> {
     let s = s.trim();
     if s.is_empty() {
@@ -232,6 +260,7 @@ pub fn parse(text: &str, source: &str) -> (Vec<Rule>, Vec<ParseWarning>) {
             kind,
             path: path.trim_end_matches('/').to_string().replace("//", "/"),
             age,
+            age_field: f.get(5).filter(|a| *a != "-").cloned(),
             source: source.to_string(),
             line: i + 1,
         });

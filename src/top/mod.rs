@@ -19,7 +19,9 @@ use crate::sys::procfd::{self, Scan};
 use crate::sys::sysvshm::{self, ShmSegment};
 use crate::sys::{MountInfo, Sysroot, du, mountinfo, statfs};
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `mounts[].largest_files`, `deleted_open_known`, `usage_source`,
+/// `by_dir[].unreadable(_dirs)` and `paths_not_ram_backed` are new.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// How `top` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +60,73 @@ pub struct DirUse {
     pub path: String,
     pub bytes: u64,
     pub inodes: u64,
+    /// The directory itself could not be read: `bytes` is not its contents.
+    pub unreadable: bool,
+    /// Directories below it (itself included) whose contents were not counted.
+    pub unreadable_dirs: u64,
+}
+
+/// A process with a file open: who to ask (or restart) to let it go.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenBy {
+    pub pid: u32,
+    pub comm: String,
+    pub fd: u32,
+}
+
+/// One of a mount's largest files, root files included (`du -a | sort -h | tail`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LargeFile {
+    pub path: String,
+    /// Allocated bytes, as du.
+    pub bytes: u64,
+    /// User name, or the uid as a number when it has no passwd entry.
+    pub owner: String,
+    pub uid: u32,
+    /// Last modification, seconds since the epoch.
+    pub mtime: i64,
+    /// Processes holding it open (one entry per fd).
+    pub open_by: Vec<OpenBy>,
+}
+
+/// The largest files a walk found, with their owners and the processes
+/// holding them open; shared by `top` and `explain`.
+pub fn largest_files(
+    root: &Sysroot,
+    walk: &du::Breakdown,
+    scan: &Scan,
+    names: &HashMap<u32, String>,
+    n: usize,
+) -> Vec<LargeFile> {
+    walk.largest_files
+        .iter()
+        .take(n)
+        .map(|f| LargeFile {
+            path: f.path.to_string_lossy().into_owned(),
+            bytes: f.bytes,
+            owner: names
+                .get(&f.uid)
+                .cloned()
+                .unwrap_or_else(|| f.uid.to_string()),
+            uid: f.uid,
+            mtime: f.mtime,
+            open_by: scan
+                .processes
+                .iter()
+                .flat_map(|p| {
+                    p.files
+                        .iter()
+                        .filter(|o| o.dev == f.dev && o.ino == f.ino && !o.deleted)
+                        .map(move |o| (p.pid, o.fd))
+                })
+                .map(|(pid, fd)| OpenBy {
+                    pid,
+                    comm: procfd::comm(root, pid),
+                    fd,
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -96,9 +165,16 @@ pub struct MountTop {
     pub visible_bytes: u64,
     pub by_owner: Vec<Owner>,
     pub by_dir: Vec<DirUse>,
+    /// Largest files anywhere on the mount, its root included, largest first.
+    pub largest_files: Vec<LargeFile>,
     pub deleted_open: Vec<DeletedOpen>,
     /// Bytes of deleted-but-open files, each file once.
     pub deleted_open_bytes: u64,
+    /// False when some processes' open files could not be read (not root):
+    /// `deleted_open_bytes` is then a lower bound, not "none".
+    pub deleted_open_known: bool,
+    /// Where `used_bytes` comes from: statfs (as df), or a walk for ramfs.
+    pub usage_source: crate::status::UsageSource,
     pub open_by: Vec<Holder>,
     /// From the previous refresh; null on a single snapshot.
     pub growth_bytes_per_s: Option<f64>,
@@ -115,6 +191,15 @@ pub struct Memfd {
     pub names: Vec<String>,
     /// Each memfd once, even when open on several fds.
     pub bytes: u64,
+}
+
+/// A PATH given to `top` that is not on tmpfs or ramfs, and where it lives.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotRam {
+    pub path: String,
+    pub mountpoint: String,
+    pub fstype: String,
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -134,6 +219,8 @@ pub struct TopReport {
     pub unattributed_bytes: u64,
     /// Processes whose open files could not be read.
     pub unreadable_processes: u64,
+    /// PATH arguments that live on a disk, not on a RAM-backed mount.
+    pub paths_not_ram_backed: Vec<NotRam>,
     pub notes: Vec<String>,
 }
 
@@ -173,7 +260,7 @@ fn ram_mounts<'a>(mounts: &'a [MountInfo], wanted: &[PathBuf]) -> Vec<&'a MountI
 }
 
 /// uid -> name from the inspected system's /etc/passwd.
-fn users(root: &Sysroot) -> HashMap<u32, String> {
+pub fn users(root: &Sysroot) -> HashMap<u32, String> {
     let text = std::fs::read_to_string(root.path("/etc/passwd")).unwrap_or_default();
     text.lines()
         .filter_map(|l| {
@@ -267,6 +354,8 @@ fn mount_top(
             path: m.mount_point.join(&d.path).to_string_lossy().into_owned(),
             bytes: d.bytes,
             inodes: d.inodes,
+            unreadable: d.unreadable,
+            unreadable_dirs: d.unreadable_dirs,
         })
         .collect();
     let by_owner = walk
@@ -305,8 +394,15 @@ fn mount_top(
         visible_bytes: walk.usage.bytes,
         by_owner,
         by_dir,
+        largest_files: largest_files(root, &walk, scan, names, top_n),
         deleted_open: deleted,
         deleted_open_bytes: deleted_bytes,
+        deleted_open_known: scan.unreadable == 0,
+        usage_source: match (&stats, ramfs) {
+            (None, _) => crate::status::UsageSource::Unknown,
+            (Some(_), true) => crate::status::UsageSource::Walk,
+            (Some(_), false) => crate::status::UsageSource::Statfs,
+        },
         open_by,
         growth_bytes_per_s: None,
         time_to_full_s: None,
@@ -431,6 +527,18 @@ pub fn snapshot(ctx: &Context, paths: &[PathBuf], top_n: usize) -> Result<TopRep
         accounted_bytes: accounted,
         unattributed_bytes: mem.shmem_bytes.saturating_sub(accounted),
         unreadable_processes: scan.unreadable,
+        paths_not_ram_backed: paths
+            .iter()
+            .filter_map(|p| {
+                let m = mountinfo::mount_for(&mounts, p)?;
+                (!crate::sys::is_ram_backed(&m.fstype)).then(|| NotRam {
+                    path: p.to_string_lossy().into_owned(),
+                    mountpoint: m.mount_point.to_string_lossy().into_owned(),
+                    fstype: m.fstype.clone(),
+                    source: m.source.clone(),
+                })
+            })
+            .collect(),
         notes,
     })
 }
@@ -469,7 +577,10 @@ pub fn run(ctx: &Context, q: &TopQuery) -> Result<ExitCode> {
     } else {
         print!("{}", render::text(&report, None));
     }
-    Ok(ExitCode::Ok)
+    // A PATH on disk is a problem the user asked about: top cannot show it.
+    Ok(ExitCode::problem_if(
+        !report.paths_not_ram_backed.is_empty(),
+    ))
 }
 
 #[cfg(test)]
@@ -516,6 +627,7 @@ mod tests {
             accounted_bytes: 0,
             unattributed_bytes: 0,
             unreadable_processes: 0,
+            paths_not_ram_backed: vec![],
             notes: vec![],
         };
         let mut m = mount_top(

@@ -59,17 +59,26 @@ fn mounts_table(r: &TopReport) -> String {
             opt(m.used_bytes, "?"),
             opt(m.size_bytes, "unlimited"),
             pct,
-            format!(
-                "{} / {}",
-                m.inodes_used.map(fmt_count).unwrap_or_else(|| "?".into()),
-                m.inodes_total
-                    .map(fmt_count)
-                    .unwrap_or_else(|| "unlimited".into())
-            ),
-            if m.deleted_open_bytes > 0 {
-                paint(Tone::Warn, &fmt_bytes(m.deleted_open_bytes))
-            } else {
-                "0 B".into()
+            {
+                let txt = format!(
+                    "{} / {}",
+                    m.inodes_used.map(fmt_count).unwrap_or_else(|| "?".into()),
+                    m.inodes_total
+                        .map(fmt_count)
+                        .unwrap_or_else(|| "unlimited".into())
+                );
+                // Out of inodes is as full as out of bytes: the same colour.
+                if inode_percent(m).is_some_and(|p| p >= 90.0) {
+                    paint(Tone::Bad, &txt)
+                } else {
+                    txt
+                }
+            },
+            match (m.deleted_open_bytes, m.deleted_open_known) {
+                (0, true) => "0 B".into(),
+                (0, false) => paint(Tone::Warn, "unknown"),
+                (b, true) => paint(Tone::Warn, &fmt_bytes(b)),
+                (b, false) => paint(Tone::Warn, &format!(">= {}", fmt_bytes(b))),
             },
             growth(m),
             m.time_to_full_s.map(fmt_secs).unwrap_or_else(|| "-".into()),
@@ -79,8 +88,64 @@ fn mounts_table(r: &TopReport) -> String {
     t.to_string()
 }
 
+fn inode_percent(m: &MountTop) -> Option<f64> {
+    match (m.inodes_used, m.inodes_total) {
+        (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),
+        _ => None,
+    }
+}
+
+fn byte_percent(m: &MountTop) -> Option<f64> {
+    match (m.used_bytes, m.size_bytes) {
+        (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),
+        _ => None,
+    }
+}
+
+/// Worth a block of its own: it holds data (or data it could not read), or
+/// it is (nearly) full by bytes or by inodes, which an empty-looking mount
+/// can be.
+pub(super) fn wants_detail(m: &MountTop) -> bool {
+    m.visible_bytes > 0
+        || m.unreadable_dirs > 0
+        || !m.deleted_open.is_empty()
+        || inode_percent(m).is_some_and(|p| p >= 90.0)
+        || byte_percent(m).is_some_and(|p| p >= 90.0)
+}
+
+/// A full mount's line: how full, and the remount that grows it (works on
+/// any live tmpfs, fstab line or not).
+fn full_line(s: &mut String, m: &MountTop) {
+    let q = crate::render::term::shell_word(&m.mountpoint);
+    if let (Some(p), Some(u), Some(t)) = (inode_percent(m), m.inodes_used, m.inodes_total)
+        && p >= 90.0
+    {
+        let line = format!(
+            "inodes {p:.0}% used ({} of {}): creating a file fails with ENOSPC however many bytes are free; \
+             fix: `mount -o remount,nr_inodes={} {q}`, or delete many small files (largest dirs by count below)",
+            fmt_count(u),
+            fmt_count(t),
+            t.saturating_mul(2)
+        );
+        let _ = writeln!(s, "  {}", paint(Tone::Bad, &line));
+    }
+    if let (Some(p), Some(u), Some(t)) = (byte_percent(m), m.used_bytes, m.size_bytes)
+        && p >= 90.0
+        && m.fstype == "tmpfs"
+    {
+        let line = format!(
+            "bytes {p:.0}% used ({} of {}); fix: `mount -o remount,size={} {q}` (if RAM allows), or delete the largest files below",
+            fmt_bytes(u),
+            fmt_bytes(t),
+            crate::units::tmpfs_size_option(t.saturating_mul(2))
+        );
+        let _ = writeln!(s, "  {}", paint(Tone::Bad, &line));
+    }
+}
+
 fn mount_detail(s: &mut String, m: &MountTop) {
     let _ = writeln!(s, "\n{}", paint(Tone::Strong, &safe(&m.mountpoint)));
+    full_line(s, m);
     if !m.by_owner.is_empty() {
         let owners: Vec<String> = m
             .by_owner
@@ -99,30 +164,71 @@ fn mount_detail(s: &mut String, m: &MountTop) {
         let _ = writeln!(s, "  owners:       {}", owners.join(", "));
     }
     if !m.by_dir.is_empty() {
-        let dirs: Vec<String> = m
-            .by_dir
+        let mut by_dir: Vec<&super::DirUse> = m.by_dir.iter().collect();
+        if inode_percent(m).is_some_and(|p| p >= 90.0) {
+            by_dir.sort_by_key(|d| std::cmp::Reverse(d.inodes));
+        }
+        let dirs: Vec<String> = by_dir
             .iter()
             .take(5)
             .map(|d| {
-                format!(
-                    "{} {} ({})",
-                    safe(&d.path),
-                    fmt_bytes(d.bytes),
-                    fmt_count(d.inodes)
-                )
+                if d.unreadable {
+                    format!("{}: unreadable", safe(&d.path))
+                } else if d.unreadable_dirs > 0 {
+                    format!(
+                        "{} >= {} ({}; {} dirs unreadable)",
+                        safe(&d.path),
+                        fmt_bytes(d.bytes),
+                        fmt_count(d.inodes),
+                        d.unreadable_dirs
+                    )
+                } else {
+                    format!(
+                        "{} {} ({})",
+                        safe(&d.path),
+                        fmt_bytes(d.bytes),
+                        fmt_count(d.inodes)
+                    )
+                }
             })
             .collect();
         let _ = writeln!(s, "  largest dirs: {}", dirs.join(", "));
     }
+    if !m.largest_files.is_empty() {
+        let _ = writeln!(s, "  largest files:");
+        for f in m.largest_files.iter().take(5) {
+            let held = if f.open_by.is_empty() {
+                String::new()
+            } else {
+                let who: Vec<String> = f
+                    .open_by
+                    .iter()
+                    .take(3)
+                    .map(|o| format!("pid {} ({})", o.pid, safe(&o.comm)))
+                    .collect();
+                format!(", open by {}", who.join(", "))
+            };
+            let _ = writeln!(
+                s,
+                "    {:>10}  {}  ({}{held})",
+                fmt_bytes(f.bytes),
+                safe(&f.path),
+                safe(&f.owner)
+            );
+        }
+    }
     for d in m.deleted_open.iter().take(5) {
         let _ = writeln!(
             s,
-            "  deleted, still open: {} by pid {} ({}) fd {}, was {}",
+            "  deleted, still open: {} by pid {} ({}) fd {}, was {}; fix: `: > /proc/{}/fd/{}` frees it without a restart, or restart pid {}",
             fmt_bytes(d.bytes),
             d.pid,
             safe(&d.comm),
             d.fd,
-            safe(&d.path)
+            safe(&d.path),
+            d.pid,
+            d.fd,
+            d.pid
         );
     }
     if !m.open_by.is_empty() {
@@ -166,16 +272,44 @@ pub fn text(r: &TopReport, interval: Option<Duration>) -> String {
             d.as_secs_f64()
         );
     }
-    if r.mounts.is_empty() {
+    if r.mounts.is_empty() && r.paths_not_ram_backed.is_empty() {
         let _ = writeln!(s, "No tmpfs or ramfs mount.");
+    } else if r.mounts.is_empty() {
     } else {
         let _ = writeln!(s, "{}", mounts_table(r));
+        if r.unreadable_processes > 0 {
+            let _ = writeln!(
+                s,
+                "{}",
+                paint(
+                    Tone::Warn,
+                    &format!(
+                        "deleted-but-open: unknown, {} processes unreadable — run as root to see them",
+                        r.unreadable_processes
+                    )
+                )
+            );
+        }
     }
-    for m in r
-        .mounts
-        .iter()
-        .filter(|m| m.visible_bytes > 0 || !m.deleted_open.is_empty())
-    {
+    for p in &r.paths_not_ram_backed {
+        let _ = writeln!(
+            s,
+            "{}",
+            paint(
+                Tone::Warn,
+                &format!(
+                    "{} is on {} ({} mounted at {}), a disk, not RAM: top shows RAM-backed mounts only \
+                     (`tmpfsctl top` lists them all; `du -x -d1 {}` shows that disk's use).",
+                    safe(&p.path),
+                    safe(&p.fstype),
+                    safe(&p.source),
+                    safe(&p.mountpoint),
+                    crate::render::term::shell_word(&p.mountpoint)
+                )
+            )
+        );
+    }
+    for m in r.mounts.iter().filter(|m| wants_detail(m)) {
         mount_detail(&mut s, m);
     }
     if !r.memfd.is_empty() {

@@ -12,6 +12,7 @@
 
 mod cleanup;
 mod pidns;
+mod place;
 mod procs;
 mod sampling;
 mod scratch;
@@ -129,18 +130,12 @@ fn resolve_size(
     size: Option<Size>,
     notes: &mut Vec<String>,
 ) -> Result<(u64, String)> {
-    if let Some(Size::Bytes(b)) = size {
-        // No /proc/meminfo read on this path: keeps startup lean.
-        if b == 0 {
-            bail!("--size 0 would mean \"no limit\" to tmpfs; give a positive size such as 512M");
-        }
-        return Ok((
-            scratch::round_up_page(b),
-            format!("--size {}", fmt_bytes(b)),
-        ));
+    if let Some(Size::Bytes(0)) = size {
+        bail!("--size 0 would mean \"no limit\" to tmpfs; give a positive size such as 512M");
     }
     let (mem, _) = ctx.sysroot.meminfo()?;
     let (bytes, source) = match size {
+        Some(Size::Bytes(b)) => (b, format!("--size {}", fmt_bytes(b))),
         Some(s @ Size::PercentOfRam(p)) => (
             s.resolve(mem.mem_total_bytes),
             format!("--size {p}% of MemTotal"),
@@ -159,6 +154,8 @@ fn resolve_size(
             mem.mem_total_bytes
         );
     }
+    crate::units::check_tmpfs_cap(bytes, mem.mem_total_bytes, mem.swap_total_bytes)
+        .map_err(|e| anyhow::anyhow!("--size: {e}"))?;
     if bytes > mem.mem_available_bytes {
         notes.push(format!(
             "the cap {} is more than MemAvailable ({}): filling it would push the machine into swap or the OOM killer",

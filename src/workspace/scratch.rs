@@ -26,9 +26,7 @@ use serde::Serialize;
 
 use super::cleanup;
 
-/// `f_type` of tmpfs and ramfs in statfs(2).
-const TMPFS_MAGIC: u64 = 0x0102_1994;
-const RAMFS_MAGIC: u64 = 0x8584_58f6;
+use crate::sys::statfs::{TMPFS_MAGIC, is_ram_fs_type};
 
 /// How the scratch is provided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -203,7 +201,7 @@ impl Scratch {
     fn private(spec: &Spec) -> std::result::Result<Scratch, PrivError> {
         let euid = rustix::process::geteuid();
         let egid = rustix::process::getegid();
-        let anchor = anchor_dir(euid).map_err(PrivError::NotAllowed)?;
+        let anchor = super::place::anchor_dir(euid).map_err(PrivError::NotAllowed)?;
         let mut why = Vec::new();
         let mut mode = None;
         if euid.is_root() {
@@ -240,7 +238,13 @@ impl Scratch {
                 "making / a slave mount in the new namespace: {e}"
             ))
         })?;
-        let data = format!("size={},mode=0700", spec.size_bytes);
+        // nr_inodes from the size: empty files cost no `size=` but pin
+        // kernel memory each (see units::tmpfs_inodes_for for the bound).
+        let data = format!(
+            "size={},nr_inodes={},mode=0700",
+            spec.size_bytes,
+            crate::units::tmpfs_inodes_for(spec.size_bytes)
+        );
         let data_c =
             std::ffi::CString::new(data.clone()).map_err(|e| PrivError::Fatal(e.into()))?;
         // The source names the supervising process, so a leftover (there
@@ -300,13 +304,10 @@ impl Scratch {
     }
 
     fn directory(spec: &Spec, notes: Vec<String>) -> Result<Scratch> {
-        let uid = rustix::process::geteuid().as_raw();
-        let base_dir = std::env::var_os("XDG_RUNTIME_DIR")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute() && p.is_dir())
-            .or_else(|| Some(PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
-            .unwrap_or_else(std::env::temp_dir);
+        let euid = rustix::process::geteuid();
+        let uid = euid.as_raw();
         let mut notes = notes;
+        let base_dir = super::place::directory_base(euid, &mut notes)?;
         // The pid in the name lets a later run tell a scratch whose tmpfsctl
         // was killed (pid gone, lock free) from one in use.
         let prefix = format!("tmpfsctl-{uid}-");
@@ -328,7 +329,7 @@ impl Scratch {
         let held = hold(&base_dir, &dir).with_context(|| format!("opening {}", dir.display()))?;
         let st = rustix::fs::statfs(&dir).with_context(|| format!("statfs {}", dir.display()))?;
         let fs = raw_of(&st);
-        let ram_backed = fs.ftype == TMPFS_MAGIC || fs.ftype == RAMFS_MAGIC;
+        let ram_backed = is_ram_fs_type(fs.ftype);
         if !ram_backed {
             notes.push(format!(
                 "{} is not on tmpfs: the scratch is NOT RAM-backed",
@@ -618,60 +619,6 @@ pub struct Teardown {
     pub removed: bool,
     pub notes: Vec<String>,
     pub error: Option<String>,
-}
-
-/// The fixed per-user directory the private tmpfs is mounted over. It is
-/// created once (0700) and stays empty in the normal namespace.
-fn anchor_dir(euid: rustix::process::Uid) -> std::result::Result<PathBuf, String> {
-    let mut candidates = Vec::new();
-    if euid.is_root() {
-        candidates.push(PathBuf::from("/run/tmpfsctl"));
-    } else if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
-        && x.is_absolute()
-    {
-        candidates.push(x.join("tmpfsctl"));
-    }
-    candidates.push(PathBuf::from(format!(
-        "/dev/shm/tmpfsctl-{}",
-        euid.as_raw()
-    )));
-    let mut errs = Vec::new();
-    for c in candidates {
-        match ensure_private_dir(&c, euid) {
-            Ok(()) => return Ok(c),
-            Err(e) => errs.push(e),
-        }
-    }
-    Err(errs.join("; "))
-}
-
-fn ensure_private_dir(p: &Path, euid: rustix::process::Uid) -> std::result::Result<(), String> {
-    match rustix::fs::mkdir(p, FsMode::from_raw_mode(0o700)) {
-        Ok(()) => {}
-        Err(e) if e == rustix::io::Errno::EXIST => {}
-        Err(e) => return Err(format!("cannot create {}: {e}", p.display())),
-    }
-    // Opened without following a symlink, then checked through the fd: a
-    // planted symlink or someone else's directory is refused, not used.
-    let fd = rustix::fs::open(
-        p,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        FsMode::empty(),
-    )
-    .map_err(|e| format!("{} is not a plain directory: {e}", p.display()))?;
-    let st = rustix::fs::fstat(&fd).map_err(|e| format!("stat {}: {e}", p.display()))?;
-    if st.st_uid != euid.as_raw() {
-        return Err(format!(
-            "{} belongs to uid {}, not to you; remove it",
-            p.display(),
-            st.st_uid
-        ));
-    }
-    if st.st_mode & 0o077 != 0 {
-        rustix::fs::chmod(p, FsMode::from_raw_mode(0o700))
-            .map_err(|e| format!("chmod 0700 {}: {e}", p.display()))?;
-    }
-    Ok(())
 }
 
 /// Map our own uid and gid onto themselves in the new user namespace, so CMD

@@ -113,9 +113,9 @@ pub fn write_json(d: &JsonDest, s: &RunSummary) -> Result<()> {
     let mut buf = serde_json::to_vec_pretty(s)?;
     buf.push(b'\n');
     match d {
-        JsonDest::File(p) => {
-            std::fs::write(p, &buf).with_context(|| format!("writing --json {}", p.display()))
-        }
+        // Replaced by rename, never written through a name CMD may have
+        // turned into a symlink meanwhile.
+        JsonDest::File(p) => crate::sys::atomic::AtomicWrite::report("--json").write(p, &buf),
         JsonDest::Fd(n) => {
             // SAFETY: checked open in check_json_dest; borrowed, never closed here.
             let fd = unsafe { BorrowedFd::borrow_raw(*n) };

@@ -16,7 +16,8 @@
 //!   tmpfsctl ends normally it writes one byte and the guard exits; when it
 //!   dies any other way the pipe reads EOF and the guard kills the cgroup and
 //!   removes it. The guard is what makes kill -9 of tmpfsctl take CMD's
-//!   daemons along.
+//!   daemons along; it runs in a session of its own, so a SIGKILL sent to
+//!   tmpfsctl's whole process group (`timeout -s KILL`) does not reach it.
 //!
 //! Without a usable cgroup v2 (an unprivileged user without a delegated
 //! subtree, a kernel without cgroup2 mounted) CMD runs in a PID namespace of
@@ -623,6 +624,10 @@ fn guard_main(
     // SAFETY (whole function): after fork only async-signal-safe calls, on
     // descriptors and memory the parent prepared.
     unsafe {
+        // A session (and process group) of its own: `kill -9 -PGID` or
+        // `timeout -s KILL` aimed at tmpfsctl's group must not take the
+        // guard along, or CMD's daemons, cgroup and scratch would outlive it.
+        libc::setsid();
         // No signal from the terminal or tmpfsctl's process group may stop
         // the guard; only SIGKILL can.
         let mut set: libc::sigset_t = std::mem::zeroed();

@@ -158,7 +158,7 @@ fn well_sized_live_only_tmpfs_is_persisted() {
         .collect();
     assert!(
         act.iter().any(|c| c.starts_with("sudo tmpfsctl apply")
-            && c.contains("--persist")
+            && c.contains("--boot")
             && c.contains(m.path.to_str().unwrap())),
         "{act:?}"
     );

@@ -354,7 +354,7 @@ fn revert_without_keep_data_brings_back_the_disk_contents() {
     ok(&tmpfsctl(&[
         "apply",
         s(&dir),
-        "--persist",
+        "--boot",
         "none",
         "--size",
         "8M",
@@ -740,7 +740,7 @@ fn revert_refuses_when_busy_unless_lazy() {
     ok(&tmpfsctl(&[
         "apply",
         s(&dir),
-        "--persist",
+        "--boot",
         "none",
         "--size",
         "8M",
@@ -830,7 +830,7 @@ fn bad_directories_get_clear_messages() {
         // Without a terminal and without --yes, apply asks for --yes.
         let dir = t.path().join("d");
         std::fs::create_dir(&dir).unwrap();
-        let out = tmpfsctl(&["apply", s(&dir), "--persist", "none"]);
+        let out = tmpfsctl(&["apply", s(&dir), "--boot", "none"]);
         assert_eq!(out.status.code(), Some(2));
         assert!(stderr(&out).contains("--yes"), "{}", stderr(&out));
         assert_eq!(fstype_at(&dir), None);
@@ -922,7 +922,7 @@ fn symlinks_and_system_directories_are_refused() {
     let _c = Cleanup(real.clone());
     for cmd in ["plan", "apply"] {
         let out = tmpfsctl(
-            &[cmd, s(&link), "--persist", "none", "--yes"][..if cmd == "plan" { 2 } else { 5 }],
+            &[cmd, s(&link), "--boot", "none", "--yes"][..if cmd == "plan" { 2 } else { 5 }],
         );
         let e = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{cmd}: {e}");
@@ -988,15 +988,7 @@ fn a_directory_another_user_could_swap_is_refused() {
     let dir = p.join("d");
     std::fs::create_dir(&dir).unwrap();
     let _c = Cleanup(dir.clone());
-    let out = tmpfsctl(&[
-        "apply",
-        s(&dir),
-        "--persist",
-        "none",
-        "--size",
-        "8M",
-        "--yes",
-    ]);
+    let out = tmpfsctl(&["apply", s(&dir), "--boot", "none", "--size", "8M", "--yes"]);
     let e = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(e.contains("uid 65534") && e.contains(s(&p)), "{e}");
@@ -1031,15 +1023,7 @@ fn an_open_writer_blocks_apply_unless_forced() {
     while std::fs::read(&f).map(|b| b.is_empty()).unwrap_or(true) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let out = tmpfsctl(&[
-        "apply",
-        s(&dir),
-        "--persist",
-        "none",
-        "--size",
-        "8M",
-        "--yes",
-    ]);
+    let out = tmpfsctl(&["apply", s(&dir), "--boot", "none", "--size", "8M", "--yes"]);
     let e = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(
@@ -1050,7 +1034,7 @@ fn an_open_writer_blocks_apply_unless_forced() {
     let out = tmpfsctl(&[
         "apply",
         s(&dir),
-        "--persist",
+        "--boot",
         "none",
         "--size",
         "8M",
@@ -1086,7 +1070,7 @@ fn a_persistence_that_cannot_be_written_fails_before_mounting() {
     let out = tmpfsctl(&[
         "apply",
         s(&dir),
-        "--persist",
+        "--boot",
         "fstab",
         "--fstab",
         s(&fstab),
@@ -1151,7 +1135,7 @@ fn a_writer_during_apply_and_revert_loses_no_acknowledged_file() {
             s(&dir),
             "--fstab",
             s(&none),
-            "--persist",
+            "--boot",
             "none",
             "--size",
             "64M",
@@ -1259,15 +1243,7 @@ fn a_user_swapping_dir_for_a_symlink_never_redirects_apply() {
         // as if that user had called sudo, so the descriptor work is what
         // stands between them and the root-only directory.
         let mut cmd = crate::common::bin();
-        cmd.args([
-            "apply",
-            s(&dir),
-            "--persist",
-            "none",
-            "--size",
-            "16M",
-            "--yes",
-        ]);
+        cmd.args(["apply", s(&dir), "--boot", "none", "--size", "16M", "--yes"]);
         if run % 2 == 1 {
             cmd.env("SUDO_UID", "65534");
         } else {

@@ -67,7 +67,7 @@ impl Drop for Writer {
 fn command(op: &str, dir: &Path, fstab: &Path) -> Vec<String> {
     let mut v: Vec<String> = vec![op.into(), s(dir).into(), "--fstab".into(), s(fstab).into()];
     let more: &[&str] = if op == "apply" {
-        &["--persist", "fstab", "--size", "64M", "--yes"]
+        &["--boot", "fstab", "--size", "64M", "--yes"]
     } else {
         &["--keep-data", "--yes"]
     };

@@ -1,7 +1,7 @@
 //! Integration tests for `persist`: real tmpfs mounts, a store on disk (the
 //! temp root is on the root filesystem), a loop-mounted ext4 image for
 //! ENOSPC. Every run uses its own registry (TMPFSCTL_PERSIST_REGISTRY) and
-//! --persist none or a private --unit-dir: never the machine's units.
+//! --boot none or a private --unit-dir: never the machine's units.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hasher;
@@ -14,10 +14,19 @@ use std::time::{Duration, Instant};
 use crate::common::{TestMount, bin, json};
 use crate::require_root;
 
+/// Files that never stop changing during syncs.
+mod busy;
 /// The crash loop and the concurrent writer (the long ones).
 mod crash;
+/// A damaged store: found, repaired, survived.
+mod damage;
 /// nosuid/nodev, mounts inside DIR, symlink swaps during restore.
 mod guards;
+/// The tmpfs lost, disable with a writer, vanishing entries, a killed prune,
+/// enable --size.
+mod lifecycle;
+/// Stores another user could change, and persist's mount flags.
+mod trust;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -81,7 +90,7 @@ impl World {
             s(&self.store),
             "--size",
             "64M",
-            "--persist",
+            "--boot",
             "none",
             "--yes",
         ]);
@@ -368,7 +377,7 @@ fn store_on_tmpfs_or_on_dirs_tmpfs_is_refused() {
         s(&w.dir),
         "--store",
         s(&ram.path.join("st")),
-        "--persist",
+        "--boot",
         "none",
         "--yes",
     ]);
@@ -459,7 +468,7 @@ fn systemd_units_verify_and_disable_removes_them() {
         s(&w.dir),
         "--store",
         s(&w.store),
-        "--persist",
+        "--boot",
         "systemd",
         "--unit-dir",
         s(&units),
@@ -636,7 +645,7 @@ fn fstab_mode_adds_a_verified_line_and_disable_removes_only_it() {
         s(&w.store),
         "--size",
         "32M",
-        "--persist",
+        "--boot",
         "fstab",
         "--fstab",
         s(&fstab),
@@ -661,7 +670,7 @@ fn fstab_mode_adds_a_verified_line_and_disable_removes_only_it() {
         .unwrap();
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
     // A second enable is refused and changes nothing.
-    let o = w.run(&["persist", "enable", s(&w.dir), "--persist", "none", "--yes"]);
+    let o = w.run(&["persist", "enable", s(&w.dir), "--boot", "none", "--yes"]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
     assert_eq!(
@@ -686,7 +695,7 @@ fn enable_refuses_a_symlinked_dir_and_system_directories() {
         s(&link),
         "--store",
         s(&w.store),
-        "--persist",
+        "--boot",
         "none",
         "--yes",
     ]);
@@ -701,7 +710,7 @@ fn enable_refuses_a_symlinked_dir_and_system_directories() {
             sys,
             "--store",
             s(&w.store),
-            "--persist",
+            "--boot",
             "none",
             "--yes",
         ]);

@@ -59,7 +59,7 @@ fn tmpfs_figures_agree_with_df() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v = json(&out);
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     let j = mount_json(&v, &m.path);
     assert_eq!(j["fstype"], "tmpfs");
     let (size, used, avail) = df_bytes(&m.path);
@@ -82,8 +82,10 @@ fn tmpfs_figures_agree_with_df() {
         "{opts:?}"
     );
 
-    // The PATH section measures the data like `du -s -x -B1`.
+    // The PATH is its own mount: its data comes from statfs (as df), and
+    // agrees with `du -s -x -B1` to a page.
     let p = path_json(&v, &m.path);
+    assert_eq!(p["usage_source"], "statfs");
     assert_eq!(p["ram_backed"], true);
     assert_eq!(p["fstype"], "tmpfs");
     assert_eq!(p["mountpoint"], m.path.to_str().unwrap());
@@ -98,7 +100,7 @@ fn tmpfs_figures_agree_with_df() {
         .unwrap()
         .parse()
         .unwrap();
-    assert_eq!(p["used_bytes"].as_u64(), Some(du));
+    close(&p["used_bytes"], du, "path used_bytes");
     for k in [
         "mem_total_bytes",
         "mem_available_bytes",
@@ -230,7 +232,8 @@ fn unreadable_proc_file_is_named() {
 #[test]
 fn unreadable_path_as_non_root_is_an_error() {
     require_root!();
-    // Root reads everything; drop to nobody for an unreadable directory.
+    // Root reads everything; drop to nobody for an unreadable directory
+    // (read only when asked to count it: --du).
     let t = tempfile::tempdir().unwrap();
     let d = t.path().join("secret");
     std::fs::create_dir(&d).unwrap();
@@ -244,6 +247,7 @@ fn unreadable_path_as_non_root_is_an_error() {
             "--clear-groups",
             env!("CARGO_BIN_EXE_tmpfsctl"),
             "status",
+            "--du",
         ])
         .arg(&d)
         .output()
@@ -386,7 +390,7 @@ fn ramfs_usage_comes_from_a_walk_and_counts_in_the_total() {
     let m = TestMount::new("ramfs", "ram", "mode=700");
     std::fs::write(m.path.join("data"), vec![0xa5; 50 << 20]).unwrap();
     let v = json(&tmpfsctl(&["status", "--json"]));
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     let j = mount_json(&v, &m.path);
     close(&j["used_bytes"], 50 << 20, "ramfs used_bytes");
     assert_eq!(j["usage_source"], "walk");

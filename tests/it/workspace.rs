@@ -16,6 +16,7 @@ use crate::common::{bin, is_root, json, tmpfsctl};
 use crate::require_root;
 
 mod pidns;
+mod secure;
 
 const ROOT_ANCHOR: &str = "/run/tmpfsctl";
 
@@ -380,6 +381,8 @@ fn a_killed_runs_directory_is_removed_by_the_next_run() {
     // A place of its own: any --no-namespace run in the same place (other
     // tests, at the same time) would remove the killed run's scratch too.
     let place = tempfile::tempdir().unwrap();
+    // Used only as a runtime directory should be: the caller's, mode 0700.
+    std::fs::set_permissions(place.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let mut cmd = bin();
     cmd.env("XDG_RUNTIME_DIR", place.path());
     let (mut child, cmd_pid, line, _rest) = start_in(

@@ -9,6 +9,7 @@ use std::io::Read;
 use anyhow::{Context as _, Result};
 
 use super::chunk::{ChunkOut, line_ends};
+use super::map::Map;
 use super::parsed::{bad, bad_line_message};
 use super::store::Fleet;
 use super::{FileReport, Format, IngestOptions, IngestReport, csv, detect, jsonl, tsv};
@@ -102,17 +103,32 @@ impl Parser<'_> {
     }
 }
 
+/// A block of input cut at a line end: read into memory, or a slice of the mapped file.
+enum Block<'a> {
+    Owned(Vec<u8>),
+    Mapped(&'a [u8]),
+}
+
+impl Block<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Block::Owned(v) => v,
+            Block::Mapped(s) => s,
+        }
+    }
+}
+
 /// Parse `chunks` (consecutive blocks of one input), one thread each;
 /// results in input order.
-fn parse_blocks(chunks: &[Vec<u8>], parser: Parser<'_>) -> Vec<Option<ChunkOut>> {
+fn parse_blocks(chunks: &[Block<'_>], parser: Parser<'_>) -> Vec<Option<ChunkOut>> {
     if chunks.len() == 1 {
-        return vec![parser.parse(&chunks[0], true)];
+        return vec![parser.parse(chunks[0].bytes(), true)];
     }
     std::thread::scope(|s| {
         let hs: Vec<_> = chunks
             .iter()
             .enumerate()
-            .map(|(i, c)| s.spawn(move || parser.parse(c, i == 0)))
+            .map(|(i, c)| s.spawn(move || parser.parse(c.bytes(), i == 0)))
             .collect();
         hs.into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
@@ -126,12 +142,87 @@ struct Input<'r> {
     name: &'r str,
     buf: Vec<u8>,
     more: bool,
+    /// The file, when it is mapped: blocks are slices of it, `buf` stays empty.
+    map: Option<&'r Map>,
+    /// Mapped: the first byte not yet handed out.
+    at: usize,
     block: usize,
     progress: &'r indicatif::ProgressBar,
 }
 
-impl Input<'_> {
+impl<'r> Input<'r> {
+    /// What the next block would hold at most (where the format is told from).
+    fn head(&self) -> &[u8] {
+        match self.map {
+            Some(m) => {
+                let b = m.bytes();
+                &b[self.at..(self.at + self.block).min(b.len())]
+            }
+            None => &self.buf,
+        }
+    }
+
+    /// Whether input follows [`Input::head`].
+    fn more(&self) -> bool {
+        match self.map {
+            Some(m) => self.at + self.block < m.bytes().len(),
+            None => self.more,
+        }
+    }
+
+    /// Skip `n` bytes at the start of [`Input::head`] (a header already read).
+    fn consume(&mut self, n: usize) {
+        match self.map {
+            Some(_) => {
+                self.at += n;
+                self.progress.inc(n as u64);
+            }
+            None => {
+                self.buf.drain(..n);
+            }
+        }
+    }
+
+    /// All the input from the start of `unparsed` (the last blocks handed out) on.
+    fn rest_from(&mut self, unparsed: &[Block<'_>]) -> Box<dyn Read + '_> {
+        match self.map {
+            Some(m) => {
+                let back: usize = unparsed.iter().map(|c| c.bytes().len()).sum();
+                Box::new(std::io::Cursor::new(&m.bytes()[self.at - back..]))
+            }
+            None => {
+                let mut rest: Vec<u8> = unparsed.iter().flat_map(|c| c.bytes()).copied().collect();
+                rest.extend_from_slice(&self.buf);
+                Box::new(std::io::Cursor::new(rest).chain(&mut self.r))
+            }
+        }
+    }
+
+    /// Up to `n` next blocks of the mapped file, each cut at a line end.
+    fn mapped_blocks(&mut self, m: &'r Map, n: usize) -> Vec<Block<'r>> {
+        let data = m.bytes();
+        let mut out = Vec::with_capacity(n.min((data.len() - self.at) / self.block.max(1) + 1));
+        while out.len() < n && self.at < data.len() {
+            let end = (self.at + self.block).min(data.len());
+            let cut = if end == data.len() {
+                end
+            } else {
+                match memchr::memrchr(b'\n', &data[self.at..end]) {
+                    Some(i) => self.at + i + 1,
+                    // A line longer than a block: the block runs to its end.
+                    None => memchr::memchr(b'\n', &data[end..]).map_or(data.len(), |i| end + i + 1),
+                }
+            };
+            out.push(Block::Mapped(&data[self.at..cut]));
+            self.at = cut;
+        }
+        out
+    }
+
     fn fill(&mut self, want: usize) -> Result<()> {
+        if self.map.is_some() {
+            return Ok(());
+        }
         let had = self.buf.len();
         self.more = fill(&mut *self.r, &mut self.buf, want)
             .with_context(|| format!("reading {}", self.name))?;
@@ -140,8 +231,11 @@ impl Input<'_> {
     }
 
     /// Up to `n` next blocks, each cut at a line end.
-    fn blocks(&mut self, n: usize) -> Result<Vec<Vec<u8>>> {
-        let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(n);
+    fn blocks(&mut self, n: usize) -> Result<Vec<Block<'r>>> {
+        if let Some(m) = self.map {
+            return Ok(self.mapped_blocks(m, n));
+        }
+        let mut chunks: Vec<Block<'r>> = Vec::with_capacity(n);
         let mut carry: Vec<u8> = Vec::new();
         while chunks.len() < n && (self.more || !self.buf.is_empty()) {
             if self.buf.is_empty() {
@@ -163,7 +257,10 @@ impl Input<'_> {
             carry.clear();
             carry.extend_from_slice(&self.buf[cut..]);
             self.buf.truncate(cut);
-            chunks.push(std::mem::replace(&mut self.buf, std::mem::take(&mut carry)));
+            chunks.push(Block::Owned(std::mem::replace(
+                &mut self.buf,
+                std::mem::take(&mut carry),
+            )));
             self.buf.reserve(self.block + 4096);
             if self.more {
                 self.fill(self.block)?;
@@ -184,10 +281,55 @@ pub fn ingest(
     ingest_blocks(name, r, opts, fleet, report, BLOCK)
 }
 
+/// [`ingest`] for an opened file: mapped where it can be (see [`Map`]), else read.
+pub fn ingest_file(
+    name: &str,
+    file: std::fs::File,
+    opts: &IngestOptions,
+    fleet: &mut Fleet,
+    report: &mut IngestReport,
+) -> Result<()> {
+    ingest_file_blocks(name, file, opts, fleet, report, BLOCK)
+}
+
+/// [`ingest_file`] in blocks of `block` bytes.
+pub(super) fn ingest_file_blocks(
+    name: &str,
+    file: std::fs::File,
+    opts: &IngestOptions,
+    fleet: &mut Fleet,
+    report: &mut IngestReport,
+    block: usize,
+) -> Result<()> {
+    let map = Map::new(&file);
+    ingest_source(
+        name,
+        Box::new(file),
+        map.as_ref(),
+        opts,
+        fleet,
+        report,
+        block,
+    )
+}
+
 /// [`ingest`] in blocks of `block` bytes (tests use small ones to cut lines anywhere).
 pub(super) fn ingest_blocks(
     name: &str,
     r: Box<dyn Read + '_>,
+    opts: &IngestOptions,
+    fleet: &mut Fleet,
+    report: &mut IngestReport,
+    block: usize,
+) -> Result<()> {
+    ingest_source(name, r, None, opts, fleet, report, block)
+}
+
+/// [`ingest_blocks`] from `map` when given (then `r` is not read), else from `r`.
+fn ingest_source(
+    name: &str,
+    r: Box<dyn Read + '_>,
+    map: Option<&Map>,
     opts: &IngestOptions,
     fleet: &mut Fleet,
     report: &mut IngestReport,
@@ -198,21 +340,27 @@ pub(super) fn ingest_blocks(
     let mut input = Input {
         r,
         name,
-        buf: Vec::with_capacity(block + 4096),
+        buf: if map.is_some() {
+            Vec::new()
+        } else {
+            Vec::with_capacity(block + 4096)
+        },
         more: true,
+        map,
+        at: 0,
         block,
         progress: &opts.progress,
     };
     input.fill(block)?;
     let first_line = input
-        .buf
+        .head()
         .split(|b| *b == b'\n')
         .find(|l| {
             let t = l.trim_ascii();
             !t.is_empty() && t[0] != b'#'
         })
         .unwrap_or(b"");
-    if first_line.is_empty() && !input.more {
+    if first_line.is_empty() && !input.more() {
         report.files.push(FileReport {
             name: name.into(),
             format: Format::Jsonl,
@@ -240,16 +388,16 @@ pub(super) fn ingest_blocks(
     let mut pos = Position::default();
     let cols;
     let parser = if format == Format::Csv {
-        let Some(h) = csv::plain_header(&input.buf, !input.more) else {
+        let Some(h) = csv::plain_header(input.head(), !input.more()) else {
             // Quotes or stray carriage returns from the start: the `csv` reader reads it all.
-            let rest = std::io::Cursor::new(std::mem::take(&mut input.buf)).chain(input.r);
+            let rest = input.rest_from(&[]);
             csv::ingest(name, file_idx, rest, opts, fleet, report, &mut fr, None)?;
             report.records += fr.records;
             report.files.push(fr);
             return Ok(());
         };
         cols = csv::Columns::from_header(name, &h.record)?;
-        input.buf.drain(..h.len);
+        input.consume(h.len);
         pos.line_base = h.lines;
         pos.csv_next = h.next;
         fr.lines = 1;
@@ -257,9 +405,14 @@ pub(super) fn ingest_blocks(
     } else {
         Parser::Lines(format, &opts.path, true)
     };
-    read_blocks(
-        &mut input, parser, file_idx, opts, fleet, report, &mut fr, pos,
-    )?;
+    match input.map {
+        Some(m) => read_mapped(
+            &mut input, m, parser, file_idx, opts, fleet, report, &mut fr, pos,
+        )?,
+        None => read_blocks(
+            &mut input, parser, file_idx, opts, fleet, report, &mut fr, pos,
+        )?,
+    }
     report.records += fr.records;
     report.files.push(fr);
     Ok(())
@@ -271,6 +424,158 @@ pub(super) fn ingest_blocks(
 struct Position {
     line_base: u64,
     csv_next: u64,
+}
+
+/// Keep what one parsed block gave, in input order. Ok(false): a CSV block
+/// the fast reader declined; the `csv` reader must take over from it.
+#[allow(clippy::too_many_arguments)]
+fn absorb(
+    o: Option<ChunkOut>,
+    parser: Parser<'_>,
+    name: &str,
+    file_idx: usize,
+    opts: &IngestOptions,
+    fleet: &mut Fleet,
+    report: &mut IngestReport,
+    fr: &mut FileReport,
+    pos: &mut Position,
+) -> Result<bool> {
+    let mut o = match (o, parser) {
+        (Some(o), _) => o,
+        (None, Parser::Csv(_)) => return Ok(false),
+        (None, Parser::Lines(..)) => anyhow::bail!("{name}: a block of lines was not read"),
+    };
+    let mut base = pos.line_base;
+    if let Parser::Csv(_) = parser {
+        // Lines as the `csv` reader counts them (it reports where a record
+        // begins after skipped lines), made absolute here.
+        let abs = |l: u64| if l == 0 { pos.csv_next } else { base + l };
+        o.ts_lines.iter_mut().for_each(|x| x.1 = abs(x.1));
+        o.bad.iter_mut().for_each(|x| x.0 = abs(x.0));
+        let last = [o.ts_lines.last().map(|x| x.1), o.bad.last().map(|x| x.0)];
+        fr.lines = last.into_iter().flatten().max().unwrap_or(fr.lines);
+        if let Some(n) = o.csv_next {
+            pos.csv_next = base + n;
+        }
+        base = 0;
+    }
+    if let Some((l, b)) = o.bad.first()
+        && !opts.skip_bad
+    {
+        anyhow::bail!(bad_line_message(name, base + l, b));
+    }
+    for (l, b) in &o.bad {
+        report.note_bad(name, base + l, b);
+    }
+    fr.skipped += o.bad.len() as u64;
+    fr.records += o.rows.len() as u64;
+    fleet.append_block(&o.names, o.rows, o.ts_lines, file_idx, base)?;
+    pos.line_base += o.lines;
+    Ok(true)
+}
+
+/// The `csv` reader, from where the fast reader stopped to the end of `rest`.
+#[allow(clippy::too_many_arguments)]
+fn csv_rest(
+    rest: Box<dyn Read + '_>,
+    cols: &csv::Columns,
+    name: &str,
+    file_idx: usize,
+    opts: &IngestOptions,
+    fleet: &mut Fleet,
+    report: &mut IngestReport,
+    fr: &mut FileReport,
+    pos: &Position,
+) -> Result<()> {
+    let resume = csv::Resume {
+        cols,
+        line_base: pos.line_base,
+        first: pos.csv_next,
+    };
+    csv::ingest(name, file_idx, rest, opts, fleet, report, fr, Some(resume))
+}
+
+/// A mapped input, parsed by `opts.threads` workers that each take the next
+/// block as they finish one, while this thread keeps the results in input
+/// order as they come. Nothing waits for a round's slowest block, and the
+/// copying of rows into the store overlaps the parsing (it was a tenth of
+/// the run with nothing else going on).
+#[allow(clippy::too_many_arguments)]
+fn read_mapped<'r>(
+    input: &mut Input<'r>,
+    m: &'r Map,
+    parser: Parser<'_>,
+    file_idx: usize,
+    opts: &IngestOptions,
+    fleet: &mut Fleet,
+    report: &mut IngestReport,
+    fr: &mut FileReport,
+    mut pos: Position,
+) -> Result<()> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+    let name = input.name;
+    let blocks = input.mapped_blocks(m, usize::MAX);
+    let data_start = m.bytes().as_ptr() as usize;
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let declined = std::thread::scope(|s| -> Result<Option<usize>> {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Option<ChunkOut>)>();
+        for _ in 0..opts.threads.max(1).min(blocks.len()) {
+            let (tx, blocks, next, stop) = (tx.clone(), &blocks, &next, &stop);
+            s.spawn(move || {
+                while !stop.load(Relaxed) {
+                    let i = next.fetch_add(1, Relaxed);
+                    let Some(b) = blocks.get(i) else { break };
+                    if tx.send((i, parser.parse(b.bytes(), i == 0))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        // Blocks that arrived ahead of their turn.
+        let mut early: std::collections::BTreeMap<usize, Option<ChunkOut>> = Default::default();
+        let mut want = 0;
+        let result = (|| {
+            while want < blocks.len() {
+                let o = match early.remove(&want) {
+                    Some(o) => o,
+                    None => match rx.recv() {
+                        Ok((i, o)) if i == want => o,
+                        Ok((i, o)) => {
+                            early.insert(i, o);
+                            continue;
+                        }
+                        Err(_) => anyhow::bail!("{name}: a block of input was not parsed"),
+                    },
+                };
+                if !absorb(o, parser, name, file_idx, opts, fleet, report, fr, &mut pos)? {
+                    return Ok(Some(want));
+                }
+                let b = blocks[want].bytes();
+                opts.progress.inc(b.len() as u64);
+                m.release(b.as_ptr() as usize - data_start + b.len());
+                want += 1;
+            }
+            Ok(None)
+        })();
+        stop.store(true, Relaxed);
+        result
+    })?;
+    if let Some(k) = declined {
+        let Parser::Csv(cols) = parser else {
+            anyhow::bail!("{name}: a block of lines was not read");
+        };
+        // The bar counts bytes handed to a reader: the `csv` reader gets the rest.
+        opts.progress
+            .inc(blocks[k..].iter().map(|b| b.bytes().len() as u64).sum());
+        let rest = input.rest_from(&blocks[k..]);
+        return csv_rest(rest, cols, name, file_idx, opts, fleet, report, fr, &pos);
+    }
+    if let Parser::Lines(..) = parser {
+        fr.lines = pos.line_base;
+    }
+    Ok(())
 }
 
 /// Parse the rest of `input` in blocks on all cores, appending to `fleet` in input order.
@@ -293,57 +598,14 @@ fn read_blocks(
         }
         let outs = parse_blocks(&chunks, parser);
         for (k, o) in outs.into_iter().enumerate() {
-            let mut o = match (o, parser) {
-                (Some(o), _) => o,
-                (None, Parser::Csv(cols)) => {
-                    // A quote: the `csv` reader takes over from this block on.
-                    let mut rest = chunks[k..].concat();
-                    rest.extend_from_slice(&input.buf);
-                    let resume = csv::Resume {
-                        cols,
-                        line_base: pos.line_base,
-                        first: pos.csv_next,
-                    };
-                    let rest = std::io::Cursor::new(rest).chain(&mut input.r);
-                    return csv::ingest(
-                        name,
-                        file_idx,
-                        rest,
-                        opts,
-                        fleet,
-                        report,
-                        fr,
-                        Some(resume),
-                    );
-                }
-                (None, Parser::Lines(..)) => anyhow::bail!("{name}: a block of lines was not read"),
-            };
-            let mut base = pos.line_base;
-            if let Parser::Csv(_) = parser {
-                // Lines as the `csv` reader counts them (it reports where a record
-                // begins after skipped lines), made absolute here.
-                let abs = |l: u64| if l == 0 { pos.csv_next } else { base + l };
-                o.ts_lines.iter_mut().for_each(|x| x.1 = abs(x.1));
-                o.bad.iter_mut().for_each(|x| x.0 = abs(x.0));
-                let last = [o.ts_lines.last().map(|x| x.1), o.bad.last().map(|x| x.0)];
-                fr.lines = last.into_iter().flatten().max().unwrap_or(fr.lines);
-                if let Some(n) = o.csv_next {
-                    pos.csv_next = base + n;
-                }
-                base = 0;
+            if !absorb(o, parser, name, file_idx, opts, fleet, report, fr, &mut pos)? {
+                // A quote: the `csv` reader takes over from this block on.
+                let Parser::Csv(cols) = parser else {
+                    anyhow::bail!("{name}: a block of lines was not read");
+                };
+                let rest = input.rest_from(&chunks[k..]);
+                return csv_rest(rest, cols, name, file_idx, opts, fleet, report, fr, &pos);
             }
-            if let Some((l, b)) = o.bad.first()
-                && !opts.skip_bad
-            {
-                anyhow::bail!(bad_line_message(name, base + l, b));
-            }
-            for (l, b) in &o.bad {
-                report.note_bad(name, base + l, b);
-            }
-            fr.skipped += o.bad.len() as u64;
-            fr.records += o.rows.len() as u64;
-            fleet.append_block(&o.names, o.rows, o.ts_lines, file_idx, base)?;
-            pos.line_base += o.lines;
         }
         if let Parser::Lines(format, path, _) = parser {
             parser = Parser::Lines(format, path, false);

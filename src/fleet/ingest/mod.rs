@@ -17,6 +17,7 @@ mod chunk;
 mod csv;
 mod driver;
 mod jsonl;
+mod map;
 mod parsed;
 mod store;
 mod tsv;
@@ -25,7 +26,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use driver::ingest;
+pub use driver::{ingest, ingest_file};
 pub use parsed::Bad;
 pub(crate) use store::Row;
 pub use store::{Fleet, HostRecord};

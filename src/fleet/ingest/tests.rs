@@ -429,3 +429,80 @@ fn the_progress_bar_counts_every_byte_read_and_small_inputs_get_none() {
     assert_eq!(opts.progress.position(), text.len() as u64);
     assert!(read_bar(1 << 20).is_hidden());
 }
+
+/// Everything output shows from reading `text` as a file of that name (or
+/// the error), mapped when `mapped`, else read as a stream.
+fn file_outcome(name: &str, text: &[u8], mapped: bool, skip_bad: bool, block: usize) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    assert_eq!(map::Map::new(&file).is_some(), text.len() >= 1 << 20);
+    let opts = IngestOptions {
+        skip_bad,
+        threads: 3,
+        progress: indicatif::ProgressBar::hidden(),
+        ..Default::default()
+    };
+    let (mut f, mut r) = (Fleet::default(), IngestReport::default());
+    let res = if mapped {
+        driver::ingest_file_blocks(name, file, &opts, &mut f, &mut r, block)
+    } else {
+        driver::ingest_blocks(name, Box::new(file), &opts, &mut f, &mut r, block)
+    };
+    if let Err(e) = res {
+        return format!("error: {e:#}");
+    }
+    assert_eq!(opts.progress.position(), text.len() as u64, "{name}");
+    r.finish();
+    let hosts: Vec<HostRecord> = (0..f.len()).map(|i| f.record(i)).collect();
+    let dups = f.dedup(100);
+    format!("{hosts:?}\n{:?}\n{:?}\n{dups:?}", r.files, r.skip_reasons)
+}
+
+#[test]
+fn a_mapped_file_reads_like_a_stream_in_every_format() {
+    let n = 30_000;
+    let mut tsv = String::from("host\ttmp\tt\tu\tf\ts\tb\tc\tst\tsu\tsf\tinodes\n# note\n");
+    let mut csv = String::from("host,tmp_used_kb,mem_total_kb,timestamp_unix_s\n");
+    let mut jsonl = String::new();
+    for i in 0..n {
+        // Every 97th host repeats an earlier one; one line of each file is bad.
+        let h = if i % 97 == 0 { i / 2 } else { i };
+        let tmp = if i == n - 300 {
+            "x".to_string()
+        } else {
+            (i % 4000).to_string()
+        };
+        tsv += &format!(
+            "web-{h:06}.fleet.example.org\t{tmp}\t8000000\t500\t4000000\t0\t0\t0\t0\t0\t0\t{i}\n"
+        );
+        csv += &format!("web-{h:06}.fleet.example.org,{tmp},8000000,{}\n", i % 50);
+        jsonl += &format!(
+            "{{\"host\":\"web-{h:06}.fleet.example.org\",\"timestamp_unix_s\":{},\"tmp_used_bytes\":{},\"mem_total_bytes\":8000000}}\n",
+            i % 50,
+            if i == n - 300 { "-1".into() } else { tmp }
+        );
+    }
+    // A quoted host name near the end: the `csv` reader takes over there.
+    let quoted = csv.replace("web-029900.fleet.example.org,", "\"web,029900\",");
+    for (name, text) in [
+        ("m.tsv", tsv),
+        ("m.csv", csv),
+        ("q.csv", quoted),
+        ("m.jsonl", jsonl),
+    ] {
+        assert!(
+            text.len() >= 1 << 20,
+            "{name} must be large enough to be mapped"
+        );
+        for skip_bad in [true, false] {
+            for block in [4096, 100_000, 4 << 20] {
+                let want = file_outcome(name, text.as_bytes(), false, skip_bad, block);
+                let got = file_outcome(name, text.as_bytes(), true, skip_bad, block);
+                assert_eq!(got, want, "{name}, block {block}, skip_bad {skip_bad}");
+                assert_eq!(want.starts_with("error:"), !skip_bad, "{name}: {want:.200}");
+            }
+        }
+    }
+}

@@ -16,14 +16,27 @@ use crate::units::{Size, fmt_bytes};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// How the result is made to survive a reboot.
+/// How a mount comes back at boot: the one answer `plan`, `apply` and
+/// `persist enable` share (`--boot`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum Via {
-    /// A line in /etc/fstab
+pub enum Boot {
+    /// A line in /etc/fstab (persist: plus its units)
     Fstab,
-    /// A drop-in for the directory's systemd mount unit (tmp.mount for /tmp)
+    /// A drop-in for DIR's systemd mount unit, tmp.mount for /tmp (persist: its own units)
     Systemd,
+    /// Nothing: the live mount only, gone after the next reboot
+    None,
+}
+
+impl Boot {
+    pub fn name(self) -> &'static str {
+        match self {
+            Boot::Fstab => "fstab",
+            Boot::Systemd => "systemd",
+            Boot::None => "none",
+        }
+    }
 }
 
 /// Transparent huge pages policy (tmpfs `huge=`).
@@ -67,7 +80,8 @@ pub struct Request {
     pub huge: Option<Huge>,
     /// Permission bits of the mount's root, e.g. 0o1777.
     pub mode: Option<u32>,
-    pub via: Option<Via>,
+    /// `None`: recommend fstab or systemd from what manages DIR now.
+    pub boot: Option<Boot>,
     pub ramfs: bool,
     /// Per-user block limit (`usrquota_block_hardlimit`, Linux 6.6+).
     pub user_quota: Option<Size>,
@@ -191,7 +205,7 @@ pub enum PersistAction {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Persist {
-    pub via: Via,
+    pub via: Boot,
     /// fstab file, or the drop-in file.
     pub path: String,
     pub unit: String,
@@ -462,7 +476,7 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
         persist,
         apply_command: format!(
             "tmpfsctl apply {}{}{}",
-            facts.dir.display(),
+            crate::render::term::shell_path(&facts.dir),
             req.options_given,
             req.follow_up
         ),
@@ -509,17 +523,29 @@ fn persistence(
     let shown = dir.display().to_string();
     let unit = facts.unit.name.clone();
     let vendor_unit = facts.unit.fragment.is_some() && facts.unit.state != UnitState::Masked;
-    let (via, via_why) = match req.via {
+    let (via, via_why) = match req.boot {
+        Some(Boot::None) => {
+            return Persist {
+                via: Boot::None,
+                path: String::new(),
+                unit,
+                content: String::new(),
+                action: PersistAction::Unchanged,
+                why: format!(
+                    "asked for: a live mount only; {shown} is back on disk after the next reboot"
+                ),
+            };
+        }
         Some(v) => (v, "asked for".to_string()),
         None if facts.fstab_entry.is_some() => (
-            Via::Fstab,
+            Boot::Fstab,
             format!(
                 "{} already has a line for {shown}",
                 facts.fstab_path.display()
             ),
         ),
         None if vendor_unit && facts.unit.state == UnitState::Enabled => (
-            Via::Systemd,
+            Boot::Systemd,
             format!(
                 "systemd mounts {shown} with {unit} ({}); a drop-in keeps that and sets the options",
                 facts
@@ -531,12 +557,13 @@ fn persistence(
             ),
         ),
         None => (
-            Via::Fstab,
+            Boot::Fstab,
             format!("no systemd unit mounts {shown}; fstab is the usual place"),
         ),
     };
+    // `Boot::None` returned above: what is left is fstab or systemd.
     match via {
-        Via::Fstab => {
+        Boot::Fstab | Boot::None => {
             let line = fstab_line(dir, fsname, mount_options);
             let action = match &facts.fstab_entry {
                 None => PersistAction::Append,
@@ -559,7 +586,7 @@ fn persistence(
                 d.warn(
                     "unit_overrides_fstab",
                     format!(
-                        "{} in /etc overrides fstab for {shown}; use --via systemd or remove that unit",
+                        "{} in /etc overrides fstab for {shown}; use --boot systemd or remove that unit",
                         unit
                     ),
                 );
@@ -573,14 +600,14 @@ fn persistence(
                 why: via_why,
             }
         }
-        Via::Systemd => {
+        Boot::Systemd => {
             if facts.unit.state == UnitState::Masked {
                 d.blockers.push(format!(
-                    "{unit} is masked, so a drop-in would never be used; `systemctl unmask {unit}` first, or --persist fstab"
+                    "{unit} is masked, so a drop-in would never be used; `systemctl unmask {unit}` first, or --boot fstab"
                 ));
             } else if facts.unit.fragment.is_none() {
                 d.blockers.push(format!(
-                    "no {unit} unit file exists to add a drop-in to; use --persist fstab (or --via fstab)"
+                    "no {unit} unit file exists to add a drop-in to; use --boot fstab"
                 ));
             }
             if facts.fstab_entry.is_some() {
@@ -588,7 +615,7 @@ fn persistence(
                     "fstab_overrides_unit",
                     format!(
                         "{} has a line for {shown}, which systemd turns into {unit} and which wins over the vendor unit; \
-                         remove that line or use --via fstab",
+                         remove that line or use --boot fstab",
                         facts.fstab_path.display()
                     ),
                 );
@@ -676,10 +703,10 @@ fn steps(
         }
     }
     match (persist.via, persist.action) {
-        (Via::Fstab, PersistAction::Unchanged) => {
+        (Boot::Fstab, PersistAction::Unchanged) => {
             steps.push(format!("{} already has this line: leave it", persist.path))
         }
-        (Via::Fstab, a) => steps.push(format!(
+        (Boot::Fstab, a) => steps.push(format!(
             "{} the line for {shown} {} {} atomically (backup {}.tmpfsctl.bak, other lines byte-for-byte), \
              checked with `findmnt --verify`",
             if a == PersistAction::Append { "append" } else { "replace" },
@@ -687,7 +714,10 @@ fn steps(
             persist.path,
             persist.path
         )),
-        (Via::Systemd, _) => steps.push(format!(
+        (Boot::None, _) => steps.push(format!(
+            "write no fstab line or drop-in: {shown} is back on disk after the next reboot"
+        )),
+        (Boot::Systemd, _) => steps.push(format!(
             "write the drop-in {} (an existing one is kept as override.conf.tmpfsctl.bak), checked with `systemd-analyze verify`",
             persist.path
         )),

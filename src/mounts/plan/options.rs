@@ -51,8 +51,12 @@ pub(super) fn size_limit(
             .and_then(|c| c.size_bytes)
             .filter(|&b| b >= facts.used_bytes)
         {
+            // Written as configured: a share of RAM stays a share, so a
+            // second apply changes nothing and a RAM upgrade still scales it.
             Some(b) => (
-                Size::Bytes(b),
+                configured_size(facts)
+                    .filter(|&c| same_size(resolve_size(c, mem.mem_total_bytes), b))
+                    .unwrap_or(Size::Bytes(b)),
                 "keeps the size the tmpfs here has now".to_string(),
             ),
             None => default_size(facts, need_b),
@@ -67,6 +71,32 @@ pub(super) fn size_limit(
     d.opt(format!("size={size}"), why);
     size_against_memory(d, facts, b, need_b);
     Ok((size.to_string(), b))
+}
+
+/// The `size=` DIR's configuration gives it: its fstab line, else the
+/// `Options=` of the systemd unit that mounts it.
+fn configured_size(facts: &Facts) -> Option<Size> {
+    let from_fstab = facts.fstab_entry.as_ref().map(|e| e.options.clone());
+    let from_unit = || {
+        facts
+            .unit
+            .options
+            .as_ref()
+            .map(|o| o.split(',').map(str::to_string).collect::<Vec<_>>())
+    };
+    from_fstab
+        .or_else(from_unit)?
+        .iter()
+        .rev()
+        .find_map(|o| o.strip_prefix("size="))
+        .and_then(|v| crate::units::parse_size(v).ok())
+}
+
+/// The kernel rounds a tmpfs size to whole pages (and a share of RAM to
+/// pages of RAM), so a configured size and the mounted one agree within a
+/// few pages.
+fn same_size(a: u64, b: u64) -> bool {
+    a.abs_diff(b) <= 4 * 4096
 }
 
 /// The size when none was asked for and no tmpfs is here: a share of RAM,

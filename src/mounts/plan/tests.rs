@@ -25,6 +25,7 @@ fn facts(dir: &str, used: u64, inodes: u64) -> Facts {
             state: UnitState::Absent,
             fragment: None,
             dropins: vec![],
+            options: None,
         },
         unit_dir: "/etc/systemd/system".into(),
         busy: vec![],
@@ -272,7 +273,7 @@ fn existing_mounts_and_idempotence() {
     f.fstab_entry = crate::sys::fstab::parse_line(b"/dev/sdb1 /tmp ext4 defaults 0 2").unwrap();
     let p = plan(&f, &Request::default()).unwrap();
     assert_eq!(p.persist.action, PersistAction::Replace);
-    assert_eq!(p.persist.via, Via::Fstab);
+    assert_eq!(p.persist.via, Boot::Fstab);
 }
 
 #[test]
@@ -281,7 +282,7 @@ fn systemd_managed_tmp_gets_a_dropin() {
     f.unit.state = UnitState::Enabled;
     f.unit.fragment = Some("/usr/lib/systemd/system/tmp.mount".into());
     let p = plan(&f, &Request::default()).unwrap();
-    assert_eq!(p.persist.via, Via::Systemd);
+    assert_eq!(p.persist.via, Boot::Systemd);
     assert_eq!(
         p.persist.path,
         "/etc/systemd/system/tmp.mount.d/override.conf"
@@ -303,7 +304,7 @@ fn systemd_managed_tmp_gets_a_dropin() {
     let p = plan(
         &f,
         &Request {
-            via: Some(Via::Systemd),
+            boot: Some(Boot::Systemd),
             ..Default::default()
         },
     )
@@ -314,12 +315,12 @@ fn systemd_managed_tmp_gets_a_dropin() {
     let p = plan(
         &f,
         &Request {
-            via: Some(Via::Fstab),
+            boot: Some(Boot::Fstab),
             ..Default::default()
         },
     )
     .unwrap();
-    assert_eq!(p.persist.via, Via::Fstab);
+    assert_eq!(p.persist.via, Boot::Fstab);
 }
 
 #[test]

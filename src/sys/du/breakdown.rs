@@ -3,7 +3,8 @@
 //! `fstatat`s, so the split costs no extra system call.
 
 use std::collections::HashMap;
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,10 @@ pub(super) struct Tally {
     /// scanned from the last hit beats hashing every entry.
     by_uid: Vec<(u32, u64, u64)>,
     last: usize,
+    /// This worker's largest files, largest first, at most [`LARGEST_FILES`].
+    largest: Vec<FileTotal>,
+    /// Unreadable directories, by the breakdown directory they count in.
+    unreadable: Vec<(u32, bool)>,
 }
 
 impl Tally {
@@ -46,6 +51,56 @@ impl Tally {
         e.1 += bytes;
         e.2 += 1;
     }
+
+    pub(super) fn note_unreadable(&mut self, dir: u32, itself: bool) {
+        self.unreadable.push((dir, itself));
+    }
+
+    /// Keep the file if it is among this worker's largest. Its directory's
+    /// path is asked of the kernel only then (a few dozen times a walk), so
+    /// the walk need not carry a path for every directory.
+    pub(super) fn note_file(&mut self, st: &Stat, dir: &OwnedFd, name: &CStr) {
+        let bytes = (st.st_blocks as u64) * 512;
+        if self.largest.len() >= LARGEST_FILES
+            && self.largest.last().is_some_and(|f| f.bytes >= bytes)
+        {
+            return;
+        }
+        let Ok(d) = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())) else {
+            return;
+        };
+        let f = FileTotal {
+            path: d.join(OsStr::from_bytes(name.to_bytes())),
+            bytes,
+            uid: st.st_uid,
+            mtime: st.st_mtime,
+            dev: st.st_dev,
+            ino: st.st_ino,
+        };
+        let at = self.largest.partition_point(|o| o.bytes >= bytes);
+        self.largest.insert(at, f);
+        self.largest.truncate(LARGEST_FILES);
+    }
+}
+
+/// Files a breakdown names, largest first: enough to fill a screen's
+/// "largest files" and to name what fills a mount.
+pub const LARGEST_FILES: usize = 10;
+
+/// One of the largest files, like a line of `du -a | sort -h | tail`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FileTotal {
+    /// Absolute, as the kernel names the directory it was found in.
+    pub path: PathBuf,
+    /// Allocated bytes (st_blocks * 512), as du.
+    pub bytes: u64,
+    pub uid: u32,
+    /// Seconds since the epoch.
+    pub mtime: i64,
+    #[serde(skip)]
+    pub dev: u64,
+    #[serde(skip)]
+    pub ino: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -62,6 +117,10 @@ pub struct DirTotal {
     pub path: PathBuf,
     pub bytes: u64,
     pub inodes: u64,
+    /// Directories in this subtree whose contents were not counted.
+    pub unreadable_dirs: u64,
+    /// This directory itself could not be read: its figure is its own inode only.
+    pub unreadable: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -71,6 +130,8 @@ pub struct Breakdown {
     pub by_owner: Vec<OwnerTotal>,
     /// Every directory down to the asked depth (the root excluded), largest first.
     pub dirs: Vec<DirTotal>,
+    /// The largest files anywhere below, the root's own included, largest first.
+    pub largest_files: Vec<FileTotal>,
 }
 
 /// Measure `root` like [`super::usage`], with totals per uid and per directory
@@ -84,7 +145,17 @@ pub fn breakdown(root: &Path, dir_depth: usize) -> Result<Breakdown> {
 fn combine(usage: Usage, tallies: Vec<Tally>, dirs: &[(u32, CString)]) -> Breakdown {
     let mut own = vec![(0u64, 0u64); dirs.len().max(1)];
     let mut by_uid: HashMap<u32, (u64, u64)> = HashMap::new();
+    let mut largest: Vec<FileTotal> = Vec::new();
+    let mut blind = vec![0u64; own.len()];
+    let mut blind_self = vec![false; own.len()];
     for t in tallies {
+        largest.extend(t.largest);
+        for (d, itself) in t.unreadable {
+            if let Some(b) = blind.get_mut(d as usize) {
+                *b += 1;
+                blind_self[d as usize] |= itself;
+            }
+        }
         for (i, (b, n)) in t.own.into_iter().enumerate() {
             if let Some(o) = own.get_mut(i) {
                 o.0 += b;
@@ -104,6 +175,7 @@ fn combine(usage: Usage, tallies: Vec<Tally>, dirs: &[(u32, CString)]) -> Breakd
         let (b, n) = own[i];
         own[parent].0 += b;
         own[parent].1 += n;
+        blind[parent] += blind[i];
     }
     let mut paths: Vec<PathBuf> = Vec::with_capacity(dirs.len());
     for (i, (parent, name)) in dirs.iter().enumerate() {
@@ -118,12 +190,17 @@ fn combine(usage: Usage, tallies: Vec<Tally>, dirs: &[(u32, CString)]) -> Breakd
     let mut out_dirs: Vec<DirTotal> = paths
         .into_iter()
         .zip(own)
+        .zip(blind.into_iter().zip(blind_self))
         .skip(1)
-        .map(|(path, (bytes, inodes))| DirTotal {
-            path,
-            bytes,
-            inodes,
-        })
+        .map(
+            |((path, (bytes, inodes)), (unreadable_dirs, unreadable))| DirTotal {
+                path,
+                bytes,
+                inodes,
+                unreadable_dirs,
+                unreadable,
+            },
+        )
         .collect();
     out_dirs.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.path.cmp(&b.path)));
     let mut by_owner: Vec<OwnerTotal> = by_uid
@@ -131,10 +208,13 @@ fn combine(usage: Usage, tallies: Vec<Tally>, dirs: &[(u32, CString)]) -> Breakd
         .map(|(uid, (bytes, inodes))| OwnerTotal { uid, bytes, inodes })
         .collect();
     by_owner.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.uid.cmp(&b.uid)));
+    largest.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.path.cmp(&b.path)));
+    largest.truncate(LARGEST_FILES);
     Breakdown {
         usage,
         by_owner,
         dirs: out_dirs,
+        largest_files: largest,
     }
 }
 

@@ -1,0 +1,259 @@
+//! `persist restore`: mount the tmpfs when missing and load the newest
+//! generation that verifies (or the one asked for). A generation whose
+//! manifest does not read, whose objects are missing or the wrong size, or
+//! whose data does not hash to its manifest while it is loaded is passed
+//! over for the next older one, and the restore says which one it loaded
+//! and why it skipped the others.
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result, bail};
+
+use super::load::{self, LoadReport};
+use super::scan::LiveIndex;
+use super::store::{Store, gen_name};
+use super::{RestoreRequest, mount, open_dir, resolve_dir, store_for, trust};
+use crate::context::{Context, ExitCode};
+use crate::render::term::{safe, safe_path};
+use crate::sys::fs;
+use crate::units::fmt_bytes;
+
+#[derive(Debug, serde::Serialize)]
+pub struct RestoreReport {
+    pub dir: PathBuf,
+    pub store: PathBuf,
+    pub generation: u64,
+    /// "mounted" (a new tmpfs filled and mounted), "loaded" (into the
+    /// tmpfs already there), "unchanged" (DIR already held it).
+    pub action: &'static str,
+    pub files: u64,
+    pub bytes: u64,
+    /// Newer generations passed over and why (damaged paths in the store).
+    pub skipped: Vec<String>,
+}
+
+/// Generations to try, newest first, and what was said finding them.
+fn order(store: &Store, asked: Option<u64>) -> Result<(Vec<u64>, Vec<String>)> {
+    if let Some(g) = asked {
+        if !store.generations()?.contains(&g) {
+            bail!(
+                "--generation {g}: {} holds no {} (it holds {:?}; `tmpfsctl persist verify` lists them)",
+                safe_path(&store.path),
+                gen_name(g),
+                store.generations()?
+            );
+        }
+        return Ok((vec![g], Vec::new()));
+    }
+    let mut notes = Vec::new();
+    if store.current().unwrap_or(None).is_none() && !store.generations()?.is_empty() {
+        notes.push(format!(
+            "store {}: `current` is missing; looking for the newest generation that verifies",
+            store.path.display()
+        ));
+    }
+    Ok((store.candidates()?, notes))
+}
+
+/// The first generation of `gens` whose manifest reads and whose objects
+/// exist with their sizes; what was wrong with the ones before it.
+fn first_sound(store: &Store, gens: &[u64], notes: &mut Vec<String>) -> Option<usize> {
+    for (i, &g) in gens.iter().enumerate() {
+        match store.manifest(g) {
+            Err(e) => notes.push(format!("{}: {e:#}", gen_name(g))),
+            Ok((entries, _)) => {
+                let bad = store.check_objects(&entries);
+                if bad.is_empty() {
+                    return Some(i);
+                }
+                notes.push(format!("{}: {}", gen_name(g), bad.join("; ")));
+            }
+        }
+    }
+    None
+}
+
+/// Load the first of `gens` that loads whole into the empty `root`,
+/// emptying `root` again after one whose data turns out damaged.
+fn load_first(
+    store: &Store,
+    gens: &[u64],
+    root: BorrowedFd<'_>,
+    notes: &mut Vec<String>,
+) -> Result<(u64, LoadReport, LiveIndex)> {
+    let mut from = 0;
+    while let Some(i) = first_sound(store, &gens[from..], notes) {
+        let g = gens[from + i];
+        match load::load(store, g, root) {
+            Ok((l, live)) => return Ok((g, l, live)),
+            Err(e) if load::is_damage(&e) => {
+                notes.push(format!("{}: {e:#}", gen_name(g)));
+                fs::clear_dir(root).context("emptying DIR after a damaged generation")?;
+            }
+            Err(e) => return Err(e),
+        }
+        from += i + 1;
+    }
+    bail!(
+        "store {} holds no generation that verifies:\n  {}\n\
+         nothing was restored; `tmpfsctl persist verify` lists the damage",
+        safe_path(&store.path),
+        notes
+            .iter()
+            .map(|n| safe(n).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    )
+}
+
+pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
+    let dir = resolve_dir(&req.dir)?;
+    let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
+    let store = Store::open(&store_path)?;
+    let trust = entry
+        .as_ref()
+        .filter(|e| e.store == store_path)
+        .and_then(|e| e.trust);
+    trust::check_unchanged(&store_path, store.fd(), trust.as_ref())?;
+    let _lock = store.lock()?;
+    let (gens, mut notes) = order(&store, req.generation)?;
+    if gens.is_empty() {
+        bail!(
+            "store {} holds no generation yet; run `tmpfsctl persist sync` first",
+            safe_path(&store_path)
+        );
+    }
+    let (mounts, _) = ctx.sysroot.mountinfo()?;
+    let size = req
+        .size
+        .clone()
+        .or_else(|| entry.as_ref().and_then(|e| e.size.clone()));
+    let mut rep = RestoreReport {
+        dir: dir.clone(),
+        store: store_path.clone(),
+        generation: 0,
+        action: "mounted",
+        files: 0,
+        bytes: 0,
+        skipped: Vec::new(),
+    };
+    if mount::tmpfs_at(&mounts, &dir).is_none() {
+        let mut out = None;
+        let allow = trust
+            .as_ref()
+            .map(|t| crate::sys::tmpfs::Allow {
+                suid: t.allow_suid,
+                dev: t.allow_dev,
+            })
+            .unwrap_or_default();
+        mount::mount_dir(&dir, size.as_deref(), allow, |root| {
+            let st = rustix::fs::fstat(root)?;
+            out = Some((load_first(&store, &gens, root, &mut notes)?, st.st_dev));
+            Ok(())
+        })?;
+        if let Some(((g, l, live), dev)) = out {
+            store.write_live_index(g, dev, &live)?;
+            (rep.generation, rep.files, rep.bytes) = (g, l.files, l.bytes);
+        }
+    } else {
+        let dfd = open_dir(&dir)?;
+        if !fs::names(dfd.as_fd())?.is_empty() {
+            let mut probe = Vec::new();
+            let Some(i) = first_sound(&store, &gens, &mut probe) else {
+                notes.extend(probe);
+                return load_first(&store, &[], dfd.as_fd(), &mut notes).map(|_| ExitCode::Error);
+            };
+            let g = gens[i];
+            let d = load::diff(dfd.as_fd(), &store, Some(g))?;
+            if d.is_empty() {
+                rep.action = "unchanged";
+                rep.generation = g;
+                rep.skipped = notes;
+                rep.skipped.extend(probe);
+                return finish_restore(&rep, req.json);
+            }
+            if !req.force {
+                refuse_overwrite(&dir, &store_path, g, &d)?;
+            }
+            fs::clear_dir(dfd.as_fd()).with_context(|| format!("clearing {}", safe_path(&dir)))?;
+        }
+        // The tmpfs already there gets persist's flags before anything from
+        // the store is created in it.
+        trust::restrict_mount(dfd.as_fd(), trust.as_ref())?;
+        let st = rustix::fs::fstat(&dfd)?;
+        let (g, l, live) = load_first(&store, &gens, dfd.as_fd(), &mut notes)?;
+        store.write_live_index(g, st.st_dev, &live)?;
+        rep.action = "loaded";
+        (rep.generation, rep.files, rep.bytes) = (g, l.files, l.bytes);
+    }
+    rep.skipped = notes;
+    finish_restore(&rep, req.json)
+}
+
+fn refuse_overwrite(
+    dir: &std::path::Path,
+    store: &std::path::Path,
+    g: u64,
+    d: &load::Diff,
+) -> Result<()> {
+    let mut names: Vec<String> = Vec::new();
+    for (what, v) in [
+        ("changed", &d.changed),
+        ("only in DIR", &d.added),
+        ("only in the store", &d.removed),
+    ] {
+        for p in v.iter().take(10) {
+            names.push(format!("  {what}: {}", safe(p)));
+        }
+    }
+    bail!(
+        "{} holds data that differs from {} in {} ({} entries, {} in files that would be lost):\n{}\n\
+         not overwriting it; run `tmpfsctl persist sync {}` to keep DIR's data, or pass --force to replace it with the store's",
+        safe_path(dir),
+        gen_name(g),
+        safe_path(store),
+        d.changed_files(),
+        fmt_bytes(d.changed_bytes),
+        names.join("\n"),
+        safe_path(dir)
+    )
+}
+
+fn finish_restore(rep: &RestoreReport, json: bool) -> Result<ExitCode> {
+    if json {
+        crate::render::print_json(rep)?;
+        return Ok(ExitCode::Ok);
+    }
+    for n in &rep.skipped {
+        eprintln!("tmpfsctl: warning: skipped {}", safe(n));
+    }
+    if rep.action == "unchanged" {
+        println!(
+            "{} already holds {} of {}; nothing to restore",
+            safe_path(&rep.dir),
+            gen_name(rep.generation),
+            safe_path(&rep.store)
+        );
+    } else {
+        println!(
+            "{}: {} restored from {} ({} files, {}){}{}",
+            safe_path(&rep.dir),
+            gen_name(rep.generation),
+            safe_path(&rep.store),
+            rep.files,
+            fmt_bytes(rep.bytes),
+            if rep.action == "mounted" {
+                " onto a new tmpfs"
+            } else {
+                ""
+            },
+            if rep.skipped.is_empty() {
+                ""
+            } else {
+                " (the newest generation that verifies; see the warnings above)"
+            }
+        );
+    }
+    Ok(ExitCode::Ok)
+}

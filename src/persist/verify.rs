@@ -1,0 +1,256 @@
+//! `persist verify`: read back every object every kept generation refers to
+//! and compare it with the manifest (exists, size, content hash), so damage
+//! in the store is found before a restore needs it. Each object is hashed
+//! once however many generations share it.
+
+use std::collections::{HashMap, HashSet};
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::registry::Registry;
+use super::scan::show;
+use super::store::{Store, gen_name, object_rel};
+use super::{content, resolve_dir, store_for};
+use crate::context::{Context, ExitCode};
+use crate::render::term::{safe, safe_path};
+use crate::sys::fs;
+
+#[derive(Debug, Clone)]
+pub struct VerifyRequest {
+    pub dir: Option<PathBuf>,
+    pub store: Option<PathBuf>,
+    pub registry: PathBuf,
+    pub json: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Damage {
+    pub generation: u64,
+    /// The damaged path in the store.
+    pub store_path: PathBuf,
+    /// The file of DIR whose content it holds (empty for a manifest).
+    pub file: String,
+    pub problem: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StoreVerdict {
+    pub dir: PathBuf,
+    pub store: PathBuf,
+    pub current: Option<u64>,
+    pub generations: Vec<u64>,
+    /// Generations whose manifest and every object check out.
+    pub sound_generations: Vec<u64>,
+    pub objects_checked: u64,
+    pub bytes_checked: u64,
+    /// Objects no kept generation refers to (collected by the next prune
+    /// after an interrupted one; not damage).
+    pub unreferenced_objects: u64,
+    pub damaged: Vec<Damage>,
+    /// Store-level problems (no `current`, unreadable store).
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct VerifyReport {
+    pub schema_version: u32,
+    pub stores: Vec<StoreVerdict>,
+}
+
+fn check(dir: PathBuf, store_path: PathBuf) -> StoreVerdict {
+    let mut v = StoreVerdict {
+        dir,
+        store: store_path.clone(),
+        current: None,
+        generations: Vec::new(),
+        sound_generations: Vec::new(),
+        objects_checked: 0,
+        bytes_checked: 0,
+        unreferenced_objects: 0,
+        damaged: Vec::new(),
+        problems: Vec::new(),
+    };
+    let store = match Store::open(&store_path) {
+        Ok(s) => s,
+        Err(e) => {
+            v.problems.push(format!("{e:#}"));
+            return v;
+        }
+    };
+    match store.current() {
+        Ok(c) => v.current = c,
+        Err(e) => v.problems.push(format!("{e:#}")),
+    }
+    v.generations = store.generations().unwrap_or_default();
+    if v.current.is_none() && !v.generations.is_empty() {
+        v.problems.push(format!(
+            "{}: missing; a sync or restore uses the newest generation that verifies",
+            store_path.join("current").display()
+        ));
+    }
+    if v.current.is_some_and(|c| !v.generations.contains(&c)) {
+        v.problems.push(format!(
+            "{} names a generation that is not there",
+            store_path.join("current").display()
+        ));
+    }
+    // Object identity -> its problem (None: sound), each read once.
+    let mut seen: HashMap<[u8; 16], Option<String>> = HashMap::new();
+    let mut buf = Vec::new();
+    for &g in &v.generations {
+        let entries = match store.manifest(g) {
+            Ok((e, _)) => e,
+            Err(e) => {
+                v.damaged.push(Damage {
+                    generation: g,
+                    store_path: store_path.join(gen_name(g)).join("manifest"),
+                    file: String::new(),
+                    problem: format!("{:#}", e.root_cause()),
+                });
+                continue;
+            }
+        };
+        let mut sound = true;
+        for e in entries.iter().filter(|e| e.is_file()) {
+            let Some(h) = e.hash else { continue };
+            let problem = seen
+                .entry(h)
+                .or_insert_with(|| {
+                    let p = object_check(&store, &h, e.size, &mut buf);
+                    v.objects_checked += 1;
+                    v.bytes_checked += e.size;
+                    p
+                })
+                .clone();
+            if let Some(problem) = problem {
+                sound = false;
+                v.damaged.push(Damage {
+                    generation: g,
+                    store_path: store_path.join(object_rel(&h)),
+                    file: show(&e.path),
+                    problem,
+                });
+            }
+        }
+        if sound {
+            v.sound_generations.push(g);
+        }
+    }
+    v.unreferenced_objects = unreferenced(&store, &seen.keys().copied().collect());
+    v
+}
+
+fn object_check(store: &Store, h: &[u8; 16], size: u64, buf: &mut Vec<u8>) -> Option<String> {
+    if let Some(p) = store.object_problem(h, size) {
+        return Some(p);
+    }
+    let fd = match store.open_object(h) {
+        Ok(f) => f,
+        Err(e) => return Some(format!("cannot open it: {e}")),
+    };
+    let st = rustix::fs::fstat(&fd).ok()?;
+    match content::copy_hash(fd.as_fd(), &st, None, buf) {
+        Ok(got) if &got == h => None,
+        Ok(_) => Some("its content does not hash to its name (damaged on disk)".into()),
+        Err(e) => Some(format!("reading it failed: {e}")),
+    }
+}
+
+fn unreferenced(store: &Store, referenced: &HashSet<[u8; 16]>) -> u64 {
+    let Ok(objects) = store.objects_fd() else {
+        return 0;
+    };
+    let mut n = 0;
+    for sub in fs::names(objects.as_fd()).unwrap_or_default() {
+        let Ok(d) = fs::open_dir_beneath(objects.as_fd(), sub.to_bytes()) else {
+            continue;
+        };
+        for name in fs::names(d.as_fd()).unwrap_or_default() {
+            let known = super::manifest::unhex(&name.to_string_lossy())
+                .ok()
+                .and_then(|b| <[u8; 16]>::try_from(b.as_slice()).ok())
+                .is_some_and(|h| referenced.contains(&h));
+            n += u64::from(!known);
+        }
+    }
+    n
+}
+
+pub fn verify_cmd(_ctx: &Context, req: &VerifyRequest) -> Result<ExitCode> {
+    let targets: Vec<(PathBuf, PathBuf)> = match &req.dir {
+        Some(d) => {
+            let dir = resolve_dir(d)?;
+            let (store, _) = store_for(&dir, req.store.as_deref(), &req.registry)?;
+            vec![(dir, store)]
+        }
+        None => Registry::load(&req.registry)?
+            .dirs
+            .into_iter()
+            .map(|e| (e.dir, e.store))
+            .collect(),
+    };
+    let report = VerifyReport {
+        schema_version: 1,
+        stores: targets.into_iter().map(|(d, s)| check(d, s)).collect(),
+    };
+    if req.json {
+        crate::render::print_json(&report)?;
+    } else {
+        print_human(&report);
+    }
+    let bad = report
+        .stores
+        .iter()
+        .any(|s| !s.damaged.is_empty() || !s.problems.is_empty());
+    Ok(ExitCode::problem_if(bad))
+}
+
+fn print_human(r: &VerifyReport) {
+    if r.stores.is_empty() {
+        println!("no persisted directories to verify");
+    }
+    for s in &r.stores {
+        let state = if s.damaged.is_empty() && s.problems.is_empty() {
+            "sound"
+        } else {
+            "DAMAGED"
+        };
+        println!(
+            "{} -> {}: {state}: {} generation(s) {:?}, sound {:?}; {} objects ({}) read and hashed{}",
+            safe_path(&s.dir),
+            safe_path(&s.store),
+            s.generations.len(),
+            s.generations,
+            s.sound_generations,
+            s.objects_checked,
+            crate::units::fmt_bytes(s.bytes_checked),
+            if s.unreferenced_objects > 0 {
+                format!(
+                    "; {} unreferenced (the next sync collects them)",
+                    s.unreferenced_objects
+                )
+            } else {
+                String::new()
+            }
+        );
+        for p in &s.problems {
+            println!("  problem: {}", safe(p));
+        }
+        for d in &s.damaged {
+            println!(
+                "  damaged: {} ({}{}): {}",
+                safe_path(&d.store_path),
+                gen_name(d.generation),
+                if d.file.is_empty() {
+                    String::new()
+                } else {
+                    format!(", content of {}", safe(&d.file))
+                },
+                safe(&d.problem)
+            );
+        }
+    }
+}

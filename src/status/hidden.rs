@@ -1,0 +1,131 @@
+//! Files hidden below a mount: what the filesystem underneath holds at the
+//! mount point, out of sight of `ls` and `du` but still using its space (a
+//! directory applied as tmpfs keeps its old disk contents there).
+//!
+//! Read through `open_tree(OPEN_TREE_CLONE)` of the mount below, without
+//! `AT_RECURSIVE`: a detached copy of that one mount with nothing mounted on
+//! it, gone when its fd is closed. Nothing is mounted in the caller's
+//! namespace, so nothing is left behind however the process ends.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{CWD, Mode, OFlags, RawDir};
+use rustix::mount::{OpenTreeFlags, open_tree};
+use serde::Serialize;
+
+use crate::sys::MountInfo;
+
+/// What lies below a mount point, on the filesystem it covers.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HiddenBelow {
+    /// Files, directories and links below the mount point (not counting it).
+    pub files: u64,
+    /// Their allocated bytes, as `du -s -x -B1` would count them there.
+    pub bytes: u64,
+}
+
+/// Why the filesystem below could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Blind {
+    /// open_tree needs CAP_SYS_ADMIN.
+    NotPrivileged,
+    /// Another mount on the same point, or the covered mount is itself
+    /// covered: its path does not lead to it.
+    Unreachable,
+}
+
+impl Blind {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Blind::NotPrivileged => "unreadable: run as root to look below the mount",
+            Blind::Unreachable => "unreadable: the mount below is itself covered",
+        }
+    }
+}
+
+/// The mount point's directory on the mount that `m` covers, opened; with
+/// a path through /proc/self/fd that walks inside that detached copy.
+pub struct Below {
+    _tree: OwnedFd,
+    dir: OwnedFd,
+}
+
+impl Below {
+    /// A path for path-based readers (the du walk): `/proc/self/fd/N/.`.
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}/.", self.dir.as_raw_fd()))
+    }
+
+    /// Entries directly in the directory (one getdents pass, no stat).
+    pub fn entries(&self) -> u64 {
+        let mut buf = Vec::with_capacity(8 << 10);
+        let mut d = RawDir::new(&self.dir, buf.spare_capacity_mut());
+        let mut n = 0;
+        while let Some(Ok(e)) = d.next() {
+            let b = e.file_name().to_bytes();
+            if b != b"." && b != b".." {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Files and bytes below, counted by the du walk.
+    pub fn measure(&self) -> Option<HiddenBelow> {
+        let u = crate::sys::du::usage(&self.path()).ok()?;
+        let own = rustix::fs::fstat(&self.dir).map_or(0, |s| s.st_blocks as u64 * 512);
+        Some(HiddenBelow {
+            files: u.inodes.saturating_sub(1),
+            bytes: u.bytes.saturating_sub(own),
+        })
+    }
+}
+
+/// Open what `m` covers. `mounts` is the whole table (to find the parent).
+pub fn open(mounts: &[MountInfo], m: &MountInfo) -> Result<Below, Blind> {
+    let parent = mounts
+        .iter()
+        .find(|p| p.mount_id == m.parent_id)
+        .ok_or(Blind::Unreachable)?;
+    // The parent's path must lead to the parent: the last mount on that
+    // point, and not the same point as `m` (then the path leads to `m`).
+    let top_at_parent = mounts
+        .iter()
+        .rev()
+        .find(|o| o.mount_point == parent.mount_point);
+    if parent.mount_point == m.mount_point
+        || top_at_parent.map(|o| o.mount_id) != Some(parent.mount_id)
+    {
+        return Err(Blind::Unreachable);
+    }
+    let rel = m
+        .mount_point
+        .strip_prefix(&parent.mount_point)
+        .map_err(|_| Blind::Unreachable)?;
+    let tree = open_tree(
+        CWD,
+        &parent.mount_point,
+        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
+    )
+    .map_err(|e| match e {
+        rustix::io::Errno::PERM | rustix::io::Errno::ACCESS => Blind::NotPrivileged,
+        _ => Blind::Unreachable,
+    })?;
+    let rel: &Path = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    let dir = rustix::fs::openat(
+        &tree,
+        rel,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        rustix::io::Errno::ACCESS => Blind::NotPrivileged,
+        _ => Blind::Unreachable,
+    })?;
+    Ok(Below { _tree: tree, dir })
+}

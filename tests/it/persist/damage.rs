@@ -1,0 +1,184 @@
+//! A damaged store: a missing object, a lost `current`, a damaged manifest.
+//! Found by `verify`, repaired by `sync` while the data is in RAM, survived
+//! by `restore` (the newest generation that verifies), never wiped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{World, hex, json, s, show, stored};
+use crate::require_root;
+
+/// The object file holding `rel` in the current generation.
+fn object_of(store: &Path, rel: &str) -> PathBuf {
+    let m = std::fs::read_to_string(store.join("current/manifest")).unwrap();
+    let want = hex(rel.as_bytes());
+    let l = m
+        .lines()
+        .find(|l| l.starts_with("f ") && l.split(' ').nth(1) == Some(want.as_str()))
+        .unwrap();
+    let h = l.split(' ').nth(14).unwrap();
+    store.join("objects").join(&h[..2]).join(h)
+}
+
+fn lose_tmpfs(dir: &Path) {
+    assert!(
+        Command::new("umount")
+            .arg("-l")
+            .arg(dir)
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+fn gens(store: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("gen-"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn two_generations() -> World {
+    let w = World::new();
+    std::fs::write(w.dir.join("shared"), b"the same in every generation").unwrap();
+    std::fs::write(w.dir.join("b"), b"b, first version").unwrap();
+    w.enable();
+    std::fs::write(w.dir.join("b"), b"b, second version").unwrap();
+    let o = w.sync();
+    assert!(o.status.success(), "{}", show(&o));
+    w
+}
+
+#[test]
+fn a_deleted_shared_object_is_copied_again_by_sync_and_reported() {
+    require_root!();
+    let w = two_generations();
+    let obj = object_of(&w.store, "shared");
+    std::fs::remove_file(&obj).unwrap();
+    let v = w.run(&["persist", "verify", s(&w.dir), "--json"]);
+    assert_eq!(v.status.code(), Some(1), "{}", show(&v));
+    let text = String::from_utf8_lossy(&v.stdout).into_owned();
+    assert!(
+        text.contains(obj.to_str().unwrap()),
+        "verify names the object: {text}"
+    );
+    let o = w.sync();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(obj.to_str().unwrap()),
+        "sync names the damaged path: {err}"
+    );
+    assert!(obj.exists(), "copied again from RAM");
+    assert_eq!(stored(&w.store, "shared"), b"the same in every generation");
+    let v = w.run(&["persist", "verify", s(&w.dir)]);
+    assert_eq!(v.status.code(), Some(0), "{}", show(&v));
+}
+
+#[test]
+fn restore_falls_back_past_a_damaged_generation_and_generation_n_picks_one() {
+    require_root!();
+    let w = two_generations();
+    // Only the newest generation holds this object.
+    let obj = object_of(&w.store, "b");
+    std::fs::write(&obj, b"bit rot").unwrap();
+    let v = w.run(&["persist", "verify", s(&w.dir), "--json"]);
+    assert_eq!(v.status.code(), Some(1), "{}", show(&v));
+    let j = json(&v);
+    assert_eq!(
+        j["stores"][0]["sound_generations"],
+        serde_json::json!([1]),
+        "{j}"
+    );
+    assert_eq!(
+        j["stores"][0]["damaged"][0]["store_path"],
+        obj.to_str().unwrap()
+    );
+    lose_tmpfs(&w.dir);
+    let o = w.ok(&["persist", "restore", s(&w.dir)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("gen-000002") && err.contains(obj.to_str().unwrap()),
+        "{err}"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("gen-000001"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(std::fs::read(w.dir.join("b")).unwrap(), b"b, first version");
+    lose_tmpfs(&w.dir);
+    let o = w.run(&["persist", "restore", s(&w.dir), "--generation", "2"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "asked for the damaged one: {}",
+        show(&o)
+    );
+    let o = w.ok(&["persist", "restore", s(&w.dir), "--generation", "1"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("gen-000001"));
+}
+
+#[test]
+fn a_lost_current_is_never_treated_as_an_empty_store() {
+    require_root!();
+    let w = two_generations();
+    std::fs::remove_file(w.store.join("current")).unwrap();
+    lose_tmpfs(&w.dir);
+    // An empty tmpfs (a failed boot) synced over the store: refused.
+    assert!(
+        Command::new("mount")
+            .args(["-t", "tmpfs", "tmpfs"])
+            .arg(&w.dir)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = w.sync();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert_eq!(gens(&w.store), ["gen-000001", "gen-000002"]);
+    lose_tmpfs(&w.dir);
+    let o = w.ok(&["persist", "restore", s(&w.dir)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("`current` is missing"), "{}", show(&o));
+    assert_eq!(
+        std::fs::read(w.dir.join("b")).unwrap(),
+        b"b, second version"
+    );
+    let o = w.sync();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(gens(&w.store), ["gen-000002", "gen-000003"]);
+    assert_eq!(stored(&w.store, "b"), b"b, second version");
+}
+
+#[test]
+fn a_damaged_current_manifest_falls_back_to_the_previous_generation() {
+    require_root!();
+    let w = two_generations();
+    let m = w.store.join("gen-000002/manifest");
+    let mut bytes = std::fs::read(&m).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x20;
+    std::fs::write(&m, &bytes).unwrap();
+    lose_tmpfs(&w.dir);
+    let o = w.ok(&["persist", "restore", s(&w.dir)]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(m.to_str().unwrap()),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(std::fs::read(w.dir.join("b")).unwrap(), b"b, first version");
+    std::fs::write(w.dir.join("c"), b"new").unwrap();
+    let o = w.sync();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(stored(&w.store, "c"), b"new");
+    assert!(
+        w.store.join("damaged-gen-000002/manifest").exists(),
+        "kept aside for inspection"
+    );
+    let v = w.run(&["persist", "verify", s(&w.dir)]);
+    assert_eq!(v.status.code(), Some(0), "{}", show(&v));
+}

@@ -1,0 +1,253 @@
+//! Around the syncs: the tmpfs lost under a persisted DIR, disable with a
+//! writer, entries that vanish mid-walk, a kill during the prune, and
+//! enable --size with a sparse file.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{World, json, objects, s, show};
+use crate::require_root;
+
+#[test]
+fn a_lost_tmpfs_is_not_ok_and_status_says_what_to_run() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    w.enable();
+    assert!(
+        Command::new("umount")
+            .arg("-l")
+            .arg(&w.dir)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = w.run(&["persist", "status", s(&w.dir), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let d = &json(&o)["dirs"][0];
+    assert_eq!(d["state"], "not_mounted", "{d}");
+    assert!(
+        d["fix"].as_str().unwrap().contains("persist restore"),
+        "{d}"
+    );
+    let o = w.run(&["persist", "status", s(&w.dir)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("tmpfsctl persist restore"),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
+fn disable_with_a_writer_loses_no_line() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("app.log"), b"").unwrap();
+    w.enable();
+    // A logger: the file held open, a line every millisecond, 1500 lines.
+    let path = w.dir.join("app.log");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    const LINES: u64 = 1500;
+    let h = std::thread::spawn(move || {
+        for n in 0..LINES {
+            writeln!(f, "{n:08}").unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let o = w.run(&["persist", "disable", s(&w.dir), "--yes"]);
+    h.join().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(super::fstype(&w.dir), "", "unmounted");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let got: Vec<u64> = text.lines().map(|l| l.parse().unwrap()).collect();
+    let want: Vec<u64> = (0..LINES).collect();
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "lines lost: {}",
+        LINES as usize - got.len()
+    );
+    assert_eq!(got, want);
+}
+
+#[test]
+fn entries_vanishing_mid_walk_never_fail_a_sync() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("data"), b"d").unwrap();
+    w.enable();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (dir, st) = (w.dir.clone(), stop.clone());
+    // Lock links as editors and browsers make them: created and removed all
+    // the time, plus a FIFO and a socket-like short-lived node.
+    let h = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+            let l = dir.join(format!("lock{}", n % 4));
+            let _ = std::os::unix::fs::symlink(format!("host:{n}"), &l);
+            let p = dir.join(format!("fifo{}", n % 4));
+            let _ = rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &p,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            );
+            let _ = std::fs::remove_file(&l);
+            let _ = std::fs::remove_file(&p);
+            n += 1;
+        }
+    });
+    let mut failures = Vec::new();
+    for i in 0..200 {
+        let o = w.sync();
+        if !o.status.success() {
+            failures.push(format!("sync {i}: {}", String::from_utf8_lossy(&o.stderr)));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    h.join().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of 200 syncs failed: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(3)]
+    );
+}
+
+/// Distinct content identities the kept generations' manifests refer to.
+fn referenced(store: &Path) -> HashSet<String> {
+    let mut v = HashSet::new();
+    for e in std::fs::read_dir(store).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name().unwrap().to_string_lossy().starts_with("gen-") {
+            for l in std::fs::read_to_string(p.join("manifest")).unwrap().lines() {
+                if l.starts_with("f ") {
+                    v.insert(l.split(' ').nth(14).unwrap().to_string());
+                }
+            }
+        }
+    }
+    v
+}
+
+fn rewrite_all(dir: &Path, round: u32) {
+    for i in 0..1500 {
+        std::fs::write(dir.join(format!("f{i}")), format!("{round} {i}")).unwrap();
+    }
+}
+
+#[test]
+fn a_sync_killed_during_its_prune_leaves_nothing_the_next_sync_does_not_reclaim() {
+    require_root!();
+    let w = World::new();
+    rewrite_all(&w.dir, 0);
+    w.enable();
+    rewrite_all(&w.dir, 1);
+    assert!(w.sync().status.success());
+    let trash = w.store.join("trash");
+    let trash_gen = || {
+        std::fs::read_dir(&trash).is_ok_and(|d| {
+            d.filter_map(|e| e.ok())
+                .any(|e| e.file_name().to_string_lossy().starts_with("gen-"))
+        })
+    };
+    let t0 = Instant::now();
+    while trash_gen() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    rewrite_all(&w.dir, 2);
+    // The third sync prunes the first generation: killed as soon as that
+    // generation is in the trash, before its 1500 objects follow it.
+    let mut child = super::bin()
+        .env("TMPFSCTL_PERSIST_REGISTRY", &w.registry)
+        .args(["persist", "sync", s(&w.dir)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !trash_gen() && t0.elapsed() < Duration::from_secs(30) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let left = objects(&w.store);
+    let want = referenced(&w.store).len();
+    eprintln!("after the kill: {left} objects, {want} referenced");
+    assert!(w.sync().status.success());
+    assert_eq!(
+        objects(&w.store),
+        referenced(&w.store).len(),
+        "orphan objects left"
+    );
+}
+
+#[test]
+fn enable_size_counts_allocated_bytes_and_a_refused_enable_writes_nothing() {
+    require_root!();
+    let w = World::new();
+    let f = std::fs::File::create(w.dir.join("sparse")).unwrap();
+    f.set_len(2 << 30).unwrap();
+    for off in [0u64, 1 << 30, (2 << 30) - 4096] {
+        rustix::io::pwrite(&f, &[7u8; 4096], off).unwrap();
+    }
+    drop(f);
+    w.ok(&[
+        "persist",
+        "enable",
+        s(&w.dir),
+        "--store",
+        s(&w.store),
+        "--size",
+        "1G",
+        "--boot",
+        "none",
+        "--yes",
+    ]);
+    assert_eq!(
+        std::fs::metadata(w.dir.join("sparse")).unwrap().len(),
+        2 << 30
+    );
+    w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
+    let w2 = World::new();
+    std::fs::write(w2.dir.join("dense"), vec![1u8; 4 << 20]).unwrap();
+    let o = w2.run(&[
+        "persist",
+        "enable",
+        s(&w2.dir),
+        "--store",
+        s(&w2.store),
+        "--size",
+        "1M",
+        "--boot",
+        "none",
+        "--yes",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let left: Vec<String> = std::fs::read_dir(&w2.store)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        left.iter().all(|n| !n.starts_with("gen-")),
+        "a generation was left: {left:?}"
+    );
+    assert!(
+        !std::fs::read_to_string(&w2.registry)
+            .unwrap_or_default()
+            .contains("dense")
+    );
+}

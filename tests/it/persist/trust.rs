@@ -1,0 +1,348 @@
+//! A store another user can change must never make root act for them:
+//! unsafe stores are refused at enable (nothing created, nothing mounted),
+//! a store on RAM (directly or through a loop device) is refused, a store
+//! replaced after enable is refused by restore, and persist's tmpfs honours
+//! no set-uid bit or device node unless asked.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use super::{World, is_mount, s, show};
+use crate::common::TestMount;
+
+fn chown(p: &Path, uid: u32) {
+    std::os::unix::fs::chown(p, Some(uid), Some(uid)).unwrap();
+}
+
+fn enable_with(w: &World, store: &Path, extra: &[&str]) -> Output {
+    let mut a = vec![
+        "persist",
+        "enable",
+        s(&w.dir),
+        "--store",
+        s(store),
+        "--size",
+        "16M",
+        "--boot",
+        "none",
+        "--yes",
+    ];
+    a.extend(extra);
+    w.run(&a)
+}
+
+/// Refused with exit 2 and `says` in the message, and nothing done: DIR
+/// not mounted, no registry written.
+fn refused(w: &World, o: &Output, says: &[&str]) {
+    assert_eq!(o.status.code(), Some(2), "{}", show(o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    for x in says {
+        assert!(e.contains(x), "expected {x:?}: {}", show(o));
+    }
+    assert!(!is_mount(&w.dir), "DIR mounted after a refusal");
+    assert!(!w.registry.exists(), "registry written after a refusal");
+}
+
+fn as_nobody(script: &str) -> Output {
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+        .current_dir("/")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn stores_another_user_could_change_are_refused_and_nothing_is_left() {
+    crate::require_root!();
+    // Owned by uid 65534.
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    std::fs::create_dir(&w.store).unwrap();
+    chown(&w.store, 65534);
+    let o = enable_with(&w, &w.store, &[]);
+    refused(&w, &o, &["belongs to uid 65534"]);
+    assert_eq!(std::fs::read_dir(&w.store).unwrap().count(), 0);
+
+    // Under a parent uid 65534 owns: not even created.
+    let w = World::new();
+    let parent = w.root.path().join("theirs");
+    std::fs::create_dir(&parent).unwrap();
+    chown(&parent, 65534);
+    let store = parent.join("store");
+    let o = enable_with(&w, &store, &[]);
+    refused(&w, &o, &["uid 65534", s(&parent)]);
+    assert!(!store.exists(), "store created under a refused parent");
+
+    // Mode 0777.
+    let w = World::new();
+    std::fs::create_dir(&w.store).unwrap();
+    std::fs::set_permissions(&w.store, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = enable_with(&w, &w.store, &[]);
+    refused(&w, &o, &["mode 777", "everyone"]);
+    assert_eq!(std::fs::read_dir(&w.store).unwrap().count(), 0);
+
+    // A symlink in its path (uid 65534 could re-point it at any time).
+    let w = World::new();
+    let real = w.root.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = w.root.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let o = enable_with(&w, &link.join("store"), &[]);
+    refused(&w, &o, &["symbolic link", s(&link)]);
+    assert_eq!(std::fs::read_dir(&real).unwrap().count(), 0);
+}
+
+#[test]
+fn stores_on_ram_directly_or_through_a_loop_device_are_refused() {
+    crate::require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    let ram = TestMount::tmpfs("size=96M");
+    let o = enable_with(&w, &ram.path.join("st"), &[]);
+    refused(&w, &o, &["RAM-backed"]);
+    assert!(!ram.path.join("st").exists());
+    // An ext4 image whose file lives on that tmpfs, loop-mounted: a disk
+    // filesystem in name only.
+    let img = ram.path.join("disk.img");
+    let ok = |c: &mut Command| {
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{c:?}: {}", show(&o));
+    };
+    ok(Command::new("truncate").args(["-s", "64M"]).arg(&img));
+    ok(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&img));
+    let mnt = w.root.path().join("loopmnt");
+    std::fs::create_dir(&mnt).unwrap();
+    ok(Command::new("mount")
+        .args(["-o", "loop"])
+        .arg(&img)
+        .arg(&mnt));
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _u = Unmount(&mnt);
+    let o = enable_with(&w, &mnt.join("st"), &[]);
+    refused(&w, &o, &["loop device", "disk.img", "RAM-backed"]);
+    assert!(!mnt.join("st").exists());
+}
+
+/// A generation holding a set-uid root program and a block device node
+/// anyone may open: what uid 65534 would plant in a store it controls.
+fn forged_store(w: &World) -> std::path::PathBuf {
+    let src = World::new();
+    std::fs::copy("/usr/bin/id", src.dir.join("suid-id")).unwrap();
+    std::fs::set_permissions(
+        src.dir.join("suid-id"),
+        std::fs::Permissions::from_mode(0o4755),
+    )
+    .unwrap();
+    let st = Command::new("mknod")
+        .args(["-m", "0666"])
+        .arg(src.dir.join("disk"))
+        .args(["b", "7", "0"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = enable_with(&src, &src.store, &[]);
+    assert!(o.status.success(), "{}", show(&o));
+    let forged = w.root.path().join("forged");
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(&src.store)
+        .arg(&forged)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let st = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&forged)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    forged
+}
+
+#[test]
+fn a_store_replaced_or_changed_after_enable_is_refused_by_restore() {
+    crate::require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("mine"), b"v1").unwrap();
+    let o = enable_with(&w, &w.store, &[]);
+    assert!(o.status.success(), "{}", show(&o));
+    let forged = forged_store(&w);
+    // Later the store ends up in uid 65534's hands (a careless chown -R),
+    // who swaps in its own generation; then the machine reboots.
+    let st = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&w.store)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    chown(w.root.path(), 65534);
+    let o = as_nobody(&format!(
+        "cd '{}' && mv store store.old && mv forged store",
+        w.root.path().display()
+    ));
+    assert!(o.status.success(), "{}", show(&o));
+    let _ = forged;
+    assert!(
+        Command::new("umount")
+            .arg(&w.dir)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = w.run(&["persist", "restore", s(&w.dir)]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("uid 65534"),
+        "{}",
+        show(&o)
+    );
+    assert!(!is_mount(&w.dir), "restore mounted a forged store");
+    assert!(!w.dir.join("suid-id").exists());
+
+    // Still root's, but not as enable left it: refused as well.
+    let w = World::new();
+    std::fs::write(w.dir.join("mine"), b"v1").unwrap();
+    let o = enable_with(&w, &w.store, &[]);
+    assert!(o.status.success(), "{}", show(&o));
+    std::os::unix::fs::chown(&w.store, None, Some(65534)).unwrap();
+    std::fs::set_permissions(&w.store, std::fs::Permissions::from_mode(0o750)).unwrap();
+    assert!(
+        Command::new("umount")
+            .arg(&w.dir)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = w.run(&["persist", "restore", s(&w.dir)]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("changed or replaced"),
+        "{}",
+        show(&o)
+    );
+    assert!(!is_mount(&w.dir));
+}
+
+fn mount_options(dir: &Path) -> String {
+    let o = Command::new("findmnt")
+        .args(["-n", "-o", "OPTIONS", "--mountpoint"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+#[test]
+fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
+    crate::require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    let o = enable_with(&w, &w.store, &[]);
+    assert!(o.status.success(), "{}", show(&o));
+    let opts = mount_options(&w.dir);
+    assert!(opts.contains("nosuid") && opts.contains("nodev"), "{opts}");
+    // After a reboot (tmpfs gone) restore mounts it the same way.
+    assert!(
+        Command::new("umount")
+            .arg(&w.dir)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = w.run(&["persist", "restore", s(&w.dir)]);
+    assert!(o.status.success(), "{}", show(&o));
+    let opts = mount_options(&w.dir);
+    assert!(opts.contains("nosuid") && opts.contains("nodev"), "{opts}");
+    // Asked for: set-uid honoured, devices still not; the fstab line says so.
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    let o = enable_with(&w, &w.store, &["--allow-suid"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let opts = mount_options(&w.dir);
+    assert!(!opts.contains("nosuid") && opts.contains("nodev"), "{opts}");
+    assert!(
+        Command::new("umount")
+            .arg(&w.dir)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = w.run(&["persist", "restore", s(&w.dir)]);
+    assert!(o.status.success(), "{}", show(&o));
+    let opts = mount_options(&w.dir);
+    assert!(!opts.contains("nosuid") && opts.contains("nodev"), "{opts}");
+    // --allow-dev: the fstab line drops nodev only.
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    let fstab = w.root.path().join("fstab");
+    let units = w.root.path().join("units");
+    let o = w.run(&[
+        "persist",
+        "enable",
+        s(&w.dir),
+        "--store",
+        s(&w.store),
+        "--size",
+        "16M",
+        "--boot",
+        "fstab",
+        "--fstab",
+        s(&fstab),
+        "--unit-dir",
+        s(&units),
+        "--allow-dev",
+        "--yes",
+    ]);
+    assert!(o.status.success(), "{}", show(&o));
+    let line = std::fs::read_to_string(&fstab).unwrap();
+    assert!(
+        line.trim_end().ends_with(" tmpfs size=16M,nosuid 0 0"),
+        "{line}"
+    );
+    let opts = mount_options(&w.dir);
+    assert!(opts.contains("nosuid") && !opts.contains("nodev"), "{opts}");
+    w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
+}
+
+/// The store's path turned into a symlink after enable (by whoever could
+/// rename it): root's sync must not write `current`, generations, objects
+/// or its lock wherever the link leads.
+#[test]
+fn sync_refuses_a_store_path_that_became_a_symlink() {
+    crate::require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    let o = enable_with(&w, &w.store, &[]);
+    assert!(o.status.success(), "{}", show(&o));
+    let elsewhere = w.root.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::rename(&w.store, w.root.path().join("store.real")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &w.store).unwrap();
+    std::fs::write(w.dir.join("g"), b"new").unwrap();
+    let o = w.sync();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("symbolic link"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "sync wrote through the link"
+    );
+}
