@@ -183,8 +183,10 @@ the newest generation that verifies (or `--generation N`)."
 pub struct VerifyArgs {
     /// One persisted directory [default: all in the registry]
     pub dir: Option<PathBuf>,
+    /// The store [default: DIR's, from the registry]
     #[arg(long, value_name = "STORE")]
     pub store: Option<PathBuf>,
+    /// Print a JSON document instead of text
     #[arg(long)]
     pub json: bool,
 }
