@@ -283,6 +283,21 @@ pub fn diff(dir: BorrowedFd<'_>, store: &Store, g: Option<u64>) -> Result<Diff> 
             _ => p,
         });
         let mut v = scan::classify(cur, p, &live);
+        // A sync copies a torn entry again every time, but what a restore
+        // must not overwrite is only data that differs from the stored copy
+        // (an online journal loaded from the store is that copy): compare it.
+        if v == Verdict::Changed
+            && let Some(p) = p
+            && p.torn
+        {
+            let whole = Entry {
+                torn: false,
+                ..p.clone()
+            };
+            if scan::classify(cur, Some(&whole), &live) != Verdict::Changed {
+                v = Verdict::SameIfContent;
+            }
+        }
         if v == Verdict::SameIfContent
             && let Some(p) = p
         {

@@ -152,7 +152,7 @@ if [ $n = 1 ]; then
   printf '%s' '{early}' > /etc/systemd/system/early-writer.service
   tmpfsctl persist enable $L --interval 1h --before early-writer.service --yes > $O/enable.txt 2>&1 \
     || tmpfsctl persist enable $L --interval 1h --yes >> $O/enable.txt 2>&1 || say "enable $L failed"
-  tmpfsctl persist enable /var/log --interval 1h --yes >> $O/enable.txt 2>&1 || say "enable /var/log failed"
+  tmpfsctl persist enable /var/log --interval 1h --yes >> $O/enable.txt 2>&1 || {{ say "enable /var/log failed"; journalctl -u tmpfsctl-persist-var-log.service --no-pager | tail -n 30 >> $O/enable.txt 2>&1; }}
   # journald opened its files before /var/log was a tmpfs: reopen them there.
   journalctl --relinquish-var; journalctl --flush
   systemctl daemon-reload
