@@ -216,8 +216,11 @@ fn problems(pane: &str, piped: &str, width: usize) -> Vec<String> {
         }
         for (_, t) in tokens(l) {
             // Units come with figures that differ between the two runs (a
-            // latency may be "991 ns" in one and "1.02 µs" in the other).
-            let unit = ["ns", "µs", "ms", "s", "B", "KiB", "MiB", "GiB", "TiB"].contains(&bare(t));
+            // latency may be "991 ns" in one and "1.02 µs" in the other, a
+            // rate "971 MiB/s" in one and "1.05 GiB/s" in the other).
+            let b = bare(t);
+            let unit = ["ns", "µs", "ms", "s", "B", "KiB", "MiB", "GiB", "TiB"]
+                .contains(&b.strip_suffix("/s").unwrap_or(b));
             let skip = unit
                 || t.chars()
                     .any(|c| c.is_ascii_digit() || c == '─' || c == '-' && t.len() == 1);
