@@ -186,8 +186,12 @@ fn problems(pane: &str, piped: &str, width: usize) -> Vec<String> {
             // next line (same column), or a number ending a line of prose
             // and its unit starting the next.
             let last = tokens(a).last().map(|x| x.0) == Some(col);
-            let split = below.iter().any(|(c2, u)| {
+            // A unit that follows its own number on the line below is not
+            // split, whatever column it happens to share with this one.
+            let split = below.iter().enumerate().any(|(k, (c2, u))| {
+                let own_number = k > 0 && below[k - 1].1.ends_with(|c: char| c.is_ascii_digit());
                 UNITS.contains(u)
+                    && !own_number
                     && (*c2 == col || (last && Some(*c2) == below.first().map(|x| x.0)))
             });
             if split {
