@@ -8,6 +8,7 @@ mod common;
 mod advise;
 mod bench;
 mod cli;
+mod colour;
 mod explain;
 mod fleet;
 mod fleet_models;
