@@ -13,6 +13,7 @@ mod fleet;
 mod fleet_models;
 mod incident;
 mod interface;
+mod interface_sizes;
 mod mounts;
 mod mounts_guarded;
 mod persist;
