@@ -43,14 +43,32 @@ chmod 755 "$work"
 cp "$bin" "$work/tmpfsctl"
 chmod 755 "$work/tmpfsctl"
 
-# Microseconds per run of "$@", over LOOP runs.
+# Microseconds per run of "$@", over LOOP runs: wall, then CPU (user + system
+# of the command and everything it started, from the shell's `times`; the
+# loop's shell does nothing else). CPU time is what a busy machine inflates
+# least: wall time also counts waiting for a CPU, which a chain of processes
+# (the script's sh, mktemp, rm) pays at each hand-over.
 cat >"$work/per-run.sh" <<'EOF'
 #!/usr/bin/env bash
 n=$1; shift
+f=$(mktemp)
+trap 'rm -f "$f"' EXIT
+# The second line of `times` (run in this very shell: in a pipeline or $(...)
+# it would report a subshell's children): the children's user and system
+# time so far, "XmY.ZZZs", in microseconds.
+children_us() {
+    sed -n 2p "$f" | awk 'function sec(t, a) { split(t, a, /[ms]/); return a[1] * 60 + a[2] }
+        { printf "%d", (sec($1) + sec($2)) * 1e6 }'
+}
+times >"$f"
+c0=$(children_us)
 t0=${EPOCHREALTIME/./}
 for ((i = 0; i < n; i++)); do "$@" >/dev/null; done
 t1=${EPOCHREALTIME/./}
-echo $(((t1 - t0) / n))
+times >"$f"
+c1=$(children_us)
+cpu=$((c1 - c0))
+echo $(((t1 - t0) / n)) $((cpu / n))
 EOF
 chmod 755 "$work/per-run.sh"
 script='d=$(mktemp -d); cd "$d"; TMPDIR=$d true; cd /; rm -rf "$d"'
@@ -76,26 +94,31 @@ for user in $users; do
         continue
     }
     mode=$(cd / && as_user "$user" "$work/tmpfsctl" run --json fd:1 --quiet -- true | jq -r .mode)
-    ratios=() ; ts=() ; ss=() ; floors=()
+    ratios=() ; cratios=() ; ts=() ; ss=() ; floors=() ; cfloors=()
     for ((p = 0; p < pairs; p++)); do
         run_t() { (cd / && as_user "$user" "$work/per-run.sh" "$loop" "$work/tmpfsctl" run --quiet -- true); }
         run_s() { (cd / && as_user "$user" "$work/per-run.sh" "$loop" sh -c "$script"); }
-        if ((p % 2)); then s=$(run_s); t=$(run_t); else t=$(run_t); s=$(run_s); fi
-        v=$(cd / && as_user "$user" "$work/per-run.sh" "$loop" "$work/tmpfsctl" --version)
-        u=$(cd / && as_user "$user" "$work/per-run.sh" "$loop" /usr/bin/true)
-        ts+=("$t"); ss+=("$s")
+        if ((p % 2)); then read -r s sc < <(run_s); read -r t tc < <(run_t); else read -r t tc < <(run_t); read -r s sc < <(run_s); fi
+        read -r v vc < <(cd / && as_user "$user" "$work/per-run.sh" "$loop" "$work/tmpfsctl" --version)
+        read -r u uc < <(cd / && as_user "$user" "$work/per-run.sh" "$loop" /usr/bin/true)
+        ts+=("$t/$tc"); ss+=("$s/$sc")
         ratios+=("$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.3f", a / b}')")
+        cratios+=("$(awk -v a="$tc" -v b="$sc" 'BEGIN {printf "%.3f", a / b}')")
         floors+=("$(awk -v v="$v" -v u="$u" -v b="$s" 'BEGIN {printf "%.3f", (v + u) / b}')")
+        cfloors+=("$(awk -v v="$vc" -v u="$uc" -v b="$sc" 'BEGIN {printf "%.3f", (v + u) / b}')")
     done
-    r_med=$(printf '%s\n' "${ratios[@]}" | median)
-    r_min=$(printf '%s\n' "${ratios[@]}" | sort -g | head -1)
-    r_max=$(printf '%s\n' "${ratios[@]}" | sort -g | tail -1)
+    med_of() { printf '%s\n' "$@" | median; }
+    range_of() { printf '%s\n' "$@" | sort -g | sed -n '1p;$p' | paste -sd' ' | awk '{print "min " $1 ", max " $2}'; }
+    verdict() { awk -v r="$1" 'BEGIN {print (r <= 0.5 ? "OK" : "MISSED")}'; }
+    r_med=$(med_of "${ratios[@]}")
+    c_med=$(med_of "${cratios[@]}")
     echo
     echo "as $user (scratch mode: $mode):"
-    echo "  per run, median of $pairs: tmpfsctl run $(printf '%s\n' "${ts[@]}" | median) us, mktemp script $(printf '%s\n' "${ss[@]}" | median) us"
-    echo "  pair ratios: ${ratios[*]}"
-    echo "  ratio tmpfsctl run / mktemp script = $r_med (min $r_min, max $r_max; target <= 0.5: $(awk -v r="$r_med" 'BEGIN {print (r <= 0.5 ? "OK" : "MISSED")}'))"
-    echo "  floor (tmpfsctl --version + true) / mktemp script = $(printf '%s\n' "${floors[@]}" | median)"
+    echo "  per run, wall/cpu us: tmpfsctl run ${ts[*]}"
+    echo "  per run, wall/cpu us: mktemp script ${ss[*]}"
+    echo "  wall ratio tmpfsctl run / mktemp script = $r_med ($(range_of "${ratios[@]}"); target <= 0.5: $(verdict "$r_med"))"
+    echo "  cpu  ratio tmpfsctl run / mktemp script = $c_med ($(range_of "${cratios[@]}"); target <= 0.5: $(verdict "$c_med"))"
+    echo "  floor (tmpfsctl --version + /usr/bin/true) / mktemp script: wall $(med_of "${floors[@]}"), cpu $(med_of "${cfloors[@]}")"
 done
 
 idle=${IDLE_S:-5}

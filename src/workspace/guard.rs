@@ -14,6 +14,10 @@
 //! never written). It still has its own descriptor table, signal mask and
 //! session, and is not in tmpfsctl's thread group, so a SIGKILL of
 //! tmpfsctl leaves it running, holding the shared memory until it exits.
+//! (The OOM killer is the exception: it takes every process sharing its
+//! victim's memory, so an OOM kill of tmpfsctl itself, a few MiB, takes the
+//! guard too; CMD still dies of PR_SET_PDEATHSIG, what CMD started lives on
+//! in its cgroup until the next run's sweep kills it and removes the cgroup.)
 
 use std::ffi::CString;
 use std::io;
