@@ -174,11 +174,13 @@ pub fn apply_text(r: &ApplyReport) -> String {
             )
         );
     }
-    let undo = format!(
-        "tmpfsctl revert {} --keep-data{}",
-        crate::render::term::shell_word(&r.dir),
-        r.follow_up
-    );
+    let undo = r.undo.clone().unwrap_or_else(|| {
+        format!(
+            "tmpfsctl revert {} --keep-data{}",
+            crate::render::term::shell_word(&r.dir),
+            r.follow_up
+        )
+    });
     if crate::render::terminal_columns().is_none_or(|w| undo.chars().count() + 11 <= w) {
         let _ = writeln!(s, "Undo with: {undo}");
     } else {

@@ -14,6 +14,7 @@ mod fleet;
 mod fleet_models;
 mod incident;
 mod interface;
+mod interface_sizes;
 mod manpages;
 mod mounts;
 mod mounts_guarded;
