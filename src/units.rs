@@ -85,10 +85,7 @@ pub fn memory_left_for_tmpfs(mem: &crate::sys::MemInfo, held: u64) -> u64 {
     if mem.mem_available_bytes == 0 {
         return left;
     }
-    left.min(
-        mem.mem_available_bytes
-            .saturating_add(mem.swap_free_bytes),
-    )
+    left.min(mem.mem_available_bytes.saturating_add(mem.swap_free_bytes))
 }
 
 /// A size as given by the user: either absolute bytes or a share of RAM.

@@ -612,7 +612,10 @@ pub fn warnings(
             );
         }
         if let Some(p) = m.inodes_use_percent.filter(|p| *p > NEARLY_FULL_PERCENT) {
-            let free = m.inodes_total.zip(m.inodes_used).map(|(t, u)| t.saturating_sub(u));
+            let free = m
+                .inodes_total
+                .zip(m.inodes_used)
+                .map(|(t, u)| t.saturating_sub(u));
             w(
                 "tmpfs_inodes_nearly_full",
                 format!(

@@ -14,6 +14,7 @@ mod fleet_models;
 mod incident;
 mod interface;
 mod interface_sizes;
+mod interface_warnings;
 mod mounts;
 mod mounts_guarded;
 mod persist;

@@ -212,7 +212,11 @@ fn overcommit_and_ramfs_warn() {
     f.mem.mem_available_bytes = 3 * GIB;
     let p = plan(&f, &Request::default()).unwrap();
     let w = p.warnings.iter().find(|w| w.code == "tmpfs_overcommit");
-    assert!(w.is_some_and(|w| w.message.contains("3.00 GiB")), "{:?}", p.warnings);
+    assert!(
+        w.is_some_and(|w| w.message.contains("3.00 GiB")),
+        "{:?}",
+        p.warnings
+    );
     let p = plan(
         &f,
         &Request {
