@@ -290,11 +290,11 @@ fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
             list.join("; ")
         );
     }
-    eprintln!(
-        "tmpfsctl: warning: --force: writes made through these open files after the copy stay in the directory \
+    crate::render::color::eprint_warning(&format!(
+        "--force: writes made through these open files after the copy stay in the directory \
          hidden under the tmpfs (not in the tmpfs): {}",
         list.join("; ")
-    );
+    ));
     Ok(())
 }
 

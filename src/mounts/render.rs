@@ -122,9 +122,13 @@ pub fn plan_text(p: &Plan) -> String {
         }
     }
     if !p.warnings.is_empty() {
-        let _ = writeln!(s, "\n{}", paint(Tone::Warn, "Warnings"));
+        let _ = writeln!(s, "\n{}", crate::render::color::warnings_heading());
         for w in &p.warnings {
-            para(&mut s, "  ", format!("[{}] {}", w.code, w.message));
+            para(
+                &mut s,
+                "  ",
+                crate::render::color::warning_line(&w.code, &w.message),
+            );
         }
     }
     if !p.blockers.is_empty() {

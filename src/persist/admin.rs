@@ -377,12 +377,12 @@ fn sync_detach_catch_up(
     let t0 = std::time::Instant::now();
     while let Some(p) = sync::open_for_writing(src.as_fd())? {
         if t0.elapsed() > WRITER_WAIT {
-            eprintln!(
-                "tmpfsctl: warning: {} is still open for writing on the detached tmpfs after {} s; \
+            crate::render::color::eprint_warning(&format!(
+                "{} is still open for writing on the detached tmpfs after {} s; \
                  what is written to it from now on is lost",
                 crate::render::term::safe(&p),
                 WRITER_WAIT.as_secs()
-            );
+            ));
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));

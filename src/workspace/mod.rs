@@ -197,11 +197,11 @@ impl Peak {
         if !self.over && s.over_soft_cap(u) {
             self.over = true;
             if !quiet {
-                eprintln!(
-                    "tmpfsctl: warning: the scratch holds {}, over its soft cap of {} (not enforced for a plain directory)",
+                crate::render::color::eprint_warning(&format!(
+                    "the scratch holds {}, over its soft cap of {} (not enforced for a plain directory)",
                     fmt_bytes(u.used_bytes),
                     fmt_bytes(s.size_bytes)
-                );
+                ));
             }
         }
     }
