@@ -12,10 +12,7 @@ const G: u64 = 1 << 30;
 /// A --sysroot of a 16 GiB machine without swap, 12 GiB available, with
 /// these tmpfs mounts (mount point, size in bytes, extra mount options).
 fn machine(tmpfs: &[(&str, u64, &str)]) -> tempfile::TempDir {
-    let t = tempfile::Builder::new()
-        .prefix("tmpfsctl-it-ifa-warn-")
-        .tempdir()
-        .unwrap();
+    let t = crate::common::scratch("ifa-warn");
     let r = t.path();
     std::fs::create_dir_all(r.join("proc/self")).unwrap();
     std::fs::create_dir_all(r.join("etc")).unwrap();
