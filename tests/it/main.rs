@@ -15,6 +15,7 @@ mod fleet_models;
 mod incident;
 mod interface;
 mod interface_sizes;
+mod interface_warnings;
 mod manpages;
 mod mounts;
 mod mounts_guarded;
