@@ -15,7 +15,7 @@ meminfo's Shmem; the rest is stated as unattributed.\n\n\
 written aside in FILE's directory, fsynced and renamed over FILE. Run it from a systemd timer \
 (examples/systemd/tmpfsctl-top.service and .timer):\n  \
 ExecStart=/usr/bin/tmpfsctl top --prom /var/lib/prometheus/node-exporter/tmpfsctl-top.prom\n  \
-OnCalendar=minutely\n\
+OnUnitActiveSec=1min\n\
 with node_exporter started with --collector.textfile.directory=/var/lib/prometheus/node-exporter. Growth is not \
 written (one snapshot has no rate): Prometheus has it as deriv(tmpfsctl_mount_used_bytes[15m]). Alerting rules: \
 examples/prometheus/tmpfsctl-alerts.yml."

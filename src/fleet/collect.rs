@@ -299,7 +299,11 @@ pub fn render_prom(s: &Snapshot) -> Result<Vec<u8>> {
         "tmpfsctl_collect_timestamp_seconds",
         "When tmpfsctl collect took this snapshot.",
     )
-    .sample("tmpfsctl_collect_timestamp_seconds", &[], s.timestamp_unix_s);
+    .sample(
+        "tmpfsctl_collect_timestamp_seconds",
+        &[],
+        s.timestamp_unix_s,
+    );
     Ok(o.finish().into_bytes())
 }
 
