@@ -11,6 +11,7 @@
 //! builds one lives in `cli::workspace`.
 
 mod cleanup;
+mod guard;
 mod pidns;
 mod place;
 mod procs;
