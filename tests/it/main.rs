@@ -19,6 +19,7 @@ mod manpages;
 mod mounts;
 mod mounts_guarded;
 mod persist;
+mod readme;
 mod reports;
 mod status;
 mod status_usage;
