@@ -7,10 +7,18 @@ use crate::top::{Mode, TopQuery};
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  tmpfsctl top\n  tmpfsctl top --once /tmp\n  tmpfsctl top --json | jq '.mounts[] | {mountpoint, deleted_open}'\n\n\
+    after_help = "Examples:\n  tmpfsctl top\n  tmpfsctl top --once /tmp\n  tmpfsctl top --json | jq '.mounts[] | {mountpoint, deleted_open}'\n  tmpfsctl top --prom /var/lib/prometheus/node-exporter/tmpfsctl-top.prom\n\n\
 used_bytes, size_bytes and the inode counts agree with `df -B1` and `df -i`. deleted_open lists files that were \
 deleted but are still held open (the bytes `du` cannot see). accounted_bytes is what the report attributes of \
-meminfo's Shmem; the rest is stated as unattributed."
+meminfo's Shmem; the rest is stated as unattributed.\n\n\
+--prom FILE writes the tmpfsctl_* metrics (docs/metrics.md) for node_exporter's textfile collector: one snapshot, \
+written aside in FILE's directory, fsynced and renamed over FILE. Run it from a systemd timer \
+(examples/systemd/tmpfsctl-top.service and .timer):\n  \
+ExecStart=/usr/bin/tmpfsctl top --prom /var/lib/prometheus/node-exporter/tmpfsctl-top.prom\n  \
+OnUnitActiveSec=1min\n\
+with node_exporter started with --collector.textfile.directory=/var/lib/prometheus/node-exporter. Growth is not \
+written (one snapshot has no rate): Prometheus has it as deriv(tmpfsctl_mount_used_bytes[15m]). Alerting rules: \
+examples/prometheus/tmpfsctl-alerts.yml."
 )]
 pub struct TopArgs {
     /// Only the mounts holding these paths (default: every tmpfs and ramfs)
@@ -20,8 +28,12 @@ pub struct TopArgs {
     #[arg(long)]
     pub once: bool,
     /// Print one snapshot as JSON (schema_version 1); implies --once
-    #[arg(long)]
+    #[arg(long, conflicts_with = "prom")]
     pub json: bool,
+    /// Write one snapshot as node_exporter textfile-collector metrics to FILE
+    /// (atomically; `-` for stdout) and exit
+    #[arg(long, value_name = "FILE")]
+    pub prom: Option<PathBuf>,
     /// Seconds between refreshes
     #[arg(short = 'd', long = "delay", value_name = "SECS", default_value = "2", value_parser = parse_interval)]
     pub delay: Duration,
@@ -46,6 +58,7 @@ impl TopArgs {
             paths: self.paths.clone(),
             top_n: usize::from(self.top),
             interval: self.delay,
+            prom: self.prom.clone(),
             mode: if self.json {
                 Mode::Json
             } else if self.once {

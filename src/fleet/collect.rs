@@ -8,6 +8,7 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
+use crate::render::exposition::Exposition;
 use crate::sys::{self, MemInfo, Sysroot};
 
 pub const SNAPSHOT_SCHEMA_VERSION: u32 = 1;
@@ -253,17 +254,9 @@ pub fn render_kirkland(s: &Snapshot) -> Result<Vec<u8>> {
     Ok(line.into_bytes())
 }
 
-/// Prometheus text exposition label value escaping.
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
 /// node_exporter textfile-collector metrics. Memory is not repeated here:
 /// node_exporter's meminfo collector already exports `node_memory_*_bytes`.
 pub fn render_prom(s: &Snapshot) -> Result<Vec<u8>> {
-    let mut o = String::new();
     type Get = fn(&PathUsage) -> Option<u64>;
     let metrics: [(&str, &str, Get); 5] = [
         (
@@ -292,26 +285,26 @@ pub fn render_prom(s: &Snapshot) -> Result<Vec<u8>> {
             |p| p.tmpfs_size_bytes,
         ),
     ];
+    let mut o = Exposition::new();
     for (name, help, get) in metrics {
-        let vals: Vec<(String, u64)> = s
-            .paths
-            .iter()
-            .filter_map(|p| get(p).map(|v| (label(&p.path), v)))
-            .collect();
-        if vals.is_empty() {
-            continue;
-        }
-        o.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
-        for (path, v) in vals {
-            o.push_str(&format!("{name}{{path=\"{path}\"}} {v}\n"));
-        }
+        o.gauge_if_any(
+            name,
+            help,
+            s.paths
+                .iter()
+                .filter_map(|p| get(p).map(|v| ([("path", p.path.as_str())], v))),
+        );
     }
-    o.push_str(&format!(
-        "# HELP tmpfsctl_collect_timestamp_seconds When tmpfsctl collect took this snapshot.\n\
-         # TYPE tmpfsctl_collect_timestamp_seconds gauge\ntmpfsctl_collect_timestamp_seconds {}\n",
-        s.timestamp_unix_s
-    ));
-    Ok(o.into_bytes())
+    o.gauge(
+        "tmpfsctl_collect_timestamp_seconds",
+        "When tmpfsctl collect took this snapshot.",
+    )
+    .sample(
+        "tmpfsctl_collect_timestamp_seconds",
+        &[],
+        s.timestamp_unix_s,
+    );
+    Ok(o.finish().into_bytes())
 }
 
 #[cfg(test)]

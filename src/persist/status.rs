@@ -4,9 +4,8 @@
 //! the syncs are keeping up (exit 1 when the last good sync is older than
 //! twice the interval, for monitoring).
 
-use std::fmt::Write as _;
 use std::os::fd::AsFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -16,6 +15,7 @@ use super::store::Store;
 use super::{DEFAULT_INTERVAL_S, DEFAULT_KEEP, load, mount, open_dir, resolve_dir, units};
 use crate::context::{Context, ExitCode};
 use crate::render::color::{Tone, paint};
+use crate::render::exposition::Exposition;
 use crate::render::term::{safe, safe_path};
 use crate::sys::atomic::AtomicWrite;
 use crate::units::fmt_bytes;
@@ -332,18 +332,10 @@ fn print_human(r: &StatusReport) {
     }
 }
 
-fn label(p: &Path) -> String {
-    p.to_string_lossy()
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
 /// node_exporter textfile metrics (one sample per directory and metric).
 pub fn prom_text(r: &StatusReport) -> String {
-    let mut o = String::new();
     type Get = fn(&DirStatus) -> Option<f64>;
-    let metrics: [(&str, &str, Get); 8] = [
+    let metrics: [(&str, &str, Get); 9] = [
         (
             "tmpfsctl_persist_last_sync_timestamp_seconds",
             "Unix time of the last good sync",
@@ -353,6 +345,11 @@ pub fn prom_text(r: &StatusReport) -> String {
             "tmpfsctl_persist_last_sync_age_seconds",
             "Age of the last good sync",
             |d| d.last_sync_age_s.map(|v| v as f64),
+        ),
+        (
+            "tmpfsctl_persist_interval_seconds",
+            "The sync interval staleness is judged by (stale: last good sync older than twice this)",
+            |d| Some(d.interval_s as f64),
         ),
         (
             "tmpfsctl_persist_changed_files",
@@ -385,13 +382,16 @@ pub fn prom_text(r: &StatusReport) -> String {
             |d| Some(if d.state == "ok" { 1.0 } else { 0.0 }),
         ),
     ];
+    let mut o = Exposition::new();
     for (name, help, get) in metrics {
-        let _ = writeln!(o, "# HELP {name} {help}.\n# TYPE {name} gauge");
+        // Every family is printed, even with no directory registered, so a
+        // rule over it sees "no sample" rather than "no such metric".
+        o.gauge(name, &format!("{help}."));
         for d in &r.dirs {
             if let Some(v) = get(d) {
-                let _ = writeln!(o, "{name}{{dir=\"{}\"}} {v}", label(&d.dir));
+                o.sample(name, &[("dir", &d.dir.to_string_lossy())], v);
             }
         }
     }
-    o
+    o.finish()
 }

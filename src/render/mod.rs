@@ -1,6 +1,7 @@
 //! Shared pieces of output: terminal detection, JSON, tables, the HTML page shell.
 
 pub mod color;
+pub mod exposition;
 pub mod fit;
 pub mod html;
 pub mod term;

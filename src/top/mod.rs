@@ -4,6 +4,7 @@
 //! all that explains.
 
 mod live;
+mod prom;
 mod render;
 
 use std::collections::{HashMap, HashSet};
@@ -41,6 +42,8 @@ pub struct TopQuery {
     pub top_n: usize,
     pub interval: Duration,
     pub mode: Mode,
+    /// Write one snapshot as node_exporter textfile metrics here (`-`: stdout) instead of printing it.
+    pub prom: Option<PathBuf>,
 }
 
 /// Directory levels below a mount point that get their own totals.
@@ -565,6 +568,16 @@ pub fn add_growth(now: &mut TopReport, prev: &HashMap<String, (Instant, u64)>, a
 /// `tmpfsctl top`.
 pub fn run(ctx: &Context, q: &TopQuery) -> Result<ExitCode> {
     let paths = resolve_paths(&ctx.sysroot, &q.paths)?;
+    if let Some(dest) = &q.prom {
+        if dest != Path::new("-") {
+            crate::sys::atomic::check_writable("--prom", dest)?;
+        }
+        let report = snapshot(ctx, &paths, q.top_n)?;
+        prom::write(dest, &report)?;
+        return Ok(ExitCode::problem_if(
+            !report.paths_not_ram_backed.is_empty(),
+        ));
+    }
     let live = q.mode == Mode::Live
         && crate::render::stdout_is_tty()
         && std::io::IsTerminal::is_terminal(&std::io::stdin());

@@ -311,3 +311,113 @@ pub fn xattrs(p: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
     v.sort();
     v
 }
+
+// ---------------------------------------------------------------- Prometheus
+
+/// A real server (prometheus, node_exporter) started by a test and killed by its PID (and reaped) when the test ends, pass or fail.
+/// A server process killed (and reaped) when the test ends, pass or fail.
+pub struct Server {
+    pub child: std::process::Child,
+    pub name: &'static str,
+    pub log: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    pub fn start(name: &'static str, cmd: &mut Command, log: PathBuf) -> Option<Server> {
+        let f = std::fs::File::create(&log).unwrap();
+        match cmd.stdout(f.try_clone().unwrap()).stderr(f).spawn() {
+            Ok(child) => Some(Server { child, name, log }),
+            Err(e) => {
+                eprintln!(
+                    "SKIP: cannot start {name} ({e}); install Debian's prometheus and prometheus-node-exporter"
+                );
+                None
+            }
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn http_get(url: &str) -> Option<String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(std::time::Duration::from_secs(5)))
+        .build()
+        .into();
+    agent.get(url).call().ok()?.body_mut().read_to_string().ok()
+}
+
+/// Poll until `ok` holds for the body at `url`, up to 60 s.
+pub fn wait_for(srv: &Server, url: &str, ok: impl Fn(&str) -> bool) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(60) {
+        if let Some(b) = http_get(url)
+            && ok(&b)
+        {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    panic!("{} not ready at {url}; log:\n{}", srv.name, srv.log());
+}
+
+pub fn prometheus(dir: &Path, data: &Path, scrape: Option<u16>) -> Option<(Server, String)> {
+    let port = free_port();
+    let cfg = dir.join("prometheus.yml");
+    let jobs = match scrape {
+        Some(p) => format!(
+            "scrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: ['127.0.0.1:{p}']\n"
+        ),
+        None => "scrape_configs: []\n".into(),
+    };
+    std::fs::write(
+        &cfg,
+        format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n{jobs}"),
+    )
+    .unwrap();
+    let srv = Server::start(
+        "prometheus",
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!("--storage.tsdb.path={}", data.display()))
+            .arg("--storage.tsdb.retention.time=30d")
+            .arg(format!("--web.listen-address=127.0.0.1:{port}")),
+        dir.join("prometheus.log"),
+    )?;
+    let url = format!("http://127.0.0.1:{port}");
+    wait_for(&srv, &format!("{url}/-/ready"), |_| true);
+    Some((srv, url))
+}
+
+pub fn query_has_result(url: &str, q: &str) -> bool {
+    let enc: String = q
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    http_get(&format!("{url}/api/v1/query?query={enc}"))
+        .map(|b| b.contains("\"result\":[{"))
+        .unwrap_or(false)
+}

@@ -28,4 +28,5 @@ mod terminal;
 mod tmpfiles_boot;
 mod top;
 mod top_blind;
+mod top_prom;
 mod workspace;
