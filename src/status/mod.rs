@@ -753,7 +753,7 @@ fn overcommit(mounts: &[MountReport], mem: &MemoryReport) -> Option<String> {
     };
     Some(format!(
         "one writer filling {} would need more memory than is left ({}: MemAvailable + SwapFree, at most \
-         RAM + swap {} less the {} RAM filesystems hold now), so the OOM killer would run before the writer \
+         RAM + swap {} less the {} of shared memory and ramfs now), so the OOM killer would run before the writer \
          gets ENOSPC. \
          Lower size= on {} {lower} (`mount -o remount,size=NEW {}`, and in its fstab line or unit).",
         names.join(" or "),
