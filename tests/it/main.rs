@@ -23,4 +23,5 @@ mod terminal;
 mod tmpfiles_boot;
 mod top;
 mod top_blind;
+mod top_live;
 mod workspace;
