@@ -251,3 +251,63 @@ pub fn chromium_screenshot(html: &Path, width: u32, height: u32, name: &str) -> 
     }
     Some(bytes)
 }
+
+/// A path as the `&str` argument a command line wants (test paths are UTF-8).
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A fresh directory named `tmpfsctl-it-<area>-…`, so a leftover says which
+/// tests left it; removed on drop.
+pub fn scratch(area: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("tmpfsctl-it-{area}-"))
+        .tempdir()
+        .unwrap()
+}
+
+/// findmnt's COLUMN for the mount at exactly `p` ("" when nothing is mounted there).
+fn findmnt(column: &str, p: &Path) -> String {
+    let o = Command::new("findmnt")
+        .args(["-n", "-o", column, "--mountpoint"])
+        .arg(p)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// The options of the mount at exactly `p`, as findmnt prints them.
+pub fn findmnt_options(p: &Path) -> String {
+    findmnt("OPTIONS", p)
+}
+
+/// The filesystem type mounted at exactly `p`, or None when `p` is no mount point.
+pub fn findmnt_fstype(p: &Path) -> Option<String> {
+    Some(findmnt("FSTYPE", p)).filter(|t| !t.is_empty())
+}
+
+/// Every extended attribute of `p` (not following a symlink), sorted.
+pub fn xattrs(p: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut names = vec![0u8; 4096];
+    let n = rustix::fs::llistxattr(p, &mut names[..]).unwrap_or(0);
+    let mut v: Vec<(Vec<u8>, Vec<u8>)> = names[..n]
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(|name| {
+            let mut val = vec![0u8; 65536];
+            let c = std::ffi::CString::new(name).unwrap();
+            let len = rustix::fs::lgetxattr(p, &c, &mut val[..]).unwrap();
+            (name.to_vec(), val[..len].to_vec())
+        })
+        .collect();
+    v.sort();
+    v
+}

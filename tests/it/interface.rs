@@ -2,29 +2,13 @@
 //! enable (old spellings still work, with a note), and a printed plan that is
 //! the one executed.
 
-use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{json, tmpfsctl};
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn scratch() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("tmpfsctl-it-iface-")
-        .tempdir()
-        .unwrap()
-}
+use crate::common::{findmnt_options, json, s, scratch, stderr, tmpfsctl};
 
 #[test]
 fn plan_boot_none_plans_no_config_and_says_the_mount_is_gone_after_a_reboot() {
-    let t = scratch();
+    let t = scratch("iface");
     let dir = t.path().join("d");
     std::fs::create_dir(&dir).unwrap();
     let fstab = t.path().join("fstab");
@@ -66,7 +50,7 @@ fn plan_boot_none_plans_no_config_and_says_the_mount_is_gone_after_a_reboot() {
 
 #[test]
 fn old_spellings_of_boot_still_work_and_say_so_on_stderr() {
-    let t = scratch();
+    let t = scratch("iface");
     let dir = t.path().join("d");
     std::fs::create_dir(&dir).unwrap();
     let fstab = t.path().join("fstab");
@@ -139,7 +123,7 @@ fn old_spellings_of_boot_still_work_and_say_so_on_stderr() {
 #[test]
 fn apply_with_the_old_persist_none_prints_the_plan_it_executes() {
     crate::require_root!();
-    let t = scratch();
+    let t = scratch("iface");
     let dir = t.path().join("d");
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("f"), b"x").unwrap();
@@ -173,19 +157,10 @@ fn apply_with_the_old_persist_none_prints_the_plan_it_executes() {
     );
 }
 
-fn findmnt_options(p: &Path) -> String {
-    let o = Command::new("findmnt")
-        .args(["-n", "-o", "OPTIONS", "--mountpoint"])
-        .arg(p)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
 #[test]
 fn apply_twice_changes_nothing_and_a_share_of_ram_stays_a_share() {
     crate::require_root!();
-    let t = scratch();
+    let t = scratch("iface");
     let dir = t.path().join("d");
     std::fs::create_dir(&dir).unwrap();
     let fstab = t.path().join("fstab");
@@ -232,7 +207,7 @@ fn apply_twice_changes_nothing_and_a_share_of_ram_stays_a_share() {
 #[test]
 fn a_unit_configured_with_a_share_of_ram_is_planned_with_that_share() {
     crate::require_root!();
-    let t = scratch();
+    let t = scratch("iface");
     let dir = t.path().join("d");
     std::fs::create_dir(&dir).unwrap();
     let units = t.path().join("units");
@@ -286,7 +261,7 @@ fn a_unit_configured_with_a_share_of_ram_is_planned_with_that_share() {
 
 /// Runs a command tmpfsctl printed, pasted into `sh -c` as a user would,
 /// with `tmpfsctl` meaning the binary under test.
-fn paste(cmd: &str) -> Output {
+pub(crate) fn paste(cmd: &str) -> Output {
     let cmd = cmd.trim();
     let rest = cmd
         .strip_prefix("tmpfsctl ")
@@ -302,7 +277,7 @@ fn paste(cmd: &str) -> Output {
 #[test]
 fn printed_commands_paste_for_a_directory_with_shell_characters() {
     crate::require_root!();
-    let t = scratch();
+    let t = scratch("iface");
     let dir = t.path().join("a b$c 'q'");
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("f"), b"kept").unwrap();

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{Cleanup, fstype_at, root_dir, s, stderr};
+use super::{Cleanup, findmnt_fstype, s, scratch, stderr};
 use crate::common::bin;
 use crate::require_root;
 
@@ -122,7 +122,7 @@ fn mounted_at(p: &str) -> bool {
 
 /// One round: kill `op` after `delay`, run it again; what is wrong after.
 fn round(op: &str, files: usize, delay: Option<Duration>) -> (bool, Duration, Vec<String>) {
-    let t = root_dir();
+    let t = scratch("mounts");
     let dir = t.path().join("live");
     std::fs::create_dir(&dir).unwrap();
     let _c = Cleanup(dir.clone());
@@ -167,7 +167,7 @@ fn round(op: &str, files: usize, delay: Option<Duration>) -> (bool, Duration, Ve
     if !rerun.status.success() {
         wrong.push(format!("rerun failed: {}", stderr(&rerun)));
     }
-    let mounted = fstype_at(&dir).as_deref() == Some("tmpfs");
+    let mounted = findmnt_fstype(&dir).as_deref() == Some("tmpfs");
     let fstab_text = std::fs::read_to_string(&fstab).unwrap();
     let lines = fstab_text
         .lines()
@@ -277,7 +277,7 @@ fn copies_show_a_progress_bar_only_on_a_terminal() {
         eprintln!("skipped: no `script` (util-linux) to give the command a terminal");
         return;
     }
-    let t = root_dir();
+    let t = scratch("mounts");
     let dir = t.path().join("big");
     std::fs::create_dir(&dir).unwrap();
     let _c = Cleanup(dir.clone());
@@ -305,5 +305,5 @@ fn copies_show_a_progress_bar_only_on_a_terminal() {
         shown.contains("copying back [") && shown.contains("ETA"),
         "{shown}"
     );
-    assert_eq!(fstype_at(&dir), None);
+    assert_eq!(findmnt_fstype(&dir), None);
 }

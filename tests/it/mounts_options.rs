@@ -4,12 +4,12 @@
 
 use std::path::Path;
 
-use super::{fstype_at, root_dir, s, stderr};
+use super::{findmnt_fstype, s, scratch, stderr};
 use crate::common::{is_root, json, tmpfsctl};
 
 #[test]
 fn huge_takes_the_kernels_spelling_and_the_cli_one() {
-    let t = root_dir();
+    let t = scratch("mounts");
     let dir = t.path().join("d");
     std::fs::create_dir(&dir).unwrap();
     let fstab = t.path().join("fstab");
@@ -54,7 +54,7 @@ fn kernel_has_tmpfs_quota(scratch: &Path) -> bool {
 #[test]
 fn quotas_refused_before_anything_changes_where_the_kernel_lacks_them() {
     crate::require_root!();
-    let t = root_dir();
+    let t = scratch("mounts");
     if kernel_has_tmpfs_quota(t.path()) {
         eprintln!("skipped: this kernel's tmpfs has quotas");
         return;
@@ -85,7 +85,7 @@ fn quotas_refused_before_anything_changes_where_the_kernel_lacks_them() {
         );
         assert!(err.contains("CONFIG_TMPFS_QUOTA"), "{cmd}: {err}");
         assert!(err.contains(flag), "{cmd}: {err}");
-        assert_eq!(fstype_at(&dir), None, "{cmd} mounted nothing");
+        assert_eq!(findmnt_fstype(&dir), None, "{cmd} mounted nothing");
         assert!(!fstab.exists(), "{cmd} wrote no fstab");
         assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"kept");
     }
@@ -94,7 +94,7 @@ fn quotas_refused_before_anything_changes_where_the_kernel_lacks_them() {
 
 #[test]
 fn printed_apply_command_carries_every_option_given() {
-    let t = root_dir();
+    let t = scratch("mounts");
     let dir = t.path().join("d");
     std::fs::create_dir(&dir).unwrap();
     let fstab = t.path().join("fstab");
@@ -151,7 +151,7 @@ fn revert_help_names_dir_as_what_is_taken_off_tmpfs() {
 
 #[test]
 fn plan_warnings_are_coloured_only_when_asked() {
-    let t = root_dir();
+    let t = scratch("mounts");
     let dir = t.path().join("d");
     std::fs::create_dir(&dir).unwrap();
     let fstab = t.path().join("fstab");
@@ -208,7 +208,7 @@ fn catches_sigterm(pid: u32) -> bool {
 #[test]
 fn sigterm_during_the_copy_mounts_nothing_and_keeps_the_source() {
     crate::require_root!();
-    let t = root_dir();
+    let t = scratch("mounts");
     let dir = t.path().join("big");
     std::fs::create_dir(&dir).unwrap();
     // Enough data that the copy and its check take a while: large files for
@@ -249,7 +249,7 @@ fn sigterm_during_the_copy_mounts_nothing_and_keeps_the_source() {
         "apply finished before SIGTERM: {err}"
     );
     assert_ne!(out.status.code(), Some(0), "{err}");
-    assert_eq!(fstype_at(&dir), None, "nothing left mounted: {err}");
+    assert_eq!(findmnt_fstype(&dir), None, "nothing left mounted: {err}");
     assert!(!fstab.exists(), "no fstab line written");
     for i in 0..40 {
         assert_eq!(std::fs::read(dir.join(format!("big{i}"))).unwrap(), chunk);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::common::{TestMount, bin, json};
+use crate::common::{TestMount, bin, findmnt_fstype, json, s, xattrs};
 use crate::require_root;
 
 /// Files that never stop changing during syncs.
@@ -27,10 +27,6 @@ mod guards;
 mod lifecycle;
 /// Stores another user could change, and persist's mount flags.
 mod trust;
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn show(o: &Output) -> String {
     format!(
@@ -123,32 +119,6 @@ fn is_mount(p: &Path) -> bool {
         .arg(p)
         .status()
         .is_ok_and(|s| s.success())
-}
-
-fn fstype(p: &Path) -> String {
-    let o = Command::new("findmnt")
-        .args(["-n", "-o", "FSTYPE", "--mountpoint"])
-        .arg(p)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
-fn xattrs(p: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut names = vec![0u8; 4096];
-    let n = rustix::fs::llistxattr(p, &mut names[..]).unwrap_or(0);
-    let mut v: Vec<_> = names[..n]
-        .split(|&b| b == 0)
-        .filter(|n| !n.is_empty())
-        .map(|name| {
-            let mut val = vec![0u8; 65536];
-            let c = std::ffi::CString::new(name).unwrap();
-            let len = rustix::fs::lgetxattr(p, &c, &mut val[..]).unwrap();
-            (name.to_vec(), val[..len].to_vec())
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 /// Everything a faithful restore keeps, per relative path (std and rustix
@@ -296,7 +266,7 @@ fn enable_sync_restore_keep_everything() {
     populate(&w.dir);
     let before = tree(&w.dir, true);
     w.enable();
-    assert_eq!(fstype(&w.dir), "tmpfs");
+    assert_eq!(findmnt_fstype(&w.dir).unwrap_or_default(), "tmpfs");
     assert_eq!(
         tree(&w.dir, true),
         before,
@@ -329,7 +299,7 @@ fn enable_sync_restore_keep_everything() {
         show(&o)
     );
     w.ok(&["persist", "restore", s(&w.dir)]);
-    assert_eq!(fstype(&w.dir), "tmpfs");
+    assert_eq!(findmnt_fstype(&w.dir).unwrap_or_default(), "tmpfs");
     assert_eq!(tree(&w.dir, true), synced);
     // Unchanged files were shared with the previous generation, not copied:
     // 5 distinct contents at first (a hard link is one), then 2 new ones.

@@ -65,7 +65,11 @@ fn disable_with_a_writer_loses_no_line() {
     let o = w.run(&["persist", "disable", s(&w.dir), "--yes"]);
     h.join().unwrap();
     assert!(o.status.success(), "{}", show(&o));
-    assert_eq!(super::fstype(&w.dir), "", "unmounted");
+    assert_eq!(
+        super::findmnt_fstype(&w.dir).unwrap_or_default(),
+        "",
+        "unmounted"
+    );
     let text = std::fs::read_to_string(&path).unwrap();
     let got: Vec<u64> = text.lines().map(|l| l.parse().unwrap()).collect();
     let want: Vec<u64> = (0..LINES).collect();

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use super::{World, is_mount, s, show};
-use crate::common::TestMount;
+use crate::common::{TestMount, findmnt_options};
 
 fn chown(p: &Path, uid: u32) {
     std::os::unix::fs::chown(p, Some(uid), Some(uid)).unwrap();
@@ -237,15 +237,6 @@ fn a_store_replaced_or_changed_after_enable_is_refused_by_restore() {
     assert!(!is_mount(&w.dir));
 }
 
-fn mount_options(dir: &Path) -> String {
-    let o = Command::new("findmnt")
-        .args(["-n", "-o", "OPTIONS", "--mountpoint"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
 #[test]
 fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
     crate::require_root!();
@@ -253,7 +244,7 @@ fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
     std::fs::write(w.dir.join("f"), b"x").unwrap();
     let o = enable_with(&w, &w.store, &[]);
     assert!(o.status.success(), "{}", show(&o));
-    let opts = mount_options(&w.dir);
+    let opts = findmnt_options(&w.dir);
     assert!(opts.contains("nosuid") && opts.contains("nodev"), "{opts}");
     // After a reboot (tmpfs gone) restore mounts it the same way.
     assert!(
@@ -265,14 +256,14 @@ fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
     );
     let o = w.run(&["persist", "restore", s(&w.dir)]);
     assert!(o.status.success(), "{}", show(&o));
-    let opts = mount_options(&w.dir);
+    let opts = findmnt_options(&w.dir);
     assert!(opts.contains("nosuid") && opts.contains("nodev"), "{opts}");
     // Asked for: set-uid honoured, devices still not; the fstab line says so.
     let w = World::new();
     std::fs::write(w.dir.join("f"), b"x").unwrap();
     let o = enable_with(&w, &w.store, &["--allow-suid"]);
     assert!(o.status.success(), "{}", show(&o));
-    let opts = mount_options(&w.dir);
+    let opts = findmnt_options(&w.dir);
     assert!(!opts.contains("nosuid") && opts.contains("nodev"), "{opts}");
     assert!(
         Command::new("umount")
@@ -283,7 +274,7 @@ fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
     );
     let o = w.run(&["persist", "restore", s(&w.dir)]);
     assert!(o.status.success(), "{}", show(&o));
-    let opts = mount_options(&w.dir);
+    let opts = findmnt_options(&w.dir);
     assert!(!opts.contains("nosuid") && opts.contains("nodev"), "{opts}");
     // --allow-dev: the fstab line drops nodev only.
     let w = World::new();
@@ -313,7 +304,7 @@ fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
         line.trim_end().ends_with(" tmpfs size=16M,nosuid 0 0"),
         "{line}"
     );
-    let opts = mount_options(&w.dir);
+    let opts = findmnt_options(&w.dir);
     assert!(opts.contains("nosuid") && !opts.contains("nodev"), "{opts}");
     w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
 }

@@ -1,0 +1,175 @@
+//! The example systemd units, and input from hosts, files and servers that must
+//! reach a terminal escaped and short.
+
+use super::*;
+
+#[test]
+fn systemd_example_units_verify_and_their_command_runs() {
+    let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/systemd");
+    let service = std::fs::read_to_string(ex.join("tmpfsctl-collect.service")).unwrap();
+    let timer = std::fs::read_to_string(ex.join("tmpfsctl-collect.timer")).unwrap();
+    let exec = service
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap();
+    let args: Vec<&str> = exec.split_whitespace().collect();
+    assert_eq!(args[0], "/usr/local/bin/tmpfsctl");
+    // Run the unit's command line with our binary and the output in a temp dir.
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("tmpfsctl.prom");
+    let mut cmd: Vec<String> = args[1..].iter().map(|s| s.to_string()).collect();
+    let i = cmd.iter().position(|a| a == "--output").unwrap();
+    assert_eq!(
+        cmd[i + 1],
+        "/var/lib/prometheus/node-exporter/tmpfsctl.prom"
+    );
+    cmd[i + 1] = out.to_str().unwrap().to_string();
+    let refs: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let o = tmpfsctl(&refs);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("tmpfsctl_path_used_bytes{path=\"/tmp\"}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tmpfsctl_path_used_bytes{path=\"/var/tmp\"}"),
+        "{text}"
+    );
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIP systemd-analyze verify: systemd-analyze not installed");
+        return;
+    }
+    std::fs::write(
+        d.path().join("tmpfsctl-collect.service"),
+        service.replace("/usr/local/bin/tmpfsctl", env!("CARGO_BIN_EXE_tmpfsctl")),
+    )
+    .unwrap();
+    std::fs::write(d.path().join("tmpfsctl-collect.timer"), timer).unwrap();
+    let v = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(d.path().join("tmpfsctl-collect.service"))
+        .arg(d.path().join("tmpfsctl-collect.timer"))
+        .output()
+        .unwrap();
+    assert!(
+        v.status.success() && v.stderr.is_empty(),
+        "systemd-analyze verify: {}",
+        stderr(&v)
+    );
+}
+
+#[test]
+fn hostile_host_names_are_escaped_in_text_and_markdown_exact_in_json() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("hosts.jsonl");
+    // One host far over half its RAM: it is named as a misfit and an outlier.
+    std::fs::write(
+        &f,
+        "{\"host\":\"evil\\u001b]0;pwned\\u0007<b>&\",\"tmp_used_bytes\":900,\"mem_total_bytes\":1000}\n\
+         {\"host\":\"ok\",\"tmp_used_bytes\":1,\"mem_total_bytes\":1000}\n",
+    )
+    .unwrap();
+    let p = f.to_str().unwrap();
+    let t = stdout(&tmpfsctl(&["fleet", "analyze", p]));
+    assert!(!t.contains('\x1b') && !t.contains('\x07'), "{t:?}");
+    assert!(t.contains("evil\\x1b]0;pwned\\x07<b>&"), "{t}");
+    let m = stdout(&tmpfsctl(&["fleet", "analyze", p, "--markdown"]));
+    assert!(!m.contains('\x1b') && !m.contains("<b>"), "{m:?}");
+    assert!(m.contains("evil\\x1b]0;pwned\\x07&lt;b&gt;&amp;"), "{m}");
+    let j = json(&tmpfsctl(&["fleet", "analyze", p, "--json"]));
+    assert_eq!(j["outliers"][0]["host"], "evil\x1b]0;pwned\x07<b>&");
+}
+
+#[test]
+fn bad_input_is_quoted_short_and_escaped_in_errors() {
+    let d = tempfile::tempdir().unwrap();
+    // A CSV header with an escape sequence in a cell.
+    let csv = d.path().join("h.csv");
+    std::fs::write(&csv, "name\x1b[2J,used\n1,2\n").unwrap();
+    // Binary garbage given by mistake (no newline, so all of it is "line 1").
+    let bin_file = d.path().join("g.bin");
+    let garbage: Vec<u8> = (0..600u32)
+        .map(|i| (i * 151 % 256) as u8)
+        .map(|b| if b == b'\n' { b'x' } else { b })
+        .collect();
+    std::fs::write(
+        &bin_file,
+        [b"host,tmp_used_bytes,".as_slice(), &garbage].concat(),
+    )
+    .unwrap();
+    for f in [&csv, &bin_file] {
+        let o = tmpfsctl(&["fleet", "analyze", f.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        let e = stderr(&o);
+        assert!(e.contains("CSV header"), "{e}");
+        assert!(!e.trim_end().chars().any(|c| c.is_control()), "{e:?}");
+        assert!(e.len() < 400, "{} bytes: {e:?}", e.len());
+    }
+    assert!(
+        stderr(&tmpfsctl(&["fleet", "analyze", csv.to_str().unwrap()])).contains("name\\x1b[2J")
+    );
+}
+
+#[test]
+fn a_survey_tsv_with_a_bad_first_line_reports_line_1() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("survey.tsv");
+    let rest = "b\t4\t1000\t500\t500\t0\t0\t0\t0\t0\t0\t1\n";
+    for bad in ["-1", "NaN", "1e400"] {
+        std::fs::write(
+            &f,
+            format!("a\t{bad}\t1000\t500\t500\t0\t0\t0\t0\t0\t0\t1\n{rest}"),
+        )
+        .unwrap();
+        let o = tmpfsctl(&["fleet", "analyze", f.to_str().unwrap(), "--json"]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let e = stderr(&o);
+        assert!(e.contains("survey.tsv:1: not a number"), "{e}");
+    }
+}
+
+#[test]
+fn a_hostile_server_answer_is_quoted_short_and_escaped() {
+    let body = format!("\x1b]0;pwned\x07\x1b[2J{}", "x".repeat(600));
+    let resp: &'static str = Box::leak(
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_boxed_str(),
+    );
+    let p = fake_http(resp);
+    let o = tmpfsctl(&[
+        "fleet",
+        "analyze",
+        "--prometheus",
+        &format!("http://127.0.0.1:{p}"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("\\x1b]0;pwned\\x07"), "{e}");
+    assert!(!e.trim_end().chars().any(|c| c.is_control()), "{e:?}");
+    assert!(e.len() < 500, "{} bytes: {e:?}", e.len());
+}
+
+#[test]
+fn one_host_is_one_host_not_one_hosts() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("one.tsv");
+    // /tmp 3 GiB on 4 GiB of RAM: the single host is also the single outlier.
+    std::fs::write(
+        &f,
+        "web1\t3145728\t4194304\t0\t1048576\t0\t0\t0\t0\t0\t0\t10\n",
+    )
+    .unwrap();
+    let o = tmpfsctl(&["fleet", "analyze", f.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(out.contains("1 host from files"), "{out}");
+    assert!(out.contains("(1 host does not fit"), "{out}");
+    assert!(!out.contains("1 hosts"), "{out}");
+}
