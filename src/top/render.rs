@@ -63,7 +63,7 @@ fn growth(m: &MountTop) -> String {
     match m.growth_bytes_per_s {
         None => "-".into(),
         // Steady: nothing to say, and a column of it takes the mount column's room.
-        Some(g) if g == 0.0 => "-".into(),
+        Some(0.0) => "-".into(),
         Some(g) if g < 0.0 => format!("-{}/s", fmt_bytes((-g) as u64)),
         Some(g) => format!("+{}/s", fmt_bytes(g as u64)),
     }
@@ -321,7 +321,7 @@ fn ordered<'a>(r: &'a TopReport, view: &View) -> Vec<&'a MountTop> {
         .collect();
     match view.sort {
         SortBy::Bytes => {}
-        SortBy::Inodes => ms.sort_by(|a, b| b.inodes_used.cmp(&a.inodes_used)),
+        SortBy::Inodes => ms.sort_by_key(|m| std::cmp::Reverse(m.inodes_used)),
         SortBy::Growth => ms.sort_by(|a, b| {
             let g = |m: &MountTop| m.growth_bytes_per_s.unwrap_or(f64::NEG_INFINITY);
             g(b).total_cmp(&g(a))
