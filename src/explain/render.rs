@@ -8,6 +8,11 @@ use crate::render::color::{Tone, paint};
 use crate::render::term::safe;
 use crate::units::fmt_bytes;
 
+/// A line of prose wrapped to the terminal at words, as status wraps.
+fn prose(s: &mut String, indent: &str, tone: Option<Tone>, text: &str) {
+    crate::render::push_paragraph(s, indent, tone, text);
+}
+
 pub fn text(r: &ExplainReport) -> String {
     let mut s = String::new();
     let first = r.causes.iter().find(|c| c.binds).map(|c| c.kind.as_str());
@@ -23,14 +28,14 @@ pub fn text(r: &ExplainReport) -> String {
     } else {
         paint(Tone::Good, "a write here succeeds")
     };
-    let _ = writeln!(
-        s,
+    let line = format!(
         "{}: {} ({} at {})",
         safe(&r.resolved),
         verdict,
         safe(&r.fstype),
         safe(&r.mountpoint)
     );
+    prose(&mut s, "", None, &line);
     for (n, c) in r.causes.iter().enumerate() {
         let tag = if c.binds {
             paint(Tone::Bad, &c.kind)
@@ -45,19 +50,19 @@ pub fn text(r: &ExplainReport) -> String {
             ""
         };
         let _ = writeln!(s, "\n{tag} {}", paint(Tone::Dim, lead));
-        let _ = writeln!(s, "  {}", safe(&c.detail));
-        let _ = writeln!(s, "  fix: {}", safe(&c.fix));
+        prose(&mut s, "  ", None, &safe(&c.detail));
+        prose(&mut s, "  ", None, &format!("fix: {}", safe(&c.fix)));
     }
     if !r.largest_files.is_empty() {
         let _ = writeln!(s, "\n{}", paint(Tone::Strong, "largest files"));
         for f in r.largest_files.iter().take(5) {
-            let _ = writeln!(
-                s,
-                "  {:>10}  {}  ({})",
+            let line = format!(
+                "{:>10}  {}  ({})",
                 fmt_bytes(f.bytes),
                 safe(&f.path),
                 safe(&f.owner)
             );
+            prose(&mut s, "  ", None, &line);
         }
     }
     if let Some(h) = r.hidden_below.as_ref().filter(|h| h.files > 0) {
@@ -66,27 +71,32 @@ pub fn text(r: &ExplainReport) -> String {
             h.files,
             fmt_bytes(h.bytes)
         );
-        let _ = writeln!(s, "\n{}", paint(Tone::Warn, &line));
+        s.push('\n');
+        prose(&mut s, "", Some(Tone::Warn), &line);
     } else if let Some(why) = &r.hidden_below_unknown {
-        let _ = writeln!(s, "\nhidden below this mount: {}", safe(why));
-    }
-    if let Some(by) = &r.removed_at_boot_by {
-        let _ = writeln!(
-            s,
-            "\n{}",
-            paint(
-                Tone::Warn,
-                &format!(
-                    "removed at every boot: {} — systemd-tmpfiles --remove (systemd-tmpfiles-setup.service) deletes it whatever its age; x/X rules do not protect it",
-                    safe(by)
-                )
-            )
+        s.push('\n');
+        prose(
+            &mut s,
+            "",
+            None,
+            &format!("hidden below this mount: {}", safe(why)),
         );
     }
+    if let Some(by) = &r.removed_at_boot_by {
+        s.push('\n');
+        let line = format!(
+            "removed at every boot: {} — systemd-tmpfiles --remove (systemd-tmpfiles-setup.service) deletes it whatever its age; x/X rules do not protect it",
+            safe(by)
+        );
+        prose(&mut s, "", Some(Tone::Warn), &line);
+    }
     if r.tmpfiles_rules.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nNo tmpfiles.d rule covers this path: nothing ages it out or removes it at boot."
+        s.push('\n');
+        prose(
+            &mut s,
+            "",
+            None,
+            "No tmpfiles.d rule covers this path: nothing ages it out or removes it at boot.",
         );
     } else {
         let _ = writeln!(s, "\n{}", paint(Tone::Strong, "tmpfiles.d rules"));
@@ -104,25 +114,25 @@ pub fn text(r: &ExplainReport) -> String {
             } else {
                 ""
             };
-            let _ = writeln!(
-                s,
-                "  {} {}{age}{boot} ({}:{})",
+            let line = format!(
+                "{} {}{age}{boot} ({}:{})",
                 t.kind,
                 safe(&t.path),
                 safe(&t.source),
                 t.line
             );
+            prose(&mut s, "  ", None, &line);
         }
         if r.will_be_cleaned.is_empty() {
             let _ = writeln!(s, "  the next age clean deletes nothing under this path");
         } else {
             let total: u64 = r.will_be_cleaned.iter().map(|c| c.bytes).sum();
-            let _ = writeln!(
-                s,
-                "  the next clean deletes {} entries ({}):",
+            let line = format!(
+                "the next clean deletes {} entries ({}):",
                 r.will_be_cleaned.len(),
                 fmt_bytes(total)
             );
+            prose(&mut s, "  ", None, &line);
             for c in r.will_be_cleaned.iter().take(20) {
                 let open: Vec<String> = c
                     .open_by
@@ -134,23 +144,22 @@ pub fn text(r: &ExplainReport) -> String {
                 } else {
                     paint(Tone::Warn, &format!(" — open now by {}", open.join(", ")))
                 };
-                let _ = writeln!(
-                    s,
-                    "    {} (unused {} days){open}",
-                    safe(&c.path),
-                    c.age_s / 86_400
-                );
+                let line = format!("{} (unused {} days){open}", safe(&c.path), c.age_s / 86_400);
+                prose(&mut s, "    ", None, &line);
             }
         }
     }
     match &r.tmpfiles_clean_next {
         Some(n) => {
-            let _ = writeln!(s, "  systemd-tmpfiles-clean.timer runs next: {}", safe(n));
+            let line = format!("systemd-tmpfiles-clean.timer runs next: {}", safe(n));
+            prose(&mut s, "  ", None, &line);
         }
         None => {
-            let _ = writeln!(
-                s,
-                "  (no systemd running here: no timer cleans by these rules unless something else runs systemd-tmpfiles --clean)"
+            prose(
+                &mut s,
+                "  ",
+                None,
+                "(no systemd running here: no timer cleans by these rules unless something else runs systemd-tmpfiles --clean)",
             );
         }
     }

@@ -254,6 +254,13 @@ pub fn allot(min: &[usize], nat: &[usize], avail: usize) -> Vec<usize> {
 /// wrap every cell (and the header) to it, and turn comfy-table's own
 /// wrapping off.
 pub fn fit(t: &mut Table, term_width: usize) {
+    fit_keeping_whole(t, term_width, &[]);
+}
+
+/// As [`fit`], with the columns in `whole` (a mount point, a path someone
+/// will copy) kept on one line when the others can give way for them: the
+/// others wrap first.
+pub fn fit_keeping_whole(t: &mut Table, term_width: usize, whole: &[usize]) {
     let n = t.column_count();
     let hidden: Vec<bool> = (0..n)
         .map(|i| {
@@ -324,6 +331,13 @@ pub fn fit(t: &mut Table, term_width: usize) {
         overhead = padding(t) + borders(t, visible);
     }
     let avail = term_width.saturating_sub(overhead);
+    let mut kept = min.clone();
+    for &i in whole.iter().filter(|&&i| i < n) {
+        kept[i] = nat[i];
+    }
+    if kept.iter().sum::<usize>() <= avail {
+        min = kept;
+    }
     let widths = allot(&min, &nat, avail);
     let wrapped = |row: &[String]| -> Vec<Cell> {
         row.iter()
@@ -406,6 +420,19 @@ mod tests {
             assert!(width(l) <= 40, "{l:?}\n{out}");
         }
         assert!(out.contains("23.5 GiB"), "{out}");
+    }
+
+    #[test]
+    fn a_column_kept_whole_makes_the_others_wrap() {
+        let mut t = Table::new();
+        t.set_header(vec!["mount", "inodes", "full in"]);
+        t.add_row(vec!["/tmp/tmpfsctl-it-abcdef/many", "292 / 300", "-"]);
+        fit_keeping_whole(&mut t, 46, &[0]);
+        let out = t.to_string();
+        assert!(out.contains("/tmp/tmpfsctl-it-abcdef/many"), "{out}");
+        for l in out.lines() {
+            assert!(width(l) <= 46, "{l:?}\n{out}");
+        }
     }
 
     #[test]

@@ -96,6 +96,18 @@ pub fn paragraph(indent: &str, text: &str) -> String {
     }
 }
 
+/// [`paragraph`] appended to `out` with a newline, each wrapped line painted
+/// on its own (so colour never runs into the next line's indent).
+pub fn push_paragraph(out: &mut String, indent: &str, tone: Option<color::Tone>, text: &str) {
+    for l in paragraph(indent, text).lines() {
+        match tone {
+            Some(t) => out.push_str(&color::paint(t, l)),
+            None => out.push_str(l),
+        }
+        out.push('\n');
+    }
+}
+
 /// A shell command for the user to copy, indented by `indent`: on a
 /// terminal too narrow for it, broken before its options with ` \`
 /// continuations (still one command when pasted into a shell); piped, one

@@ -1,4 +1,5 @@
-//! The refreshing view: redraw every interval, `q` quits, Ctrl-C too, and
+//! The refreshing view: one screenful redrawn in place every interval; keys
+//! sort, filter to one mount and show help; `q` quits, Ctrl-C too, and
 //! the terminal is always given back as it was (a guard restores it on every
 //! way out, errors included).
 
@@ -39,8 +40,9 @@ impl Cbreak {
         if unsafe { libc::tcsetattr(fd, libc::TCSANOW, &t) } != 0 {
             return None;
         }
-        // Hide the cursor while redrawing.
-        print!("\x1b[?25l");
+        // The alternate screen (given back as it was on exit, as top and
+        // less do) and no cursor while redrawing.
+        print!("\x1b[?1049h\x1b[?25l");
         Some(Cbreak { fd, saved })
     }
 }
@@ -51,19 +53,28 @@ impl Drop for Cbreak {
         unsafe {
             libc::tcsetattr(self.fd, libc::TCSANOW, &self.saved);
         }
-        print!("\x1b[?25h");
+        print!("\x1b[?25h\x1b[?1049l");
         let _ = std::io::stdout().flush();
     }
 }
 
-/// Wait up to `d` for a key; true when it was `q` (or `Q`).
-fn wait_for_quit(d: Duration, stop: &Interrupt) -> bool {
+/// What ended a wait.
+enum Wake {
+    /// The interval is over: time for a new snapshot.
+    Refresh,
+    /// Keys typed since the last frame, in order.
+    Keys(Vec<u8>),
+    Quit,
+}
+
+/// Wait up to `d` for a key.
+fn wait_for_key(d: Duration, stop: &Interrupt) -> Wake {
     let end = Instant::now() + d;
     let fd = std::io::stdin().as_raw_fd();
     while !stop.is_set() {
         let left = end.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return false;
+            return Wake::Refresh;
         }
         let mut pfd = libc::pollfd {
             fd,
@@ -79,14 +90,59 @@ fn wait_for_quit(d: Duration, stop: &Interrupt) -> bool {
             // SAFETY: reads at most b.len() bytes into b.
             let got = unsafe { libc::read(fd, b.as_mut_ptr().cast(), b.len()) };
             if got <= 0 {
-                return false; // stdin closed: keep refreshing until Ctrl-C
+                // stdin closed: keep refreshing until Ctrl-C.
+                std::thread::sleep(left);
+                return Wake::Refresh;
             }
-            if b[..got as usize].iter().any(|&c| c == b'q' || c == b'Q') {
-                return true;
+            let keys = &b[..got as usize];
+            if keys.iter().any(|&c| c == b'q' || c == b'Q') {
+                return Wake::Quit;
+            }
+            // An escape sequence (an arrow key) is not a command.
+            if keys.first() != Some(&0x1b) {
+                return Wake::Keys(keys.to_vec());
             }
         }
     }
-    true
+    Wake::Quit
+}
+
+/// The terminal's height in rows (24 when it does not say).
+fn rows() -> usize {
+    // SAFETY: winsize is plain integers; all-zero is a valid value to fill.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ fills one winsize; fd 1 is stdout, a terminal here.
+    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_row >= 2 {
+        usize::from(ws.ws_row)
+    } else {
+        24
+    }
+}
+
+/// Apply a key to the view; the mounts it may filter to come from `r`.
+fn press(view: &mut render::View, key: u8, r: &super::TopReport) {
+    if view.help {
+        // Any key leaves the help.
+        view.help = false;
+        return;
+    }
+    match key {
+        b'b' | b'B' => view.sort = render::SortBy::Bytes,
+        b'i' | b'I' => view.sort = render::SortBy::Inodes,
+        b'g' | b'G' => view.sort = render::SortBy::Growth,
+        b'a' | b'A' => view.only = None,
+        b'f' | b'F' => {
+            let names: Vec<&String> = r.mounts.iter().map(|m| &m.mountpoint).collect();
+            let next = match &view.only {
+                None => 0,
+                Some(cur) => names.iter().position(|n| *n == cur).map_or(0, |i| i + 1),
+            };
+            view.only = names.get(next).map(|n| (*n).clone());
+        }
+        b'?' | b'h' | b'H' => view.help = true,
+        _ => {}
+    }
 }
 
 pub fn run(ctx: &Context, paths: &[PathBuf], q: &TopQuery) -> Result<ExitCode> {
@@ -94,7 +150,8 @@ pub fn run(ctx: &Context, paths: &[PathBuf], q: &TopQuery) -> Result<ExitCode> {
     let stop = Interrupt::install(false)?;
     let _term = Cbreak::enter();
     let mut prev: HashMap<String, (Instant, u64)> = HashMap::new();
-    loop {
+    let mut view = render::View::default();
+    'snapshots: loop {
         let at = Instant::now();
         let mut r = snapshot(ctx, paths, q.top_n)?;
         add_growth(&mut r, &prev, at);
@@ -103,14 +160,21 @@ pub fn run(ctx: &Context, paths: &[PathBuf], q: &TopQuery) -> Result<ExitCode> {
             .iter()
             .filter_map(|m| Some((m.mountpoint.clone(), (at, m.used_bytes?))))
             .collect();
-        let mut out = std::io::stdout().lock();
-        // Home and clear, then the frame: one write, no flicker of a half frame.
-        let frame = format!("\x1b[H\x1b[2J{}", render::text(&r, Some(q.interval)));
-        out.write_all(frame.as_bytes())?;
-        out.flush()?;
-        drop(out);
-        if wait_for_quit(q.interval, &stop) {
-            break;
+        let next = at + q.interval;
+        loop {
+            let cols = crate::render::terminal_columns().unwrap_or(80);
+            // One write per frame, drawn over the last: no flicker, no scrolling.
+            let frame = render::frame(&r, &view, q.interval, cols, rows());
+            let mut out = std::io::stdout().lock();
+            out.write_all(frame.as_bytes())?;
+            out.flush()?;
+            drop(out);
+            match wait_for_key(next.saturating_duration_since(Instant::now()), &stop) {
+                Wake::Refresh => continue 'snapshots,
+                Wake::Quit => break 'snapshots,
+                // Redraw the same snapshot at once: a key answers now, not at the next refresh.
+                Wake::Keys(ks) => ks.into_iter().for_each(|k| press(&mut view, k, &r)),
+            }
         }
     }
     Ok(if stop.is_set() {

@@ -588,7 +588,7 @@ pub fn run(ctx: &Context, q: &TopQuery) -> Result<ExitCode> {
     if q.mode == Mode::Json {
         crate::render::print_json(&report)?;
     } else {
-        print!("{}", render::text(&report, None));
+        print!("{}", render::text(&report));
     }
     // A PATH on disk is a problem the user asked about: top cannot show it.
     Ok(ExitCode::problem_if(

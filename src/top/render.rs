@@ -6,8 +6,43 @@ use std::time::Duration;
 
 use super::{MountTop, TopReport};
 use crate::render::color::{Tone, paint, paint_fullness};
+use crate::render::fit;
 use crate::render::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
+
+/// What the refreshing view orders mounts by (keys `b`, `i`, `g`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortBy {
+    #[default]
+    Bytes,
+    Inodes,
+    Growth,
+}
+
+impl SortBy {
+    fn name(self) -> &'static str {
+        match self {
+            SortBy::Bytes => "bytes",
+            SortBy::Inodes => "inodes",
+            SortBy::Growth => "growth",
+        }
+    }
+}
+
+/// How the refreshing view shows a report: its order, the one mount it is
+/// filtered to, and whether the key help is up.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    pub sort: SortBy,
+    /// Mount point to show alone.
+    pub only: Option<String>,
+    pub help: bool,
+}
+
+/// A line of prose wrapped to the terminal at words, as status wraps.
+fn prose(s: &mut String, indent: &str, tone: Option<Tone>, text: &str) {
+    crate::render::push_paragraph(s, indent, tone, text);
+}
 
 fn opt(b: Option<u64>, none: &str) -> String {
     b.map(fmt_bytes).unwrap_or_else(|| none.to_string())
@@ -27,20 +62,31 @@ pub fn fmt_secs(s: f64) -> String {
 fn growth(m: &MountTop) -> String {
     match m.growth_bytes_per_s {
         None => "-".into(),
+        // Steady: nothing to say, and a column of it takes the mount column's room.
+        Some(0.0) => "-".into(),
         Some(g) if g < 0.0 => format!("-{}/s", fmt_bytes((-g) as u64)),
         Some(g) => format!("+{}/s", fmt_bytes(g as u64)),
     }
 }
 
-fn mounts_table(r: &TopReport) -> String {
-    let mut t = crate::render::table(&[
-        "mount", "type", "used", "size", "use%", "inodes", "deleted", "growth", "full in",
-    ]);
-    // Numbers never wrap: a long mount point makes the table wider instead.
-    for c in t.column_iter_mut() {
-        c.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+fn mounts_table(mounts: &[&MountTop]) -> String {
+    // Growth and time to full exist only from the second refresh on: empty,
+    // they would take width from the mount column.
+    let rates = mounts
+        .iter()
+        .any(|m| m.growth_bytes_per_s.is_some_and(|g| g != 0.0));
+    // A column of "tmpfs" on every row says nothing: shown when a ramfs is listed.
+    let types = mounts.iter().any(|m| m.fstype != "tmpfs");
+    let mut header = vec!["mount"];
+    if types {
+        header.push("type");
     }
-    for m in &r.mounts {
+    header.extend(["used", "size", "use%", "inodes", "deleted"]);
+    if rates {
+        header.extend(["growth", "full in"]);
+    }
+    let mut t = crate::render::table(&header);
+    for m in mounts {
         let pct = match (m.used_bytes, m.size_bytes) {
             (Some(u), Some(s)) if s > 0 => {
                 let p = u as f64 * 100.0 / s as f64;
@@ -48,9 +94,11 @@ fn mounts_table(r: &TopReport) -> String {
             }
             _ => "-".into(),
         };
-        t.add_row(vec![
-            safe(&m.mountpoint).into_owned(),
-            m.fstype.clone(),
+        let mut row = vec![safe(&m.mountpoint).into_owned()];
+        if types {
+            row.push(m.fstype.clone());
+        }
+        row.extend([
             opt(m.used_bytes, "?"),
             opt(m.size_bytes, "unlimited"),
             pct,
@@ -71,11 +119,17 @@ fn mounts_table(r: &TopReport) -> String {
                 (b, true) => paint(Tone::Warn, &fmt_bytes(b)),
                 (b, false) => paint(Tone::Warn, &format!(">= {}", fmt_bytes(b))),
             },
-            growth(m),
-            m.time_to_full_s.map(fmt_secs).unwrap_or_else(|| "-".into()),
         ]);
+        if rates {
+            row.push(growth(m));
+            row.push(m.time_to_full_s.map(fmt_secs).unwrap_or_else(|| "-".into()));
+        }
+        t.add_row(row);
     }
-    crate::render::fit_to_terminal(&mut t);
+    // The mount point whole (it is what the user copies), the figures wrap.
+    if let Some(w) = crate::render::terminal_columns() {
+        fit::fit_keeping_whole(&mut t, w, &[0]);
+    }
     t.to_string()
 }
 
@@ -118,7 +172,7 @@ fn full_line(s: &mut String, m: &MountTop) {
             fmt_count(t),
             t.saturating_mul(2)
         );
-        let _ = writeln!(s, "  {}", paint(Tone::Bad, &line));
+        prose(s, "  ", Some(Tone::Bad), &line);
     }
     if let (Some(p), Some(u), Some(t)) = (byte_percent(m), m.used_bytes, m.size_bytes)
         && p >= 90.0
@@ -130,12 +184,13 @@ fn full_line(s: &mut String, m: &MountTop) {
             fmt_bytes(t),
             crate::units::tmpfs_size_option(t.saturating_mul(2))
         );
-        let _ = writeln!(s, "  {}", paint(Tone::Bad, &line));
+        prose(s, "  ", Some(Tone::Bad), &line);
     }
 }
 
-fn mount_detail(s: &mut String, m: &MountTop) {
-    let _ = writeln!(s, "\n{}", paint(Tone::Strong, &safe(&m.mountpoint)));
+fn mount_detail(s: &mut String, m: &MountTop, sort: SortBy) {
+    s.push('\n');
+    prose(s, "", Some(Tone::Strong), &safe(&m.mountpoint));
     full_line(s, m);
     if !m.by_owner.is_empty() {
         let owners: Vec<String> = m
@@ -152,11 +207,16 @@ fn mount_detail(s: &mut String, m: &MountTop) {
                 )
             })
             .collect();
-        let _ = writeln!(s, "  owners:       {}", owners.join(", "));
+        prose(
+            s,
+            "  ",
+            None,
+            &format!("owners:       {}", owners.join(", ")),
+        );
     }
     if !m.by_dir.is_empty() {
         let mut by_dir: Vec<&super::DirUse> = m.by_dir.iter().collect();
-        if inode_percent(m).is_some_and(|p| p >= 90.0) {
+        if sort == SortBy::Inodes || inode_percent(m).is_some_and(|p| p >= 90.0) {
             by_dir.sort_by_key(|d| std::cmp::Reverse(d.inodes));
         }
         let dirs: Vec<String> = by_dir
@@ -183,7 +243,7 @@ fn mount_detail(s: &mut String, m: &MountTop) {
                 }
             })
             .collect();
-        let _ = writeln!(s, "  largest dirs: {}", dirs.join(", "));
+        prose(s, "  ", None, &format!("largest dirs: {}", dirs.join(", ")));
     }
     if !m.largest_files.is_empty() {
         let _ = writeln!(s, "  largest files:");
@@ -199,19 +259,18 @@ fn mount_detail(s: &mut String, m: &MountTop) {
                     .collect();
                 format!(", open by {}", who.join(", "))
             };
-            let _ = writeln!(
-                s,
-                "    {:>10}  {}  ({}{held})",
+            let line = format!(
+                "{:>10}  {}  ({}{held})",
                 fmt_bytes(f.bytes),
                 safe(&f.path),
                 safe(&f.owner)
             );
+            prose(s, "    ", None, &line);
         }
     }
     for d in m.deleted_open.iter().take(5) {
-        let _ = writeln!(
-            s,
-            "  deleted, still open: {} by pid {} ({}) fd {}, was {}; fix: `: > /proc/{}/fd/{}` frees it without a restart, or restart pid {}",
+        let line = format!(
+            "deleted, still open: {} by pid {} ({}) fd {}, was {}; fix: `: > /proc/{}/fd/{}` frees it without a restart, or restart pid {}",
             fmt_bytes(d.bytes),
             d.pid,
             safe(&d.comm),
@@ -221,6 +280,7 @@ fn mount_detail(s: &mut String, m: &MountTop) {
             d.fd,
             d.pid
         );
+        prose(s, "  ", None, &line);
     }
     if !m.open_by.is_empty() {
         let who: Vec<String> = m
@@ -241,68 +301,65 @@ fn mount_detail(s: &mut String, m: &MountTop) {
                 )
             })
             .collect();
-        let _ = writeln!(s, "  held open by: {}", who.join(", "));
+        prose(s, "  ", None, &format!("held open by: {}", who.join(", ")));
     }
     if m.unreadable_dirs > 0 {
-        let _ = writeln!(
-            s,
-            "  {} directories could not be read (run as root to count them)",
+        let line = format!(
+            "{} directories could not be read (run as root to count them)",
             m.unreadable_dirs
         );
+        prose(s, "  ", None, &line);
     }
 }
-
-/// The whole report; `interval` set for the refreshing view's header.
-pub fn text(r: &TopReport, interval: Option<Duration>) -> String {
-    let mut s = String::new();
-    if let Some(d) = interval {
-        let _ = writeln!(
-            s,
-            "{}  every {:.1}s, sorted by bytes; q quits",
-            paint(Tone::Strong, "tmpfsctl top"),
-            d.as_secs_f64()
-        );
+/// The mounts the view shows, in its order: the one it is filtered to, or
+/// all, by bytes (the snapshot's order), inodes or growth.
+fn ordered<'a>(r: &'a TopReport, view: &View) -> Vec<&'a MountTop> {
+    let mut ms: Vec<&MountTop> = r
+        .mounts
+        .iter()
+        .filter(|m| view.only.as_ref().is_none_or(|o| *o == m.mountpoint))
+        .collect();
+    match view.sort {
+        SortBy::Bytes => {}
+        SortBy::Inodes => ms.sort_by_key(|m| std::cmp::Reverse(m.inodes_used)),
+        SortBy::Growth => ms.sort_by(|a, b| {
+            let g = |m: &MountTop| m.growth_bytes_per_s.unwrap_or(f64::NEG_INFINITY);
+            g(b).total_cmp(&g(a))
+        }),
     }
+    ms
+}
+
+/// The mount table and what must be read with it (what could not be seen,
+/// PATHs on disk): the part of the report the refreshing view always shows.
+fn head(s: &mut String, r: &TopReport, mounts: &[&MountTop]) {
     if r.mounts.is_empty() && r.paths_not_ram_backed.is_empty() {
         let _ = writeln!(s, "No tmpfs or ramfs mount.");
-    } else if r.mounts.is_empty() {
-    } else {
-        let _ = writeln!(s, "{}", mounts_table(r));
+    } else if !mounts.is_empty() {
+        let _ = writeln!(s, "{}", mounts_table(mounts));
         if r.unreadable_processes > 0 {
-            let _ = writeln!(
-                s,
-                "{}",
-                paint(
-                    Tone::Warn,
-                    &format!(
-                        "deleted-but-open: unknown, {} processes unreadable — run as root to see them",
-                        r.unreadable_processes
-                    )
-                )
+            let line = format!(
+                "deleted-but-open: unknown, {} processes unreadable — run as root to see them",
+                r.unreadable_processes
             );
+            prose(s, "", Some(Tone::Warn), &line);
         }
     }
     for p in &r.paths_not_ram_backed {
-        let _ = writeln!(
-            s,
-            "{}",
-            paint(
-                Tone::Warn,
-                &format!(
-                    "{} is on {} ({} mounted at {}), a disk, not RAM: top shows RAM-backed mounts only \
-                     (`tmpfsctl top` lists them all; `du -x -d1 {}` shows that disk's use).",
-                    safe(&p.path),
-                    safe(&p.fstype),
-                    safe(&p.source),
-                    safe(&p.mountpoint),
-                    crate::render::term::shell_word(&p.mountpoint)
-                )
-            )
+        let line = format!(
+            "{} is on {} ({} mounted at {}), a disk, not RAM: top shows RAM-backed mounts only \
+             (`tmpfsctl top` lists them all; `du -x -d1 {}` shows that disk's use).",
+            safe(&p.path),
+            safe(&p.fstype),
+            safe(&p.source),
+            safe(&p.mountpoint),
+            crate::render::term::shell_word(&p.mountpoint)
         );
+        prose(s, "", Some(Tone::Warn), &line);
     }
-    for m in r.mounts.iter().filter(|m| wants_detail(m)) {
-        mount_detail(&mut s, m);
-    }
+}
+
+fn memory_outside_mounts(s: &mut String, r: &TopReport) {
     if !r.memfd.is_empty() {
         let _ = writeln!(
             s,
@@ -311,23 +368,22 @@ pub fn text(r: &TopReport, interval: Option<Duration>) -> String {
         );
         for f in r.memfd.iter().take(5) {
             let names: Vec<String> = f.names.iter().map(|n| safe(n).into_owned()).collect();
-            let _ = writeln!(
-                s,
-                "  pid {} ({}): {} in {} fds [{}]",
+            let line = format!(
+                "pid {} ({}): {} in {} fds [{}]",
                 f.pid,
                 safe(&f.comm),
                 fmt_bytes(f.bytes),
                 f.fds.len(),
                 names.join(", ")
             );
+            prose(s, "  ", None, &line);
         }
     }
     if !r.sysv_shm.is_empty() {
         let _ = writeln!(s, "\n{}", paint(Tone::Strong, "SysV shared memory"));
         for g in &r.sysv_shm {
-            let _ = writeln!(
-                s,
-                "  key {:#x} id {}: {} (resident {}), uid {}, {} attached",
+            let line = format!(
+                "key {:#x} id {}: {} (resident {}), uid {}, {} attached",
                 g.key,
                 g.id,
                 fmt_bytes(g.bytes),
@@ -335,34 +391,42 @@ pub fn text(r: &TopReport, interval: Option<Duration>) -> String {
                 g.uid,
                 g.attached
             );
+            prose(s, "  ", None, &line);
         }
     }
-    if !r.cgroups.is_empty() {
-        let _ = writeln!(s, "\n{}", paint(Tone::Strong, "cgroups charged with shmem"));
-        let mut t = crate::render::table(&["cgroup", "shmem", "memory", "limit", "belongs to"]);
-        for c in r.cgroups.iter().take(10) {
-            let owner = [
-                c.pod.as_ref().map(|p| format!("pod {p}")),
-                c.container
-                    .as_ref()
-                    .map(|p| format!("container {}", &p[..p.len().min(12)])),
-                c.unit.clone(),
-            ]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join(", ");
-            t.add_row(vec![
-                format!("{} (v{})", safe(&c.path), c.cgroup_version),
-                fmt_bytes(c.shmem_bytes),
-                opt(c.memory_current_bytes, "?"),
-                opt(c.memory_limit_bytes, "none"),
-                safe(&owner).into_owned(),
-            ]);
-        }
-        crate::render::fit_to_terminal(&mut t);
-        let _ = writeln!(s, "{t}");
+}
+
+fn cgroups_table(s: &mut String, r: &TopReport) {
+    if r.cgroups.is_empty() {
+        return;
     }
+    let _ = writeln!(s, "\n{}", paint(Tone::Strong, "cgroups charged with shmem"));
+    let mut t = crate::render::table(&["cgroup", "shmem", "memory", "limit", "belongs to"]);
+    for c in r.cgroups.iter().take(10) {
+        let owner = [
+            c.pod.as_ref().map(|p| format!("pod {p}")),
+            c.container
+                .as_ref()
+                .map(|p| format!("container {}", &p[..p.len().min(12)])),
+            c.unit.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+        t.add_row(vec![
+            format!("{} (v{})", safe(&c.path), c.cgroup_version),
+            fmt_bytes(c.shmem_bytes),
+            opt(c.memory_current_bytes, "?"),
+            opt(c.memory_limit_bytes, "none"),
+            safe(&owner).into_owned(),
+        ]);
+    }
+    crate::render::fit_to_terminal(&mut t);
+    let _ = writeln!(s, "{t}");
+}
+
+fn shmem_summary(s: &mut String, r: &TopReport) {
     let pct = if r.shmem_bytes > 0 {
         format!(
             " ({:.0}%)",
@@ -371,15 +435,120 @@ pub fn text(r: &TopReport, interval: Option<Duration>) -> String {
     } else {
         String::new()
     };
-    let _ = writeln!(
-        s,
-        "\nShmem (meminfo): {}; attributed above: {}{pct}; unattributed: {}",
+    s.push('\n');
+    let line = format!(
+        "Shmem (meminfo): {}; attributed above: {}{pct}; unattributed: {}",
         fmt_bytes(r.shmem_bytes),
         fmt_bytes(r.accounted_bytes),
         fmt_bytes(r.unattributed_bytes)
     );
+    prose(s, "", None, &line);
     for n in &r.notes {
-        let _ = writeln!(s, "  {}", paint(Tone::Dim, n));
+        prose(s, "  ", Some(Tone::Dim), n);
     }
+}
+
+/// Everything below the mount table: per mount, then what lives outside
+/// mounts. Filtered to one mount, only that mount's block.
+fn detail(s: &mut String, r: &TopReport, mounts: &[&MountTop], view: &View) {
+    for m in mounts.iter().filter(|m| wants_detail(m)) {
+        mount_detail(s, m, view.sort);
+    }
+    if view.only.is_some() {
+        return;
+    }
+    memory_outside_mounts(s, r);
+    cgroups_table(s, r);
+    shmem_summary(s, r);
+}
+
+/// The whole report, as `top --once` prints it.
+pub fn text(r: &TopReport) -> String {
+    let view = View::default();
+    let mounts = ordered(r, &view);
+    let mut s = String::new();
+    head(&mut s, r, &mounts);
+    detail(&mut s, r, &mounts, &view);
     s
+}
+
+const KEYS: &[(&str, &str)] = &[
+    ("b", "sort mounts by bytes used"),
+    (
+        "i",
+        "sort mounts by inodes used (directories by file count)",
+    ),
+    ("g", "sort mounts by growth since the last refresh"),
+    ("f", "show one mount; again for the next one, then all"),
+    ("a", "all mounts again"),
+    ("? h", "this help; any key returns"),
+    ("q", "quit (Ctrl-C too)"),
+];
+
+/// One screenful for the refreshing view: the title, the mount table, then
+/// as many detail lines as fit in `rows`, each line at most `cols` wide
+/// (wrapped by the same fitting as `--once`), the last line saying what was
+/// left out. Lines end by clearing the rest of the row, so a frame drawn
+/// over the last one leaves nothing of it behind.
+pub fn frame(r: &TopReport, view: &View, interval: Duration, cols: usize, rows: usize) -> String {
+    let mut s = String::new();
+    let shown = match &view.only {
+        Some(m) => format!("mount {}", safe(m)),
+        None => "all mounts".into(),
+    };
+    let title = format!(
+        "every {:.1}s, sorted by {}, {shown}; ? help, q quits",
+        interval.as_secs_f64(),
+        view.sort.name()
+    );
+    let _ = writeln!(
+        s,
+        "{}",
+        crate::render::paragraph(
+            "",
+            &format!("{} {title}", paint(Tone::Strong, "tmpfsctl top"))
+        )
+    );
+    if view.help {
+        let _ = writeln!(s, "\n{}", paint(Tone::Strong, "keys"));
+        for (k, what) in KEYS {
+            prose(&mut s, "  ", None, &format!("{k:<4} {what}"));
+        }
+    } else {
+        let mounts = ordered(r, view);
+        head(&mut s, r, &mounts);
+        detail(&mut s, r, &mounts, view);
+    }
+    let rows = rows.max(2);
+    let lines: Vec<&str> = s.lines().collect();
+    // A line the terminal would still wrap takes more than one row.
+    let height = |l: &str| fit::width(l).div_ceil(cols.max(1)).max(1);
+    let mut out: Vec<&str> = Vec::new();
+    let mut used = 0;
+    for (i, l) in lines.iter().enumerate() {
+        let left = lines.len() - i;
+        let room = if left > 1 { rows - 1 } else { rows };
+        if used + height(l) > room {
+            break;
+        }
+        used += height(l);
+        out.push(l);
+    }
+    let more = lines.len() - out.len();
+    let tail = (more > 0).then(|| {
+        paint(
+            Tone::Dim,
+            &format!("… {more} more lines: f shows one mount at a time, ? lists the keys"),
+        )
+    });
+    let mut f = String::from("\x1b[H");
+    for (i, l) in out.iter().copied().chain(tail.as_deref()).enumerate() {
+        if i > 0 {
+            f.push_str("\x1b[K\n");
+        }
+        f.push_str(l);
+    }
+    // No newline after the last row: the screen must not scroll.
+    f.push_str("\x1b[K\x1b[J");
+    f
 }

@@ -28,5 +28,6 @@ mod terminal;
 mod tmpfiles_boot;
 mod top;
 mod top_blind;
+mod top_live;
 mod top_prom;
 mod workspace;

@@ -18,7 +18,7 @@ const UNITS: &[&str] = &[
     "B", "KiB", "MiB", "GiB", "TiB", "%", "ns", "µs", "us", "ms", "s", "x", "×", "IOPS",
 ];
 
-fn tmux_available() -> bool {
+pub(crate) fn tmux_available() -> bool {
     Command::new("tmux")
         .arg("-V")
         .output()
@@ -26,8 +26,8 @@ fn tmux_available() -> bool {
 }
 
 /// A tmux server of our own (its own socket), killed when dropped.
-struct Tmux {
-    socket: String,
+pub(crate) struct Tmux {
+    pub(crate) socket: String,
 }
 
 impl Drop for Tmux {
@@ -50,7 +50,7 @@ fn quote(s: &str) -> String {
 /// Run tmpfsctl with `args` in a `width`-column terminal; the pane's text
 /// (wrapped lines joined, so an over-long line shows whole) and the exit
 /// status.
-fn on_terminal(name: &str, width: u16, args: &[&str]) -> (String, i32) {
+pub(crate) fn on_terminal(name: &str, width: u16, args: &[&str]) -> (String, i32) {
     let socket = format!("tmpfsctl-it-{name}-{width}-{}", std::process::id());
     let tmux = Tmux { socket };
     let bin = env!("CARGO_BIN_EXE_tmpfsctl");
@@ -118,7 +118,7 @@ fn segments(word: &str) -> Vec<&str> {
 
 /// Every whole word of `piped`, and every run of its pieces (a path may be
 /// shown as "/tmp/x/" on one line and "name" on the next).
-fn vocabulary(piped: &str) -> HashSet<String> {
+pub(crate) fn vocabulary(piped: &str) -> HashSet<String> {
     // Words only the terminal layouts use: a shell line continuation, the
     // heading above a command moved onto lines of its own, and status's
     // "no limit" (piped: "unlimited").
@@ -138,12 +138,12 @@ fn vocabulary(piped: &str) -> HashSet<String> {
 }
 
 /// A word without the quotes and punctuation around it.
-fn bare(w: &str) -> &str {
+pub(crate) fn bare(w: &str) -> &str {
     w.trim_matches(|c: char| "`'\"()[]:;".contains(c))
 }
 
 /// Tokens of `line` with their starting column.
-fn tokens(line: &str) -> Vec<(usize, &str)> {
+pub(crate) fn tokens(line: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut start: Option<(usize, usize)> = None;
     for (col, (i, c)) in line.char_indices().enumerate() {
@@ -163,7 +163,7 @@ fn tokens(line: &str) -> Vec<(usize, &str)> {
 
 /// What is wrong with `pane` as shown on a `width`-column terminal, given the
 /// same command's piped output.
-fn problems(pane: &str, piped: &str, width: usize) -> Vec<String> {
+pub(crate) fn problems(pane: &str, piped: &str, width: usize) -> Vec<String> {
     let mut bad = Vec::new();
     let lines: Vec<&str> = pane.lines().map(str::trim_end).collect();
     for l in &lines {
