@@ -285,7 +285,7 @@ fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir,
 /// writes after the copy would land in the hidden directory. With `force`,
 /// say exactly what may be lost and go on.
 fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
-    let writers = live::writers_of(Path::new("/proc"), dir);
+    let writers = live::writers_of(&crate::sys::Sysroot::default(), dir);
     if writers.is_empty() {
         return Ok(());
     }

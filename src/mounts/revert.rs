@@ -14,6 +14,7 @@ use super::facts::{fstab_file, mount_at, open_target, read_fstab, unit_dir};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{RevertRequest, copy, live, persist, plan};
 use crate::context::{Context, ExitCode};
+use crate::render::term::safe;
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
@@ -434,10 +435,10 @@ fn unmount_or_explain(path: &Path, dir: &Path, args: &RevertRequest) -> Result<(
     };
     rustix::mount::unmount(path, flags).map_err(|e| {
         let e = anyhow::Error::new(e).context(format!("cannot unmount {}", dir.display()));
-        let b = live::users_of(Path::new("/proc"), dir);
+        let b = live::users_of(&sys::Sysroot::default(), dir);
         let list: Vec<String> = b
             .iter()
-            .map(|b| format!("{} ({})", b.pid, b.comm))
+            .map(|b| format!("{} ({})", b.pid, safe(&b.comm)))
             .collect();
         e.context(format!(
             "{} is busy{}; stop those processes or pass --lazy",
@@ -513,11 +514,11 @@ fn refuse_unready(
             nested.join(", ")
         );
     }
-    let busy = live::users_of(Path::new("/proc"), dir);
+    let busy = live::users_of(&sys::Sysroot::default(), dir);
     if !busy.is_empty() && !args.lazy {
         let list: Vec<String> = busy
             .iter()
-            .map(|b| format!("{} ({}: {})", b.pid, b.comm, b.uses.join(", ")))
+            .map(|b| format!("{} ({}: {})", b.pid, safe(&b.comm), b.uses.join(", ")))
             .collect();
         bail!(
             "{} is busy: {}; stop those processes, or pass --lazy to detach it anyway (their files stay until they let go)",
