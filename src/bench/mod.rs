@@ -285,8 +285,7 @@ fn measure(ctx: &Context, m: &Measure) -> Result<ExitCode> {
             Ok(ExitCode::Ok)
         }
         Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
-            eprintln!("tmpfsctl: interrupted; scratch directories removed, nothing left behind");
-            Ok(ExitCode::Interrupted)
+            Err(e.context("scratch directories removed, nothing left behind"))
         }
         Err(e) => Err(e),
     }

@@ -92,17 +92,10 @@ fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<Persist
 }
 
 /// Run `apply` as asked; the report goes to stdout (text or JSON). Stopped
-/// by SIGINT/SIGTERM, it cleans up, says what state DIR is in and exits 130
-/// like other interrupted commands, not 2 as for a failure.
+/// by SIGINT/SIGTERM, it cleans up and its error says what state DIR is in
+/// (`run` makes that exit 130, not 2 as for a failure).
 pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
-    let stop = Arc::new(AtomicBool::new(false));
-    match apply_until(ctx, args, &stop) {
-        Err(e) if stop.load(std::sync::atomic::Ordering::Relaxed) => {
-            eprintln!("tmpfsctl: interrupted: {e:#}");
-            Ok(ExitCode::Interrupted)
-        }
-        r => r,
-    }
+    apply_until(ctx, args, &Arc::new(AtomicBool::new(false)))
 }
 
 fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Result<ExitCode> {
@@ -529,7 +522,7 @@ fn stage_and_move(
     let base =
         verify_copy(src.as_fd(), staged.root.as_fd(), dir, true, since, cancel).map_err(abort)?;
     if cancel.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(abort(anyhow::anyhow!("interrupted")));
+        return Err(abort(anyhow::Error::new(crate::sys::signals::Interrupted)));
     }
     // Recorded before the switch, so that a kill right after it leaves a
     // note naming this tmpfs and the moment writes to it began to count.

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::{findmnt_fstype, s, scratch, stderr};
-use crate::common::{is_root, json, tmpfsctl};
+use crate::common::{catches, has_open_under, is_root, json, tmpfsctl};
 
 #[test]
 fn huge_takes_the_kernels_spelling_and_the_cli_one() {
@@ -183,28 +183,6 @@ fn plan_warnings_are_coloured_only_when_asked() {
     assert!(!run("never").contains('\x1b'));
 }
 
-/// Whether process `pid` has a regular file under `dir` open: its copy (or
-/// the check after it) is under way. Measuring DIR beforehand opens only
-/// directories.
-fn has_open_under(pid: u32, dir: &Path) -> bool {
-    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return false;
-    };
-    rd.flatten()
-        .any(|e| std::fs::read_link(e.path()).is_ok_and(|t| t.starts_with(dir) && t != dir))
-}
-
-/// Whether process `pid` has a handler for SIGTERM (apply installs one just
-/// before it starts changing anything).
-fn catches_sigterm(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .is_some_and(|m| m & (1 << (libc::SIGTERM - 1)) != 0)
-}
-
 #[test]
 fn sigterm_during_the_copy_mounts_nothing_and_keeps_the_source() {
     crate::require_root!();
@@ -232,7 +210,7 @@ fn sigterm_during_the_copy_mounts_nothing_and_keeps_the_source() {
     let pid = child.id();
     // Wait for the copy to start (or for apply to end, which fails below):
     // SIGTERM handled and a file under DIR open.
-    while !(catches_sigterm(pid) && has_open_under(pid, &dir))
+    while !(catches(pid, libc::SIGTERM) && has_open_under(pid, &dir))
         && child.try_wait().unwrap().is_none()
     {
         std::thread::yield_now();
