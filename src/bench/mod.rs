@@ -10,10 +10,10 @@ mod ceiling;
 mod chart;
 pub mod compare;
 mod engine;
-pub mod explain;
 pub mod html;
 mod html_table;
 mod leftover;
+pub mod notes;
 mod ratio;
 pub mod render;
 pub mod report;
@@ -169,7 +169,7 @@ fn output(out: &Outputs, r: &BenchReport) -> Result<()> {
     }
     for w in &r.warnings {
         // Explanations went under the table already.
-        if stdout_taken || !explain::CODES.contains(&w.code.as_str()) {
+        if stdout_taken || !notes::CODES.contains(&w.code.as_str()) {
             eprintln!(
                 "{}",
                 crate::render::paragraph("", &format!("warning: {}", w.message))

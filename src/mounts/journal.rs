@@ -170,7 +170,7 @@ pub fn recover_in(base: &Path, root: &Sysroot, dir: &Path) -> Result<Vec<String>
                 }
             }
         }
-        let bak = super::persist::backup_path(fstab);
+        let bak = super::boot::backup_path(fstab);
         let has_line = std::fs::read(fstab).is_ok_and(|t| {
             crate::sys::fstab::Fstab::parse(&t)
                 .entry_for(dir)
@@ -245,7 +245,7 @@ mod tests {
         std::fs::write(&note, serde_json::to_vec(&p).unwrap()).unwrap();
         let tmp = etc.join(format!("{TEMP_PREFIX}Ab12Cd"));
         std::fs::write(&tmp, b"partial").unwrap();
-        let bak = super::super::persist::backup_path(&fstab);
+        let bak = super::super::boot::backup_path(&fstab);
         std::fs::write(&bak, b"# nothing for /data\n").unwrap();
         let other = etc.join("unrelated");
         std::fs::write(&other, b"keep").unwrap();

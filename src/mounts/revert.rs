@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::apply::PersistResult;
 use super::facts::{fstab_file, mount_at, open_target, read_fstab, unit_dir};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
-use super::{RevertRequest, copy, live, persist, plan};
+use super::{RevertRequest, boot, copy, live, plan};
 use crate::context::{Context, ExitCode};
 use crate::render::term::safe;
 use crate::sys::atomic::AtomicWrite;
@@ -460,19 +460,19 @@ fn restore_fstab(
     dir: &Path,
     changes: &mut Vec<String>,
 ) -> Result<PersistResult> {
-    let backup = persist::backup_path(fstab_path);
+    let backup = boot::backup_path(fstab_path);
     let bk = std::fs::read(&backup).ok();
-    let (new, edit) = persist::fstab_without_line(fstab_text, bk.as_deref(), dir, "tmpfs");
-    if edit != persist::Edit::Unchanged {
-        let restored = edit == persist::Edit::Restored;
+    let (new, edit) = boot::fstab_without_line(fstab_text, bk.as_deref(), dir, "tmpfs");
+    if edit != boot::Edit::Unchanged {
+        let restored = edit == boot::Edit::Restored;
         AtomicWrite::config("--fstab").write_checked(fstab_path, &new, |tmp| {
             if restored {
-                persist::verify_fstab(tmp, dir)
+                boot::verify_fstab(tmp, dir)
             } else {
                 Ok(())
             }
         })?;
-        persist::daemon_reload_if_real(fstab_path, "/etc/");
+        boot::daemon_reload_if_real(fstab_path, "/etc/");
         changes.push(format!(
             "{} the line for {} in {}",
             if restored { "restored" } else { "removed" },
@@ -542,8 +542,8 @@ fn refuse_unready(
 }
 
 fn remove_dropin(dropin: &Path, changes: &mut Vec<String>) -> Result<PersistResult> {
-    let edit = persist::remove_dropin(dropin)?;
-    persist::daemon_reload_if_real(dropin, "/etc/");
+    let edit = boot::remove_dropin(dropin)?;
+    boot::daemon_reload_if_real(dropin, "/etc/");
     changes.push(format!("removed the drop-in {}", dropin.display()));
     Ok(PersistResult {
         via: "systemd".into(),

@@ -28,7 +28,7 @@ pub struct Pending {
     /// The fstab the run was editing, if any.
     pub fstab: Option<String>,
     /// The last step the run recorded before going on (`attaching`,
-    /// `caught-up` for apply; `staging`, `staged`, `swapping`,
+    /// `caught-up` for apply; `staging`, `swapping`,
     /// `copied-back`, `unmounting`, `caught-up` for revert).
     #[serde(default)]
     pub step: String,
