@@ -1,69 +1,128 @@
 #!/usr/bin/env bash
-# What `tmpfsctl run -- CMD` costs on top of CMD, against the peer it replaces:
-# the usual scratch script (mktemp -d, cd, run the command with TMPDIR set, rm -rf).
-# CMD is /usr/bin/true (an external program in all three, so nothing is a
-# shell builtin). Same hyperfine run, ratios printed at the end.
+# What `tmpfsctl run --quiet -- true` costs, against the peer it replaces:
+# the usual scratch script
+#     sh -c 'd=$(mktemp -d); cd "$d"; TMPDIR=$d true; cd /; rm -rf "$d"'
+# as root and as an unprivileged user (nobody, through setpriv).
 #
-# Targets: tmpfsctl adds < 5 ms median over plain `true`, and
-# tmpfsctl / mktemp script <= 1.0. tmpfsctl's figure includes what it does for
-# safety on every run: as root the cgroup CMD runs in (made and removed), the
-# guard process forked beside it, and PR_SET_PDEATHSIG; unprivileged (run it
-# as another user, e.g. `setpriv --reuid=65534 --regid=65534 --clear-groups`)
-# the PID namespace CMD runs in, its init and the /proc mounted for it.
+# Paired and alternated: each pair times a loop of LOOP runs of tmpfsctl,
+# then a loop of LOOP runs of the script (the order flips every pair), in
+# the same shell, and takes the ratio; the ratio printed is the median of
+# PAIRS pairs, with the lowest and highest. A drifting machine moves both
+# halves of a pair alike, so the ratio holds where absolute times do not.
+# The loop runs as the user measured (the unprivileged loop is one bash
+# started by setpriv), so neither side pays for a setpriv of its own.
+#
+# Beside them, per run: plain `true` (the command itself) and
+# `tmpfsctl --version` (starting this binary and nothing else): together the
+# floor any `tmpfsctl run` stands on, printed as the ratio it would reach.
+#
+# tmpfsctl's figure includes what it does for safety on every run: as root
+# the cgroup CMD is born in (made and removed), the guard process beside it
+# and PR_SET_PDEATHSIG; unprivileged the PID namespace CMD runs in, its init
+# and the /proc mounted for it; both the private tmpfs in a mount namespace.
 #
 # Then idle wake-ups: `tmpfsctl run -- sleep IDLE_S` and the samples it took
-# (the `samples` field of --json: one wake-up and one fstatfs each), against
-# the 100/s of a fixed 10 ms sampler, and against BASELINE (another tmpfsctl
-# build, e.g. one from before adaptive sampling) when given.
+# (the `samples` field of --json), against the 100/s of a fixed 10 ms
+# sampler, and against BASELINE (another tmpfsctl build) when given.
 #
 # Usage: bench/run-overhead.sh [path/to/tmpfsctl]   (default: target/release/tmpfsctl)
-# Env:   RUNS (default 300), WARMUP (default 30), IDLE_S (default 5),
-#        BASELINE (optional path to another tmpfsctl)
+# Env:   PAIRS (default 11), LOOP (default 40), IDLE_S (default 5; 0 skips),
+#        USERS (default "root nobody"), BASELINE (optional path to another tmpfsctl)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/release/tmpfsctl}
 [ -x "$bin" ] || cargo build --release --quiet
 bin=$(realpath "$bin")
-true_bin=$(command -v true | grep / || echo /usr/bin/true)
-[ -x /usr/bin/true ] && true_bin=/usr/bin/true
-runs=${RUNS:-300}
-warmup=${WARMUP:-30}
+pairs=${PAIRS:-11}
+loop=${LOOP:-40}
+users=${USERS:-root nobody}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+# A copy nobody can run wherever the build lives.
+cp "$bin" "$work/tmpfsctl"
+chmod 755 "$work/tmpfsctl"
 
-# The mktemp script, with the interactive shell replaced by the command to run.
-cat >"$work/mktemp-scratch.sh" <<'EOF'
-#!/usr/bin/bash
-prev_dir=$PWD
-dir=$(mktemp -d)
-cd "$dir"
-PREV=$prev_dir TMPDIR=$dir "$@"
-rm -rf "$dir"
+# Microseconds per run of "$@", over LOOP runs: wall, then CPU (user + system
+# of the command and everything it started, from the shell's `times`; the
+# loop's shell does nothing else). CPU time is what a busy machine inflates
+# least: wall time also counts waiting for a CPU, which a chain of processes
+# (the script's sh, mktemp, rm) pays at each hand-over.
+cat >"$work/per-run.sh" <<'EOF'
+#!/usr/bin/env bash
+n=$1; shift
+f=$(mktemp)
+trap 'rm -f "$f"' EXIT
+# The second line of `times` (run in this very shell: in a pipeline or $(...)
+# it would report a subshell's children): the children's user and system
+# time so far, "XmY.ZZZs", in microseconds.
+children_us() {
+    sed -n 2p "$f" | awk 'function sec(t, a) { split(t, a, /[ms]/); return a[1] * 60 + a[2] }
+        { printf "%d", (sec($1) + sec($2)) * 1e6 }'
+}
+times >"$f"
+c0=$(children_us)
+t0=${EPOCHREALTIME/./}
+for ((i = 0; i < n; i++)); do "$@" >/dev/null; done
+t1=${EPOCHREALTIME/./}
+times >"$f"
+c1=$(children_us)
+cpu=$((c1 - c0))
+echo $(((t1 - t0) / n)) $((cpu / n))
 EOF
-chmod +x "$work/mktemp-scratch.sh"
+chmod 755 "$work/per-run.sh"
+script='d=$(mktemp -d); cd "$d"; TMPDIR=$d true; cd /; rm -rf "$d"'
 
-mode=$("$bin" run --json fd:1 --quiet -- "$true_bin" | jq -r .mode)
-echo "tmpfsctl: $bin (scratch mode: $mode, uid $(id -u))"
-echo "kernel $(uname -r), $(nproc) CPUs, hyperfine $(hyperfine --version | cut -d' ' -f2)"
-echo
+as_user() {
+    local user=$1
+    shift
+    if [ "$user" = root ]; then
+        "$@"
+    else
+        setpriv --reuid="$(id -u "$user")" --regid="$(id -g "$user")" --clear-groups -- "$@"
+    fi
+}
 
-hyperfine -N --warmup "$warmup" --runs "$runs" --export-json "$work/r.json" \
-    -n "true" "$true_bin" \
-    -n "tmpfsctl run -- true" "$bin run --quiet -- $true_bin" \
-    -n "mktemp script" "$work/mktemp-scratch.sh $true_bin"
+# median of the numbers on stdin
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-echo
-jq -r '
-  (.results | map({(.command): .}) | add) as $r
-  | ($r["true"].median * 1000) as $t
-  | ($r["tmpfsctl run -- true"].median * 1000) as $x
-  | ($r["mktemp script"].median * 1000) as $s
-  | "median: true \($t*1000|round/1000) ms, tmpfsctl run \($x*1000|round/1000) ms, mktemp script \($s*1000|round/1000) ms",
-    "tmpfsctl run adds \(($x-$t)*1000|round/1000) ms over plain true (target < 5 ms): \(if ($x-$t) < 5 then "OK" else "MISSED" end)",
-    "ratio tmpfsctl run / mktemp script = \(($x/$s)*1000|round/1000) (target <= 1.0): \(if $x <= $s then "OK" else "MISSED" end)"
-' "$work/r.json"
+echo "tmpfsctl: $bin"
+echo "kernel $(uname -r), $(nproc) CPUs; $pairs pairs of $loop runs each, alternated"
+for user in $users; do
+    (cd / && as_user "$user" "$work/per-run.sh" 1 "$work/tmpfsctl" run --quiet -- true) >/dev/null || {
+        echo "$user: tmpfsctl run failed, skipped"
+        continue
+    }
+    mode=$(cd / && as_user "$user" "$work/tmpfsctl" run --json fd:1 --quiet -- true | jq -r .mode)
+    ratios=() ; cratios=() ; ts=() ; ss=() ; floors=() ; cfloors=()
+    for ((p = 0; p < pairs; p++)); do
+        run_t() { (cd / && as_user "$user" "$work/per-run.sh" "$loop" "$work/tmpfsctl" run --quiet -- true); }
+        run_s() { (cd / && as_user "$user" "$work/per-run.sh" "$loop" sh -c "$script"); }
+        if ((p % 2)); then read -r s sc < <(run_s); read -r t tc < <(run_t); else read -r t tc < <(run_t); read -r s sc < <(run_s); fi
+        read -r v vc < <(cd / && as_user "$user" "$work/per-run.sh" "$loop" "$work/tmpfsctl" --version)
+        read -r u uc < <(cd / && as_user "$user" "$work/per-run.sh" "$loop" /usr/bin/true)
+        ts+=("$t/$tc"); ss+=("$s/$sc")
+        ratios+=("$(awk -v a="$t" -v b="$s" 'BEGIN {printf "%.3f", a / b}')")
+        cratios+=("$(awk -v a="$tc" -v b="$sc" 'BEGIN {printf "%.3f", a / b}')")
+        floors+=("$(awk -v v="$v" -v u="$u" -v b="$s" 'BEGIN {printf "%.3f", (v + u) / b}')")
+        cfloors+=("$(awk -v v="$vc" -v u="$uc" -v b="$sc" 'BEGIN {printf "%.3f", (v + u) / b}')")
+    done
+    med_of() { printf '%s\n' "$@" | median; }
+    range_of() { printf '%s\n' "$@" | sort -g | sed -n '1p;$p' | paste -sd' ' | awk '{print "min " $1 ", max " $2}'; }
+    verdict() { awk -v r="$1" 'BEGIN {print (r <= 0.5 ? "OK" : "MISSED")}'; }
+    r_med=$(med_of "${ratios[@]}")
+    c_med=$(med_of "${cratios[@]}")
+    echo
+    echo "as $user (scratch mode: $mode):"
+    echo "  per run, wall/cpu us: tmpfsctl run ${ts[*]}"
+    echo "  per run, wall/cpu us: mktemp script ${ss[*]}"
+    echo "  wall ratio tmpfsctl run / mktemp script = $r_med ($(range_of "${ratios[@]}"); target <= 0.5: $(verdict "$r_med"))"
+    echo "  cpu  ratio tmpfsctl run / mktemp script = $c_med ($(range_of "${cratios[@]}"); target <= 0.5: $(verdict "$c_med"))"
+    echo "  floor (tmpfsctl --version + /usr/bin/true) / mktemp script: wall $(med_of "${floors[@]}"), cpu $(med_of "${cfloors[@]}")"
+done
 
 idle=${IDLE_S:-5}
+[ "$idle" = 0 ] && exit 0
 idle_rate() { "$1" run --quiet --size 16M --json fd:1 -- sleep "$idle" | jq -r '.samples / (.wall_ns / 1e9)'; }
 echo
 rate=$(idle_rate "$bin")

@@ -16,9 +16,17 @@ pub enum SizeError {
     PercentTooLarge(String),
     #[error(
         "size {size} is more than this machine's RAM + swap ({limit}): a tmpfs that large is no cap \
-         at all (tmpfs would take pages the machine does not have); give at most {limit}"
+         at all (tmpfs would take pages the machine does not have); give at most {limit}, or pass \
+         --force if that is really meant"
     )]
     AboveMemory { size: String, limit: String },
+    /// `0`, `0%`, or a share of RAM that rounds to no bytes: tmpfs reads
+    /// `size=0` as "no limit", the opposite of what a size asks for.
+    #[error(
+        "size {0:?} would mean \"no limit\" to tmpfs (size=0 turns the cap off); give a positive \
+         size such as 512M or 10%"
+    )]
+    Zero(String),
 }
 
 /// What one inode of a tmpfs may cost, in bytes of the cap: a tmpfs made by
@@ -38,18 +46,26 @@ pub fn tmpfs_inodes_for(size_bytes: u64) -> u64 {
     (size_bytes / TMPFS_BYTES_PER_INODE).max(MIN_TMPFS_INODES)
 }
 
-/// The one rule for a tmpfs cap: positive, and no more than RAM + swap (which
-/// also keeps it far below what the kernel's `size=` can express; a larger
-/// value wraps to 0, which tmpfs reads as "no limit").
+/// The one rule for a tmpfs cap, on every command that takes one (`plan`,
+/// `apply`, `run`, `persist enable`): positive, and no more than RAM + swap
+/// (which also keeps it far below what the kernel's `size=` can express; a
+/// larger value wraps to 0, which tmpfs reads as "no limit"). `force` lets a
+/// cap above RAM + swap through (an overcommit on purpose), never a zero one.
+/// `given` is the size as the user wrote it, named in the error.
 pub fn check_tmpfs_cap(
+    given: &str,
     bytes: u64,
     mem_total_bytes: u64,
     swap_total_bytes: u64,
+    force: bool,
 ) -> Result<(), SizeError> {
+    if bytes == 0 {
+        return Err(SizeError::Zero(given.to_string()));
+    }
     let limit = mem_total_bytes.saturating_add(swap_total_bytes);
-    if bytes > limit {
+    if bytes > limit && !force {
         return Err(SizeError::AboveMemory {
-            size: fmt_bytes(bytes),
+            size: format!("{given} ({})", fmt_bytes(bytes)),
             limit: fmt_bytes(limit),
         });
     }
@@ -101,8 +117,11 @@ pub fn parse_size(input: &str) -> Result<Size, SizeError> {
             .trim()
             .parse()
             .map_err(|_| SizeError::Syntax(input.to_string()))?;
-        if !p.is_finite() || p <= 0.0 {
+        if !p.is_finite() || p < 0.0 {
             return Err(SizeError::Syntax(input.to_string()));
+        }
+        if p == 0.0 {
+            return Err(SizeError::Zero(input.to_string()));
         }
         if p > 100.0 {
             return Err(SizeError::PercentTooLarge(input.to_string()));
@@ -244,7 +263,7 @@ mod tests {
         assert!(matches!(parse_size("abc"), Err(SizeError::Syntax(_))));
         assert!(matches!(parse_size("12X"), Err(SizeError::Syntax(_))));
         assert!(matches!(parse_size("-1G"), Err(SizeError::Syntax(_))));
-        assert!(matches!(parse_size("0%"), Err(SizeError::Syntax(_))));
+        assert!(matches!(parse_size("0%"), Err(SizeError::Zero(_))));
         assert!(matches!(
             parse_size("150%"),
             Err(SizeError::PercentTooLarge(_))
@@ -266,11 +285,20 @@ mod tests {
     #[test]
     fn a_cap_above_ram_and_swap_is_refused_and_inodes_follow_the_size() {
         let g = 1u64 << 30;
-        assert_eq!(check_tmpfs_cap(2 * g, 4 * g, 0), Ok(()));
-        assert_eq!(check_tmpfs_cap(5 * g, 4 * g, g), Ok(()));
-        let e = check_tmpfs_cap(u64::MAX, 4 * g, g).unwrap_err();
+        assert_eq!(check_tmpfs_cap("2G", 2 * g, 4 * g, 0, false), Ok(()));
+        assert_eq!(check_tmpfs_cap("5G", 5 * g, 4 * g, g, false), Ok(()));
+        let e = check_tmpfs_cap("16E", u64::MAX, 4 * g, g, false).unwrap_err();
         assert!(e.to_string().contains("5.00 GiB"), "{e}");
-        assert!(check_tmpfs_cap(5 * g + 1, 4 * g, g).is_err());
+        assert!(
+            e.to_string().contains("16E") && e.to_string().contains("--force"),
+            "{e}"
+        );
+        assert!(check_tmpfs_cap("x", 5 * g + 1, 4 * g, g, false).is_err());
+        assert_eq!(check_tmpfs_cap("x", 5 * g + 1, 4 * g, g, true), Ok(()));
+        assert_eq!(
+            check_tmpfs_cap("0", 0, 4 * g, g, true),
+            Err(SizeError::Zero("0".into()))
+        );
         assert_eq!(tmpfs_inodes_for(1 << 20), 256);
         assert_eq!(tmpfs_inodes_for(2 * g), 524_288);
         assert_eq!(tmpfs_inodes_for(4096), MIN_TMPFS_INODES);

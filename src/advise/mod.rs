@@ -150,6 +150,10 @@ pub struct Commands {
     pub config: Option<String>,
     /// How to undo it.
     pub undo: Vec<String>,
+    /// Why `apply` would refuse the change (`plan`'s blockers, each with its
+    /// fix); when not empty, `act`, `config` and `undo` are empty: the fix
+    /// comes first.
+    pub refused: Vec<String>,
 }
 
 fn hostname() -> String {
@@ -383,6 +387,7 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
     if huge_recommended {
         huge_commands(&mut commands, &shown, &verdict, &facts);
     }
+    refuse_as_plan_does(&mut commands, &verdict, for_commands);
     let noswap = verdict::noswap_recommended(&vfacts);
     let options = OptionAdvice {
         recommended: [
@@ -632,6 +637,21 @@ fn commands(dir: &str, v: &Verdict, p: &plan::Plan, ramfs: bool) -> Commands {
         Kind::NothingToChange | Kind::KeepOnDisk | Kind::NotWorthIt => {}
     }
     c
+}
+
+/// A move or a persist is carried out by `apply`, which refuses what `plan`
+/// lists as blockers (mount points inside DIR, files from packages, a tmpfs
+/// with other options...): instead of a command that would fail, say why and
+/// what to do first, in plan's words. A resize (`--resize`) changes only
+/// the size and is not subject to them.
+fn refuse_as_plan_does(c: &mut Commands, v: &Verdict, p: &plan::Plan) {
+    if !matches!(v.kind, Kind::Move | Kind::Persist) || p.blockers.is_empty() {
+        return;
+    }
+    *c = Commands {
+        refused: p.blockers.clone(),
+        ..Commands::default()
+    };
 }
 
 pub fn run(ctx: &Context, args: &AdviseArgs) -> Result<ExitCode> {

@@ -124,6 +124,14 @@ fn sections(a: &Advice) -> Vec<(String, Vec<String>)> {
         out.push(("Do it".into(), act));
         out.push(("Undo".into(), c.undo.clone()));
     }
+    if !c.refused.is_empty() {
+        let mut why: Vec<String> = c.refused.iter().map(|b| format!("- {b}")).collect();
+        why.push(format!(
+            "Fix that first, then run advise again (`tmpfsctl plan {}` shows the same)",
+            crate::render::term::shell_word(&a.dir)
+        ));
+        out.push(("Apply would refuse".into(), why));
+    }
     if !a.notes.is_empty() {
         out.push(("Notes".into(), a.notes.clone()));
     }

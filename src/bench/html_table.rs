@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::ratio::fmt_ratio;
+use super::ratio::{fmt_ratio, fmt_ratio_judged};
 use super::render::fmt_value;
 use super::report::BenchReport;
 use crate::render::html_escape as esc;
@@ -23,7 +23,10 @@ const WARNED: [&str; 6] = [
 /// "2.0× faster (1.9..2.1)": the ratio with its 95% interval.
 fn ratio_cell(x: &super::report::Ratio) -> String {
     match (x.ratio_ci95_low, x.ratio_ci95_high) {
-        (Some(lo), Some(hi)) => format!("{} ({lo:.2}..{hi:.2})", fmt_ratio(x.ratio)),
+        (Some(lo), Some(hi)) => format!(
+            "{} ({lo:.2}..{hi:.2})",
+            fmt_ratio_judged(x.ratio, Some(lo), Some(hi))
+        ),
         _ => fmt_ratio(x.ratio),
     }
 }

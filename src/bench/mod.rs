@@ -170,9 +170,10 @@ fn output(out: &Outputs, r: &BenchReport) -> Result<()> {
     for w in &r.warnings {
         // Explanations went under the table already.
         if stdout_taken || !notes::CODES.contains(&w.code.as_str()) {
+            let tag = crate::render::color::paint_err(crate::render::color::Tone::Warn, "warning:");
             eprintln!(
                 "{}",
-                crate::render::paragraph("", &format!("warning: {}", w.message))
+                crate::render::paragraph("", &format!("{tag} {}", w.message))
             );
         }
     }

@@ -1,7 +1,7 @@
 //! Renderers of a [`BenchReport`]: terminal table, CSV, Markdown.
 //! Each is a pure function from the report to text.
 
-use super::ratio::{fmt_ratio, ratio_pair};
+use super::ratio::{SAME, fmt_ratio, interval_holds_one, ratio_pair};
 use super::report::{BenchReport, BenchResult};
 use super::workload::{Op, Workload};
 use crate::units::{fmt_bytes, fmt_ns, fmt_rate};
@@ -80,8 +80,17 @@ pub fn ratio_header(r: &BenchReport) -> Option<String> {
 }
 
 /// The ratio cell: "24.1× faster ±6%" (± = the wider side of the 95%
-/// interval of the paired per-run ratio), with "?" when that exceeds 10%.
+/// interval of the paired per-run ratio), with "?" when that exceeds 10%;
+/// "same within the interval (0.85..1.16)" when the interval holds 1, since
+/// then neither target is shown faster.
 pub fn fmt_ratio_cell(x: &super::report::Ratio) -> String {
+    if let (true, Some(lo), Some(hi)) = (
+        interval_holds_one(x.ratio_ci95_low, x.ratio_ci95_high),
+        x.ratio_ci95_low,
+        x.ratio_ci95_high,
+    ) {
+        return format!("{SAME} ({lo:.2}..{hi:.2})");
+    }
     let mut s = fmt_ratio(x.ratio);
     if let Some(u) = x.ratio_uncertainty_percent.filter(|u| u.is_finite()) {
         s.push_str(&format!(" ±{u:.0}%"));

@@ -353,6 +353,20 @@ fn ratio_is_the_median_of_per_run_ratios() {
 }
 
 #[test]
+fn a_ratio_whose_interval_holds_one_is_not_called_faster() {
+    let mut r = fake_report();
+    // What a real run printed as "1.1× faster ±19% ?".
+    let x = &mut r.ratios[0];
+    x.ratio = 1.1;
+    (x.ratio_ci95_low, x.ratio_ci95_high) = (Some(0.85), Some(1.16));
+    x.ratio_uncertainty_percent = Some(19.0);
+    x.flags = vec!["ratio_uncertain".into()];
+    let t = render::table(&r);
+    assert!(t.contains("same within the interval (0.85..1.16)"), "{t}");
+    assert!(!t.contains("1.1× faster"), "{t}");
+}
+
+#[test]
 fn warnings_call_a_private_tmpfs_by_what_it_is() {
     let mut r = fake_report();
     let tmp = "/tmp/tmpfsctl-bench-mnt-AbCdEf".to_string();

@@ -81,10 +81,8 @@ fn find(path: &[String]) -> Result<clap::Command> {
     Ok(cmd)
 }
 
-fn render_man(cmd: clap::Command) -> Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    clap_mangen::Man::new(cmd).render(&mut buf)?;
-    Ok(buf)
+fn render_man(path: &[String]) -> Result<Vec<u8>> {
+    super::manpage::render(find(path)?, path)
 }
 
 pub fn man(a: &ManArgs) -> Result<ExitCode> {
@@ -101,14 +99,13 @@ pub fn man(a: &ManArgs) -> Result<ExitCode> {
         let root = Cli::command();
         collect_paths(&root, &mut Vec::new(), &mut paths);
         for p in &paths {
-            let cmd = find(p)?;
-            let file = dir.join(format!("{}.1", cmd.get_name()));
-            crate::sys::atomic::AtomicWrite::report("--dir").write(&file, &render_man(cmd)?)?;
+            let file = dir.join(format!("{}.1", find(p)?.get_name()));
+            crate::sys::atomic::AtomicWrite::report("--dir").write(&file, &render_man(p)?)?;
             println!("{}", crate::render::term::safe_path(&file));
         }
         return Ok(ExitCode::Ok);
     }
-    let page = render_man(find(&a.command)?)?;
+    let page = render_man(&a.command)?;
     let mut out = std::io::stdout().lock();
     out.write_all(&page)?;
     out.flush()?;
@@ -149,7 +146,7 @@ mod tests {
         collect_paths(&Cli::command(), &mut Vec::new(), &mut paths);
         assert!(paths.iter().any(|p| p == &["apply".to_string()]));
         for p in paths {
-            let page = String::from_utf8(render_man(find(&p).unwrap()).unwrap()).unwrap();
+            let page = String::from_utf8(render_man(&p).unwrap()).unwrap();
             let name = format!("tmpfsctl\\-{}", p.join("\\-"));
             assert!(
                 page.contains(&name),

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod docs;
 pub mod explain;
 pub mod fleet;
+mod manpage;
 pub mod mounts;
 pub mod persist;
 pub mod status;

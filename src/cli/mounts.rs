@@ -8,7 +8,8 @@ use crate::mounts::{ApplyRequest, PlanRequest, RevertRequest, Target};
 use crate::units::{Size, parse_count, parse_size};
 
 const AFTER_PLAN: &str = "Examples:\n  tmpfsctl plan /tmp\n  tmpfsctl plan /tmp --size 4G --noexec --json\n  \
-tmpfsctl plan ~/build --boot fstab\n\nChanges nothing. Exit 1 when `apply` would refuse (see \"blockers\").";
+tmpfsctl plan ~/build --boot fstab\n\nChanges nothing. Exit 1 when `apply` would refuse (see \"blockers\"); exit 2 for a request that can never \
+work: a --size below what DIR holds, or above RAM + swap (unless --force, as for apply).";
 const AFTER_APPLY: &str = "Examples:\n  sudo tmpfsctl apply /tmp\n  sudo tmpfsctl apply /tmp --size 8G --boot systemd --yes\n  \
 sudo tmpfsctl apply /tmp --resize 12G\n\nThe old contents stay on disk underneath the tmpfs; `tmpfsctl revert /tmp --keep-data` \
 copies the current ones back.";
@@ -77,6 +78,9 @@ pub struct MountOptArgs {
     /// Filesystem type; ramfs is only explained (it has no size limit)
     #[arg(long, value_enum, default_value = "tmpfs")]
     pub fstype: plan::FsKind,
+    /// Allow a size above RAM + swap (refused otherwise: such a cap limits nothing); for apply, also go ahead although processes have files under DIR open for writing (what they write after the copy stays hidden on disk)
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl MountOptArgs {
@@ -105,6 +109,7 @@ impl MountOptArgs {
             user_quota: self.user_quota,
             group_quota: self.group_quota,
             allow_package_files: false,
+            force: self.force,
             follow_up: String::new(),
             options_given: self.given(),
         }
@@ -135,6 +140,9 @@ impl MountOptArgs {
         }
         if self.noswap {
             s.push_str(" --noswap");
+        }
+        if self.force {
+            s.push_str(" --force");
         }
         s
     }
@@ -170,9 +178,6 @@ pub struct ApplyArgs {
     /// Change the size of the tmpfs already at DIR, live (never below its usage)
     #[arg(long, value_name = "SIZE", value_parser = parse_size, conflicts_with = "size")]
     pub resize: Option<Size>,
-    /// Go ahead although processes have files under DIR open for writing (what they write after the copy stays hidden on disk)
-    #[arg(long)]
-    pub force: bool,
     /// Go ahead although DIR holds files the package manager installed (they are hidden until revert)
     #[arg(long)]
     pub allow_package_files: bool,
@@ -237,7 +242,7 @@ impl ApplyArgs {
             target,
             opts,
             resize: self.resize,
-            force: self.force,
+            force: self.opts.force,
             allow_package_files: self.allow_package_files,
             yes: self.yes,
         }

@@ -74,6 +74,9 @@ pub struct EnableArgs {
     /// tmpfs size (512M, 2G, 50% of RAM) [default: the kernel's, 50%]
     #[arg(long, value_name = "SIZE")]
     pub size: Option<Size>,
+    /// Allow a --size above RAM + swap (refused otherwise: such a cap limits nothing)
+    #[arg(long)]
+    pub force: bool,
     /// Time between timer syncs (10min, 1h, 600)
     #[arg(long, value_name = "DURATION", default_value = "10min", value_parser = duration)]
     pub interval: u64,
@@ -239,6 +242,7 @@ impl PersistArgs {
                         allow_suid: a.allow_suid,
                         allow_dev: a.allow_dev,
                         before: a.before.clone(),
+                        force: a.force,
                         yes: a.yes,
                         json: a.json,
                     },

@@ -24,7 +24,8 @@ Unprivileged, the same inside a user namespace when the kernel allows it (setuid
 as sudo do not work in there); otherwise a 0700 directory under $XDG_RUNTIME_DIR or /dev/shm
 whose size cap is only watched (soft).
 Default --size: 50% of MemAvailable at start. Sizes use binary units (512M = 512 MiB);
-N% is a share of MemTotal, as for tmpfs. A size above MemTotal + SwapTotal is refused.
+N% is a share of MemTotal, as for tmpfs. A size above MemTotal + SwapTotal
+is refused unless --force; 0 and 0% are refused (tmpfs reads them as no cap).
 The scratch holds one inode per 4 KiB of --size (at least 64; --size 1M: 256): an empty
 file pins about 1 KiB of kernel memory that size= does not count, so a scratch pins at
 most about 1.27 x --size. A plain directory goes under $XDG_RUNTIME_DIR only if it is
@@ -66,6 +67,9 @@ pub struct ScratchOpts {
     /// Use a plain 0700 directory instead of a private mount (other processes of yours can see it; the cap is soft)
     #[arg(long)]
     pub no_namespace: bool,
+    /// Allow a --size above RAM + swap (refused otherwise: such a cap limits nothing)
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl ScratchOpts {
@@ -80,6 +84,7 @@ impl ScratchOpts {
             quiet: self.quiet,
             json: self.json.clone(),
             private: !self.no_namespace,
+            force: self.force,
         }
     }
 }

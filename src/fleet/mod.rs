@@ -160,12 +160,12 @@ pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
     spinner.finish_and_clear();
     let snap = snap?;
     for p in snap.paths.iter().filter(|p| p.unreadable_dirs > 0) {
-        eprintln!(
-            "tmpfsctl: warning: {}: {} directories could not be read, their contents are not counted \
+        crate::render::color::eprint_warning(&format!(
+            "{}: {} directories could not be read, their contents are not counted \
              (run as root for a full figure)",
             safe(&p.path),
             p.unreadable_dirs
-        );
+        ));
     }
     let data = match args.format {
         CollectFormat::Json => collect::render_json_line(&snap)?,

@@ -2,6 +2,7 @@
 //! blocks (headings, paragraphs, tables), then written as terminal text,
 //! Markdown or HTML; HTML adds inline SVG charts.
 
+use crate::render::color;
 use crate::render::html_escape as esc;
 use crate::render::term::safe;
 use std::fmt::Write as _;
@@ -10,9 +11,14 @@ use super::analyze::FleetReport;
 use super::stats::Summary;
 use crate::units::fmt_bytes;
 
+/// Said (in colour on a terminal) when no size reaches the target share.
+const TARGET_NOT_REACHED: &str = "TARGET NOT REACHED";
+
 enum Block {
     Heading(String),
     Para(String),
+    /// A paragraph the terminal shows in the warning colour.
+    Warning(String),
     Table {
         header: Vec<String>,
         rows: Vec<Vec<String>>,
@@ -66,7 +72,7 @@ fn blocks(r: &FleetReport) -> Vec<Block> {
     if !r.warnings.is_empty() {
         b.push(Block::Heading("Warnings".into()));
         for w in &r.warnings {
-            b.push(Block::Para(format!("warning: {w}")));
+            b.push(Block::Warning(format!("warning: {w}")));
         }
     }
     b
@@ -209,7 +215,7 @@ fn fit_blocks(r: &FleetReport, b: &mut Vec<Block>) {
         if r.source.value == "peak" { "peak" } else { "observed usage" },
         rec.target_percent,
         rec.fits_without_headroom_percent,
-        if rec.target_reached { "" } else { " - TARGET NOT REACHED" },
+        if rec.target_reached { String::new() } else { format!(" - {TARGET_NOT_REACHED}") },
         rec.fstab_line,
         crate::units::tmpfs_size_option(rec.size_bytes),
         rec.size_bytes_fits_percent,
@@ -287,14 +293,25 @@ pub fn text(r: &FleetReport) -> String {
     let mut o = String::new();
     for b in blocks(r) {
         match b {
+            Block::Heading(h) if h == "Warnings" => {
+                let _ = writeln!(o, "\n{}", color::warnings_heading());
+            }
             Block::Heading(h) => {
                 let _ = writeln!(o, "\n{}", safe(&h));
             }
             Block::Para(p) => {
                 // Paragraphs break lines on purpose; each line is escaped.
                 for l in p.split('\n') {
-                    let _ = writeln!(o, "{}", crate::render::paragraph("", &safe(l)));
+                    let l = safe(l).replace(
+                        TARGET_NOT_REACHED,
+                        &color::paint(color::Tone::Bad, TARGET_NOT_REACHED),
+                    );
+                    let _ = writeln!(o, "{}", crate::render::paragraph("", &l));
                 }
+            }
+            Block::Warning(p) => {
+                let l = color::paint(color::Tone::Warn, &safe(&p));
+                let _ = writeln!(o, "{}", crate::render::paragraph("", &l));
             }
             Block::Table { header, rows } => {
                 let h: Vec<&str> = header.iter().map(String::as_str).collect();
@@ -332,7 +349,7 @@ pub fn markdown(r: &FleetReport) -> String {
                 let _ = writeln!(o, "\n{} {}\n", if first { "#" } else { "##" }, md_text(&h));
                 first = false;
             }
-            Block::Para(p) => {
+            Block::Para(p) | Block::Warning(p) => {
                 for l in p.lines() {
                     let _ = writeln!(o, "{}  ", md_text(l.trim_end()));
                 }
@@ -368,7 +385,7 @@ pub fn html(r: &FleetReport) -> String {
             Block::Heading(h) => {
                 let _ = writeln!(o, "<h2>{}</h2>", esc(&h));
             }
-            Block::Para(p) => {
+            Block::Para(p) | Block::Warning(p) => {
                 let _ = writeln!(o, "<p>{}</p>", esc(&p).replace('\n', "<br>"));
             }
             Block::Table { header, rows } => {

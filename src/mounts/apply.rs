@@ -18,7 +18,7 @@ use crate::context::{Context, ExitCode};
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
-use crate::sys::{statfs, tmpfs};
+use crate::sys::tmpfs;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PersistResult {
@@ -44,6 +44,10 @@ pub struct ApplyReport {
     /// Options repeated in the printed undo command.
     #[serde(skip)]
     pub follow_up: String,
+    /// The command that undoes this run, when it is not `revert` (a resize
+    /// is undone by resizing back).
+    #[serde(skip)]
+    pub undo: Option<String>,
 }
 
 fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<PersistResult> {
@@ -104,6 +108,9 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         bail!("--sysroot is for `plan` only; apply changes the running system");
     }
     journal::recover_and_tell(&args.target.dir)?;
+    if let Some(r) = args.resize {
+        return super::resize::resize(ctx, args, r);
+    }
     let (facts, opened, p) = checked_plan(ctx, args)?;
     let via = p.persist.via;
     let dir = facts.dir.clone();
@@ -131,16 +138,12 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
 
     let mut copied = None;
     let mut verified = None;
-    let mut resized_to = None;
+    let resized_to = None;
     let mut switched = None;
     match p.mount_state {
         plan::MountState::Same => {}
-        plan::MountState::SizeDiffers => {
-            let s = p.size_option.clone().unwrap_or_default();
-            live::resize(&dir, &s)?;
-            changes.push(format!("resized the tmpfs at {} to {s}", dir.display()));
-            resized_to = Some(s);
-        }
+        // Refused by checked_plan: a resize is `--resize`, done by resize::resize.
+        plan::MountState::SizeDiffers => bail!("only the size differs: use --resize"),
         plan::MountState::NotMounted => {
             let show = crate::render::stderr_is_tty() && !args.target.json;
             let mut sw = stage_and_move(&p, &opened, &cancel, show, &mut note)?;
@@ -212,6 +215,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         persist: persisted,
         changes,
         follow_up: args.target.follow_up(),
+        undo: None,
     };
     if args.target.json {
         crate::render::print_json(&report)?;
@@ -224,36 +228,14 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
 /// Everything apply checks before its first change: the facts, the plan and
 /// its blockers, --resize, writers, and that the persistence can be written.
 fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir, Plan)> {
-    let mut req = args.opts.clone();
+    let req = args.opts.clone();
     let (facts, opened) = gather_facts_at(ctx, &args.target)?;
     let dir = facts.dir.clone();
-    if let Some(r) = args.resize {
-        let cur = facts.current.as_ref().filter(|c| c.fstype == "tmpfs");
-        if cur.is_none() {
-            bail!(
-                "{} is not a tmpfs, so there is nothing to resize; run `tmpfsctl apply {}{}` without --resize first",
-                dir.display(),
-                crate::render::term::shell_path(&dir),
-                args.target.follow_up()
-            );
-        }
-        let used = statfs::statfs(&opened.proc_path())?.used_bytes;
-        let b = plan::resolve_size(r, facts.mem.mem_total_bytes);
-        if b < used {
-            bail!(
-                "--resize {r} ({}) is below the {} in use in {}; give at least that plus headroom",
-                crate::units::fmt_bytes(b),
-                crate::units::fmt_bytes(used),
-                dir.display()
-            );
-        }
-        req.size = Some(r);
-    }
     let p = plan::plan(&facts, &req)?;
     if !p.blockers.is_empty() {
         bail!("cannot apply: {}", p.blockers.join("; "));
     }
-    if p.mount_state == plan::MountState::SizeDiffers && args.resize.is_none() {
+    if p.mount_state == plan::MountState::SizeDiffers {
         bail!(
             "{} already is a tmpfs with a different size ({}); change it with `tmpfsctl apply {} --resize {}{}`",
             dir.display(),
@@ -301,11 +283,11 @@ fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
             list.join("; ")
         );
     }
-    eprintln!(
-        "tmpfsctl: warning: --force: writes made through these open files after the copy stay in the directory \
+    crate::render::color::eprint_warning(&format!(
+        "--force: writes made through these open files after the copy stay in the directory \
          hidden under the tmpfs (not in the tmpfs): {}",
         list.join("; ")
-    );
+    ));
     Ok(())
 }
 

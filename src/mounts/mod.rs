@@ -15,6 +15,7 @@ pub mod live;
 pub mod plan;
 mod recover;
 mod render;
+mod resize;
 pub mod revert;
 mod ui;
 

@@ -123,9 +123,13 @@ pub fn plan_text(p: &Plan) -> String {
         }
     }
     if !p.warnings.is_empty() {
-        let _ = writeln!(s, "\n{}", paint(Tone::Warn, "Warnings"));
+        let _ = writeln!(s, "\n{}", crate::render::color::warnings_heading());
         for w in &p.warnings {
-            para(&mut s, "  ", format!("[{}] {}", w.code, w.message));
+            para(
+                &mut s,
+                "  ",
+                crate::render::color::warning_line(&w.code, &w.message),
+            );
         }
     }
     if !p.blockers.is_empty() {
@@ -171,11 +175,13 @@ pub fn apply_text(r: &ApplyReport) -> String {
             )
         );
     }
-    let undo = format!(
-        "tmpfsctl revert {} --keep-data{}",
-        crate::render::term::shell_word(&r.dir),
-        r.follow_up
-    );
+    let undo = r.undo.clone().unwrap_or_else(|| {
+        format!(
+            "tmpfsctl revert {} --keep-data{}",
+            crate::render::term::shell_word(&r.dir),
+            r.follow_up
+        )
+    });
     if crate::render::terminal_columns().is_none_or(|w| undo.chars().count() + 11 <= w) {
         let _ = writeln!(s, "Undo with: {undo}");
     } else {

@@ -41,6 +41,8 @@ pub struct EnableRequest {
     pub allow_dev: bool,
     /// Units the boot restore must run before (`--before`).
     pub before: Vec<String>,
+    /// Allow a `size` above RAM + swap.
+    pub force: bool,
     pub yes: bool,
     pub json: bool,
 }
@@ -185,6 +187,17 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let already_tmpfs = mount::tmpfs_at(&mounts, &dir).is_some();
     let (mem, _) = ctx.sysroot.meminfo()?;
+    if let Some(s) = req.size {
+        let given = size_option(s);
+        crate::units::check_tmpfs_cap(
+            &given,
+            s.resolve(mem.mem_total_bytes),
+            mem.mem_total_bytes,
+            mem.swap_total_bytes,
+            req.force,
+        )
+        .map_err(|e| anyhow::anyhow!("--size {given}: {e}"))?;
+    }
     let size = req.size.map(size_option);
     let boot = plan_boot(req, &dir, &store_path, size.as_deref())?;
     if let Some(s) = req.size
@@ -364,12 +377,12 @@ fn sync_detach_catch_up(
     let t0 = std::time::Instant::now();
     while let Some(p) = sync::open_for_writing(src.as_fd())? {
         if t0.elapsed() > WRITER_WAIT {
-            eprintln!(
-                "tmpfsctl: warning: {} is still open for writing on the detached tmpfs after {} s; \
+            crate::render::color::eprint_warning(&format!(
+                "{} is still open for writing on the detached tmpfs after {} s; \
                  what is written to it from now on is lost",
                 crate::render::term::safe(&p),
                 WRITER_WAIT.as_secs()
-            );
+            ));
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));

@@ -252,16 +252,16 @@ fn report_sync(dir: &Path, store_path: &Path, rep: &sync::SyncReport, json: bool
 fn sync_notes(rep: &sync::SyncReport) {
     use crate::render::term::safe;
     for n in &rep.notes {
-        eprintln!("tmpfsctl: warning: {}", safe(n));
+        crate::render::color::eprint_warning(&format!("{}", safe(n)));
     }
     for r in &rep.repaired_objects {
-        eprintln!(
-            "tmpfsctl: warning: store damaged: {}; copied that file again from DIR",
+        crate::render::color::eprint_warning(&format!(
+            "store damaged: {}; copied that file again from DIR",
             safe(r)
-        );
+        ));
     }
     for m in &rep.moved_aside {
-        eprintln!("tmpfsctl: warning: {}", safe(m));
+        crate::render::color::eprint_warning(&format!("{}", safe(m)));
     }
     for p in &rep.prefixed {
         eprintln!(
@@ -273,12 +273,12 @@ fn sync_notes(rep: &sync::SyncReport) {
         );
     }
     for t in &rep.torn {
-        eprintln!(
-            "tmpfsctl: warning: {}: {}; stored as copied and marked torn in {}",
+        crate::render::color::eprint_warning(&format!(
+            "{}: {}; stored as copied and marked torn in {}",
             safe(&t.path),
             t.reason,
             gen_name(rep.generation)
-        );
+        ));
     }
 }
 

@@ -226,7 +226,7 @@ fn finish_restore(rep: &RestoreReport, json: bool) -> Result<ExitCode> {
         return Ok(ExitCode::Ok);
     }
     for n in &rep.skipped {
-        eprintln!("tmpfsctl: warning: skipped {}", safe(n));
+        crate::render::color::eprint_warning(&format!("skipped {}", safe(n)));
     }
     if rep.action == "unchanged" {
         println!(

@@ -15,6 +15,7 @@ use super::registry::{Registered, Registry};
 use super::store::Store;
 use super::{DEFAULT_INTERVAL_S, DEFAULT_KEEP, load, mount, open_dir, resolve_dir, units};
 use crate::context::{Context, ExitCode};
+use crate::render::color::{Tone, paint};
 use crate::render::term::{safe, safe_path};
 use crate::sys::atomic::AtomicWrite;
 use crate::units::fmt_bytes;
@@ -277,19 +278,29 @@ fn age(s: u64) -> String {
     }
 }
 
+/// Green when all is well, yellow when a sync is behind or partial (data
+/// at risk but nothing lost yet), red when syncing cannot work as it is.
+fn state_tone(state: &str) -> Tone {
+    match state {
+        "ok" => Tone::Good,
+        "stale" | "at_risk" | "partial" => Tone::Warn,
+        _ => Tone::Bad,
+    }
+}
+
 fn print_human(r: &StatusReport) {
     if r.dirs.is_empty() {
         println!("no persisted directories (`tmpfsctl persist enable DIR --store STORE` adds one)");
         return;
     }
     let mut t = crate::render::table(&[
-        "DIR",
-        "TMPFS",
-        "STORE",
-        "GENS",
-        "LAST SYNC",
-        "AT RISK NOW",
-        "STATE",
+        "dir",
+        "tmpfs",
+        "store",
+        "gens",
+        "last sync",
+        "at risk now",
+        "state",
     ]);
     for d in &r.dirs {
         let risk = match (d.changed_files, d.changed_bytes) {
@@ -309,7 +320,7 @@ fn print_human(r: &StatusReport) {
             d.generations_kept.to_string(),
             d.last_sync_age_s.map_or("never".into(), age),
             risk,
-            state,
+            paint(state_tone(d.state), &state),
         ]);
     }
     crate::render::fit_to_terminal(&mut t);

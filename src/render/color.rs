@@ -80,6 +80,45 @@ pub fn stdout_enabled() -> bool {
     ENABLED.load(Ordering::Relaxed) & 1 != 0
 }
 
+/// The heading over a command's warnings, the same on every command.
+pub fn warnings_heading() -> String {
+    paint(Tone::Warn, "Warnings")
+}
+
+/// One warning as a line of a report: "[code] message", the code in the
+/// warning colour. `message` must already be safe for a terminal.
+pub fn warning_line(code: &str, message: &str) -> String {
+    format!("{} {message}", paint(Tone::Warn, &format!("[{code}]")))
+}
+
+/// A warning on standard error, "tmpfsctl: warning: …", as every command
+/// writes one. `message` must already be safe for a terminal.
+pub fn eprint_warning(message: &str) {
+    eprintln!("tmpfsctl: {} {message}", paint_err(Tone::Warn, "warning:"));
+}
+
+/// How full a mount is, as a colour: red when it shows as 100% (writers
+/// already get ENOSPC), yellow when nearly full (above the threshold of
+/// status's `tmpfs_nearly_full` warning), none otherwise. status
+/// and top colour their use% and inode cells with it.
+pub fn fullness(percent: f64) -> Option<Tone> {
+    if percent >= 99.5 {
+        Some(Tone::Bad)
+    } else if percent > crate::status::NEARLY_FULL_PERCENT {
+        Some(Tone::Warn)
+    } else {
+        None
+    }
+}
+
+/// `text` (a use% or inode cell) coloured by [`fullness`].
+pub fn paint_fullness(percent: Option<f64>, text: &str) -> String {
+    match percent.and_then(fullness) {
+        Some(t) => paint(t, text),
+        None => text.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +132,14 @@ mod tests {
             "{on:?}"
         );
         assert_eq!(wrap(true, Tone::Good, ""), "");
+    }
+
+    #[test]
+    fn a_full_mount_is_red_and_a_nearly_full_one_yellow() {
+        assert_eq!(fullness(100.0), Some(Tone::Bad));
+        assert_eq!(fullness(99.6), Some(Tone::Bad));
+        assert_eq!(fullness(95.0), Some(Tone::Warn));
+        assert_eq!(fullness(90.0), None);
+        assert_eq!(fullness(0.0), None);
     }
 }

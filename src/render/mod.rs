@@ -106,7 +106,7 @@ pub fn command(indent: &str, cmd: &str) -> String {
     }
 }
 
-fn command_at(indent: &str, cmd: &str, w: usize) -> String {
+pub(crate) fn command_at(indent: &str, cmd: &str, w: usize) -> String {
     if fit::width(indent) + fit::width(cmd) <= w {
         return format!("{indent}{cmd}");
     }

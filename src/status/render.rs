@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::{MountReport, StatusReport, UsageSource};
+use crate::render::color::{paint_fullness, warning_line, warnings_heading};
 use crate::render::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
@@ -77,18 +78,25 @@ fn mounts_table(r: &StatusReport, layout: Layout) -> String {
             row.push(opt_bytes(m.avail_bytes, "?"));
         }
         row.extend([
-            m.use_percent
-                .map(|p| format!("{p:.0}%"))
-                .unwrap_or_else(|| "-".into()),
-            format!(
-                "{} / {}",
-                m.inodes_used.map(fmt_count).unwrap_or_else(|| "?".into()),
-                m.inodes_total
-                    .map(fmt_count)
-                    .unwrap_or_else(|| match layout {
-                        Layout::Full => "unlimited".into(),
-                        _ => "no limit".into(),
-                    })
+            paint_fullness(
+                m.use_percent,
+                &m.use_percent
+                    .map(|p| format!("{p:.0}%"))
+                    .unwrap_or_else(|| "-".into()),
+            ),
+            // Out of inodes is as full as out of bytes: the same colour.
+            paint_fullness(
+                m.inodes_use_percent,
+                &format!(
+                    "{} / {}",
+                    m.inodes_used.map(fmt_count).unwrap_or_else(|| "?".into()),
+                    m.inodes_total
+                        .map(fmt_count)
+                        .unwrap_or_else(|| match layout {
+                            Layout::Full => "unlimited".into(),
+                            _ => "no limit".into(),
+                        })
+                ),
             ),
             options_cell(m, layout),
         ]);
@@ -193,10 +201,10 @@ pub fn text(r: &StatusReport) -> String {
         para(&mut s, n.clone());
     }
     if !r.warnings.is_empty() {
-        let _ = writeln!(s, "\nWarnings");
+        let _ = writeln!(s, "\n{}", warnings_heading());
         for w in &r.warnings {
             // Messages quote mount points and parsed lines as they are.
-            para(&mut s, format!("[{}] {}", w.code, safe(&w.message)));
+            para(&mut s, warning_line(&w.code, &safe(&w.message)));
         }
     }
     let _ = writeln!(s, "\n(sizes in binary units: KiB, MiB, GiB)");

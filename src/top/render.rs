@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::{MountTop, TopReport};
-use crate::render::color::{Tone, paint};
+use crate::render::color::{Tone, paint, paint_fullness};
 use crate::render::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
@@ -44,12 +44,7 @@ fn mounts_table(r: &TopReport) -> String {
         let pct = match (m.used_bytes, m.size_bytes) {
             (Some(u), Some(s)) if s > 0 => {
                 let p = u as f64 * 100.0 / s as f64;
-                let txt = format!("{p:.0}%");
-                if p >= 90.0 {
-                    paint(Tone::Bad, &txt)
-                } else {
-                    txt
-                }
+                paint_fullness(Some(p), &format!("{p:.0}%"))
             }
             _ => "-".into(),
         };
@@ -68,11 +63,7 @@ fn mounts_table(r: &TopReport) -> String {
                         .unwrap_or_else(|| "unlimited".into())
                 );
                 // Out of inodes is as full as out of bytes: the same colour.
-                if inode_percent(m).is_some_and(|p| p >= 90.0) {
-                    paint(Tone::Bad, &txt)
-                } else {
-                    txt
-                }
+                paint_fullness(inode_percent(m), &txt)
             },
             match (m.deleted_open_bytes, m.deleted_open_known) {
                 (0, true) => "0 B".into(),

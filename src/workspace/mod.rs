@@ -11,6 +11,7 @@
 //! builds one lives in `cli::workspace`.
 
 mod cleanup;
+mod guard;
 mod pidns;
 mod place;
 mod procs;
@@ -25,7 +26,7 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 
 pub use scratch::{
     DEFAULT_SIZE_TEXT, Keep, Mode, Scratch, Spec, Teardown, Usage, default_size, probe,
@@ -58,6 +59,8 @@ pub struct ScratchOptions {
     pub json: Option<String>,
     /// False: a plain directory, no private mount.
     pub private: bool,
+    /// Allow a cap above RAM + swap.
+    pub force: bool,
 }
 
 /// One command to run in a scratch.
@@ -101,7 +104,7 @@ struct Checked {
 fn check(ctx: &Context, req: &RunRequest) -> Result<Checked> {
     let opts = &req.scratch;
     let mut notes = Vec::new();
-    let (size_bytes, size_source) = resolve_size(ctx, opts.size, &mut notes)?;
+    let (size_bytes, size_source) = resolve_size(ctx, opts.size, opts.force, &mut notes)?;
     let json = opts.json.as_deref().map(parse_json_dest).transpose()?;
     if let Some(d) = &json {
         check_json_dest(d)?;
@@ -128,11 +131,9 @@ fn check(ctx: &Context, req: &RunRequest) -> Result<Checked> {
 fn resolve_size(
     ctx: &Context,
     size: Option<Size>,
+    force: bool,
     notes: &mut Vec<String>,
 ) -> Result<(u64, String)> {
-    if let Some(Size::Bytes(0)) = size {
-        bail!("--size 0 would mean \"no limit\" to tmpfs; give a positive size such as 512M");
-    }
     let (mem, _) = ctx.sysroot.meminfo()?;
     let (bytes, source) = match size {
         Some(Size::Bytes(b)) => (b, format!("--size {}", fmt_bytes(b))),
@@ -148,14 +149,15 @@ fn resolve_size(
             ),
         ),
     };
-    if bytes == 0 {
-        bail!(
-            "the size resolves to 0 bytes (MemTotal {}); give --size in bytes, e.g. 512M",
-            mem.mem_total_bytes
-        );
-    }
-    crate::units::check_tmpfs_cap(bytes, mem.mem_total_bytes, mem.swap_total_bytes)
-        .map_err(|e| anyhow::anyhow!("--size: {e}"))?;
+    let given = size.map_or_else(|| fmt_bytes(bytes), |s| s.to_string());
+    crate::units::check_tmpfs_cap(
+        &given,
+        bytes,
+        mem.mem_total_bytes,
+        mem.swap_total_bytes,
+        force,
+    )
+    .map_err(|e| anyhow::anyhow!("--size {given}: {e}"))?;
     if bytes > mem.mem_available_bytes {
         notes.push(format!(
             "the cap {} is more than MemAvailable ({}): filling it would push the machine into swap or the OOM killer",
@@ -196,11 +198,11 @@ impl Peak {
         if !self.over && s.over_soft_cap(u) {
             self.over = true;
             if !quiet {
-                eprintln!(
-                    "tmpfsctl: warning: the scratch holds {}, over its soft cap of {} (not enforced for a plain directory)",
+                crate::render::color::eprint_warning(&format!(
+                    "the scratch holds {}, over its soft cap of {} (not enforced for a plain directory)",
                     fmt_bytes(u.used_bytes),
                     fmt_bytes(s.size_bytes)
-                );
+                ));
             }
         }
     }

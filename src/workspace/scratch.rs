@@ -421,23 +421,28 @@ impl Scratch {
                         Err(e) => out.error = Some(format!("--keep: {e:#}")),
                     }
                 }
-                // Unmounting the scratch would take CMD's mounts inside it
-                // along anyway; detached first, they can be named.
-                match cleanup::detach_below(&self.path, true) {
-                    Ok(d) => out.notes.extend(
-                        cleanup::Removed {
-                            detached: d,
-                            ..Default::default()
-                        }
-                        .notes(),
-                    ),
-                    Err(e) => out
-                        .notes
-                        .push(format!("detaching mounts inside the scratch: {e}")),
-                }
                 // Our own handle would make the mount look busy.
                 self.dir = None;
-                match rustix::mount::unmount(&self.path, UnmountFlags::empty()) {
+                // A plain umount fails with EBUSY while CMD's mounts sit
+                // inside the scratch, so only then is mountinfo read to
+                // detach (and name) them: the usual run reads it not at all.
+                let mut r = rustix::mount::unmount(&self.path, UnmountFlags::empty());
+                if r == Err(rustix::io::Errno::BUSY) {
+                    match cleanup::detach_below(&self.path, true) {
+                        Ok(d) => out.notes.extend(
+                            cleanup::Removed {
+                                detached: d,
+                                ..Default::default()
+                            }
+                            .notes(),
+                        ),
+                        Err(e) => out
+                            .notes
+                            .push(format!("detaching mounts inside the scratch: {e}")),
+                    }
+                    r = rustix::mount::unmount(&self.path, UnmountFlags::empty());
+                }
+                match r {
                     Ok(()) => out.removed = true,
                     Err(e) if e == rustix::io::Errno::BUSY => {
                         // Something CMD started still has a file or its cwd

@@ -11,7 +11,7 @@
 //!   in it and an unprivileged one cannot leave it. When CMD ends, whatever is still in the
 //!   cgroup is listed, reported and killed (`cgroup.kill`), before the scratch
 //!   is torn down.
-//! * A guard process, forked from tmpfsctl before CMD starts and outside the
+//! * A guard process, started from tmpfsctl before CMD starts and outside the
 //!   cgroup, blocked reading a pipe whose only writer is tmpfsctl. When
 //!   tmpfsctl ends normally it writes one byte and the guard exits; when it
 //!   dies any other way the pipe reads EOF and the guard kills the cgroup and
@@ -28,19 +28,17 @@
 //! finds them as its own children and kills them. A kill -9 of tmpfsctl then
 //! still takes CMD, but not what CMD left running; a note says so and why.
 
-use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rustix::fs::{Mode as FsMode, OFlags};
 use rustix::process::{Pid, Signal};
 
-use super::pidns;
 pub use super::procs::Leftover;
 use super::procs::{CloneArgs, read_comm, single_threaded};
+use super::{guard, pidns};
 
 /// Prefix of the per-run cgroups, followed by tmpfsctl's pid.
 const CGROUP_PREFIX: &str = "tmpfsctl-run-";
@@ -66,16 +64,10 @@ struct Cgroup {
     procs: OwnedFd,
 }
 
-struct Guard {
-    pid: libc::pid_t,
-    /// The write end of the guard's pipe; one byte means "done, stand down".
-    tell: OwnedFd,
-}
-
 /// The leash on CMD's process tree, from before CMD starts to after it ends.
 pub struct Tree {
     cgroup: Option<Cgroup>,
-    guard: Option<Guard>,
+    guard: Option<guard::Guard>,
     /// Set when there is no cgroup: orphans come back to tmpfsctl.
     subreaper: bool,
     parent: Pid,
@@ -99,7 +91,7 @@ impl Tree {
         let mut notes = Vec::new();
         let mut try_pidns = None;
         let (cgroup, guard) = match make_cgroup(parent) {
-            Ok(cg) => match start_guard(&cg) {
+            Ok(cg) => match guard::start(&cg.path) {
                 Ok(g) => (Some(cg), Some(g)),
                 Err(e) => {
                     notes.push(format!(
@@ -217,7 +209,7 @@ impl Tree {
             end_orphans(self.parent, &mut out);
         }
         if let Some(g) = self.guard.take() {
-            stand_down(g);
+            guard::stand_down(g);
         }
         if !out.killed.is_empty() {
             let n = out.killed.len();
@@ -277,7 +269,7 @@ impl Drop for Tree {
             end_cgroup(&cg, &mut Ended::default());
         }
         if let Some(g) = self.guard.take() {
-            stand_down(g);
+            guard::stand_down(g);
         }
     }
 }
@@ -290,8 +282,37 @@ fn open_path(p: &Path, flags: OFlags) -> io::Result<OwnedFd> {
     )?)
 }
 
-/// Where cgroup v2 is mounted and which cgroup this process is in.
-fn own_cgroup_dir() -> Result<PathBuf, String> {
+/// The cgroup v2 line of /proc/self/cgroup: this process's cgroup, relative
+/// to the root of its cgroup namespace.
+fn own_cgroup_path() -> Result<String, String> {
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("/proc/self/cgroup: {e}"))?;
+    own.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::to_string)
+        .ok_or_else(|| "no cgroup v2 line in /proc/self/cgroup".to_string())
+}
+
+/// Where the cgroup v2 hierarchy is usually mounted (unified, or beside v1
+/// in the hybrid layout), checked with statfs so no mount table is read.
+/// The mount is taken to show its namespace's whole tree, as a mount made
+/// in that namespace does; `make_cgroup` falls back to mountinfo when the
+/// cgroup is not found below it.
+fn usual_cgroup_dir(rel: &str) -> Option<PathBuf> {
+    const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
+    ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+        .into_iter()
+        .find(|p| {
+            // f_type's width differs between architectures.
+            #[allow(clippy::unnecessary_cast)]
+            rustix::fs::statfs(*p).is_ok_and(|st| st.f_type as u64 == CGROUP2_SUPER_MAGIC)
+        })
+        .map(|p| Path::new(p).join(rel.trim_start_matches('/')))
+}
+
+/// Where cgroup v2 is mounted and which cgroup this process is in, from
+/// the mount table (any mount point, any mount root).
+fn own_cgroup_dir(rel: &str) -> Result<PathBuf, String> {
     let text =
         std::fs::read("/proc/self/mountinfo").map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
     let (mounts, _) = crate::sys::mountinfo::parse(&text);
@@ -299,12 +320,6 @@ fn own_cgroup_dir() -> Result<PathBuf, String> {
         .iter()
         .find(|m| m.fstype == "cgroup2")
         .ok_or("cgroup v2 is not mounted")?;
-    let own = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("/proc/self/cgroup: {e}"))?;
-    let rel = own
-        .lines()
-        .find_map(|l| l.strip_prefix("0::"))
-        .ok_or("no cgroup v2 line in /proc/self/cgroup")?;
     let rel = Path::new(rel)
         .strip_prefix(&m.root)
         .map_err(|_| format!("own cgroup {rel} is outside the cgroup2 mount"))?;
@@ -312,7 +327,11 @@ fn own_cgroup_dir() -> Result<PathBuf, String> {
 }
 
 fn make_cgroup(own: Pid) -> Result<Cgroup, String> {
-    let base = own_cgroup_dir()?;
+    let rel = own_cgroup_path()?;
+    let base = match usual_cgroup_dir(&rel).filter(|b| b.is_dir()) {
+        Some(b) => b,
+        None => own_cgroup_dir(&rel)?,
+    };
     sweep_cgroups(&base);
     let path = base.join(format!("{CGROUP_PREFIX}{}", own.as_raw_nonzero()));
     match std::fs::create_dir(&path) {
@@ -369,8 +388,8 @@ fn unpopulated(events: &[u8]) -> bool {
 }
 
 /// Wait, with the bound of [`KILL_WAIT`], until the cgroup has no process.
-/// Only system calls: the guard runs it after fork.
-fn wait_empty(events: &OwnedFd) -> bool {
+/// Only raw system calls: the guard runs it (see `guard`).
+pub(super) fn wait_empty(events: BorrowedFd<'_>) -> bool {
     let step = Duration::from_millis(2);
     let mut buf = [0u8; 256];
     for _ in 0..(KILL_WAIT.as_millis() / step.as_millis()) {
@@ -446,7 +465,7 @@ fn kill_and_remove(path: &Path) -> (Vec<Leftover>, Option<String>) {
         }
     }
     let empty = match open_path(&path.join("cgroup.events"), OFlags::RDONLY) {
-        Ok(ev) => wait_empty(&ev),
+        Ok(ev) => wait_empty(ev.as_fd()),
         Err(_) => true,
     };
     let shown = crate::render::term::safe_path(path);
@@ -582,93 +601,6 @@ fn clone_into(dir: &OwnedFd, cmd: &mut std::process::Command) -> Result<i32, Clo
     Err(Clone3::Failed(io::Error::from_raw_os_error(
         i32::from_ne_bytes(code),
     )))
-}
-
-/// Fork the guard (see the module doc). Everything it needs is opened first,
-/// so after fork it makes only system calls.
-fn start_guard(cg: &Cgroup) -> io::Result<Guard> {
-    let kill = open_path(&cg.path.join("cgroup.kill"), OFlags::WRONLY)?;
-    let events = open_path(&cg.path.join("cgroup.events"), OFlags::RDONLY)?;
-    let parent_dir = cg.path.parent().unwrap_or(Path::new("/"));
-    let parent = open_path(parent_dir, OFlags::PATH | OFlags::DIRECTORY)?;
-    let name = CString::new(cg.path.file_name().unwrap_or_default().as_bytes())?;
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: pipe2 writes two descriptors into the array we own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned only here.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: the child runs guard_main, which makes only async-signal-safe
-    // system calls and never returns.
-    match unsafe { libc::fork() } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => guard_main(&rd, &kill, &events, &parent, &name),
-        pid => Ok(Guard { pid, tell: wr }),
-    }
-}
-
-fn guard_main(
-    rd: &OwnedFd,
-    kill: &OwnedFd,
-    events: &OwnedFd,
-    parent: &OwnedFd,
-    name: &CString,
-) -> ! {
-    // SAFETY (whole function): after fork only async-signal-safe calls, on
-    // descriptors and memory the parent prepared.
-    unsafe {
-        // A session (and process group) of its own: `kill -9 -PGID` or
-        // `timeout -s KILL` aimed at tmpfsctl's group must not take the
-        // guard along, or CMD's daemons, cgroup and scratch would outlive it.
-        libc::setsid();
-        // No signal from the terminal or tmpfsctl's process group may stop
-        // the guard; only SIGKILL can.
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut set);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-        // Hold nothing of tmpfsctl's: its stdout/stderr pipes would stay open
-        // for whoever reads them, and its cwd busy.
-        let mut keep = [
-            rd.as_raw_fd(),
-            kill.as_raw_fd(),
-            events.as_raw_fd(),
-            parent.as_raw_fd(),
-        ];
-        keep.sort_unstable();
-        let mut from: libc::c_uint = 0;
-        for k in keep {
-            if (k as libc::c_uint) > from {
-                libc::syscall(libc::SYS_close_range, from, k as libc::c_uint - 1, 0);
-            }
-            from = k as libc::c_uint + 1;
-        }
-        libc::syscall(libc::SYS_close_range, from, libc::c_uint::MAX, 0);
-        libc::chdir(c"/".as_ptr());
-        let mut b = 0u8;
-        loop {
-            match libc::read(rd.as_raw_fd(), (&mut b as *mut u8).cast(), 1) {
-                1 => libc::_exit(0),
-                -1 if *libc::__errno_location() == libc::EINTR => continue,
-                _ => break,
-            }
-        }
-        // tmpfsctl is gone without standing us down: take CMD's tree with it.
-        libc::write(kill.as_raw_fd(), b"1".as_ptr().cast(), 1);
-        wait_empty(events);
-        libc::unlinkat(parent.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR);
-        libc::_exit(0)
-    }
-}
-
-fn stand_down(g: Guard) {
-    let _ = rustix::io::write(&g.tell, b"x");
-    drop(g.tell);
-    let mut st = 0;
-    // SAFETY: waits for our own child, into a local.
-    unsafe {
-        libc::waitpid(g.pid, &mut st, 0);
-    }
 }
 
 #[cfg(test)]

@@ -133,7 +133,9 @@ fn directory_on_disk_is_advised_to_move() {
 #[test]
 fn well_sized_live_only_tmpfs_is_persisted() {
     require_root!();
-    let m = TestMount::tmpfs("size=512M,nr_inodes=100000");
+    // nosuid,nodev as apply mounts it: with other options apply refuses to
+    // persist it (a conflict), and advise says that instead.
+    let m = TestMount::tmpfs("nosuid,nodev,size=512M,nr_inodes=100000");
     std::fs::write(m.path.join("a"), vec![1u8; 1 << 20]).unwrap();
     let before = listing(&m.path);
     let (out, v) = advise(&m.path, &[]);

@@ -261,7 +261,7 @@ fn a_unit_configured_with_a_share_of_ram_is_planned_with_that_share() {
 
 /// Runs a command tmpfsctl printed, pasted into `sh -c` as a user would,
 /// with `tmpfsctl` meaning the binary under test.
-fn paste(cmd: &str) -> Output {
+pub(crate) fn paste(cmd: &str) -> Output {
     let cmd = cmd.trim();
     let rest = cmd
         .strip_prefix("tmpfsctl ")

@@ -89,6 +89,8 @@ pub struct Request {
     pub group_quota: Option<Size>,
     /// Go ahead although DIR holds files the package manager installed.
     pub allow_package_files: bool,
+    /// Allow a size above RAM + swap (`--force`).
+    pub force: bool,
     /// Options to repeat in the commands the plan tells the user to run
     /// (` --fstab F --unit-dir D`), so they act on the same files.
     pub follow_up: String,
@@ -308,7 +310,10 @@ pub fn fstab_line(dir: &Path, fstype: &str, options: &str) -> String {
 
 pub const DROPIN_MARKER: &str = "# Written by `tmpfsctl apply`";
 
+/// The drop-in for DIR's mount unit. systemd reads `%` as the start of a
+/// specifier, so a share of RAM (`size=50%`) is written `%%`.
 pub fn dropin_text(dir: &Path, options: &str) -> String {
+    let options = options.replace('%', "%%");
     format!(
         "{DROPIN_MARKER}; `tmpfsctl revert {}` removes it.\n\
          # Every setting is restated so the result does not depend on the distribution's unit.\n\
@@ -731,6 +736,7 @@ fn steps(
 mod options;
 mod state;
 
+pub(crate) use options::{configured_size, same_size};
 use options::{inode_limit, mode_and_owner, quota_options, size_limit};
 use state::mount_state;
 

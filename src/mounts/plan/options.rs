@@ -21,6 +21,14 @@ pub(super) fn size_limit(
     let (size, why) = match req.size {
         Some(s) => {
             let b = resolve_size(s, mem.mem_total_bytes);
+            crate::units::check_tmpfs_cap(
+                &s.to_string(),
+                b,
+                mem.mem_total_bytes,
+                mem.swap_total_bytes,
+                req.force,
+            )
+            .map_err(|e| PlanError(format!("--size {s}: {e}")))?;
             if b < facts.used_bytes {
                 return Err(PlanError(format!(
                     "--size {s} ({}) is below what {shown} holds now ({}); give at least {} \
@@ -75,7 +83,7 @@ pub(super) fn size_limit(
 
 /// The `size=` DIR's configuration gives it: its fstab line, else the
 /// `Options=` of the systemd unit that mounts it.
-fn configured_size(facts: &Facts) -> Option<Size> {
+pub(crate) fn configured_size(facts: &Facts) -> Option<Size> {
     let from_fstab = facts.fstab_entry.as_ref().map(|e| e.options.clone());
     let from_unit = || {
         facts
@@ -95,7 +103,7 @@ fn configured_size(facts: &Facts) -> Option<Size> {
 /// The kernel rounds a tmpfs size to whole pages (and a share of RAM to
 /// pages of RAM), so a configured size and the mounted one agree within a
 /// few pages.
-fn same_size(a: u64, b: u64) -> bool {
+pub(crate) fn same_size(a: u64, b: u64) -> bool {
     a.abs_diff(b) <= 4 * 4096
 }
 
