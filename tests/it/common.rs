@@ -340,3 +340,23 @@ pub fn shell_status(s: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     s.code().or(s.signal().map(|g| 128 + g)).unwrap_or(-1)
 }
+
+/// Run tmpfsctl with `args` and send it `sig` once its copy is under way (it
+/// handles `sig` and has a file under `dir` open), or let it end if it ends
+/// first; its output.
+pub fn signal_mid_copy(args: &[&str], dir: &Path, sig: rustix::process::Signal) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    while !(catches(pid, sig.as_raw()) && has_open_under(pid, dir))
+        && child.try_wait().unwrap().is_none()
+    {
+        std::thread::yield_now();
+    }
+    let _ = rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), sig);
+    child.wait_with_output().unwrap()
+}

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::{findmnt_fstype, s, scratch, stderr};
-use crate::common::{catches, has_open_under, is_root, json, tmpfsctl};
+use crate::common::{is_root, json, signal_mid_copy, tmpfsctl};
 
 #[test]
 fn huge_takes_the_kernels_spelling_and_the_cli_one() {
@@ -201,26 +201,12 @@ fn sigterm_during_the_copy_mounts_nothing_and_keeps_the_source() {
         std::fs::write(small.join(format!("f{i}")), format!("file {i}")).unwrap();
     }
     let fstab = t.path().join("fstab");
-    let mut child = crate::common::bin()
-        .args(["apply", s(&dir), "--fstab", s(&fstab), "--yes"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    // Wait for the copy to start (or for apply to end, which fails below):
-    // SIGTERM handled and a file under DIR open.
-    while !(catches(pid, libc::SIGTERM) && has_open_under(pid, &dir))
-        && child.try_wait().unwrap().is_none()
-    {
-        std::thread::yield_now();
-    }
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+    // SIGTERM once the copy runs (or apply ends, which fails below).
+    let out = signal_mid_copy(
+        &["apply", s(&dir), "--fstab", s(&fstab), "--yes"],
+        &dir,
         rustix::process::Signal::TERM,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
+    );
     let err = stderr(&out);
     assert!(
         !out.status.success(),

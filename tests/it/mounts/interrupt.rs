@@ -6,7 +6,7 @@
 use std::os::unix::fs::MetadataExt;
 
 use super::*;
-use crate::common::{catches, has_open_under, shell_status};
+use crate::common::{shell_status, signal_mid_copy};
 
 /// The data a revert must not lose: (relative name, content).
 fn fill(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -54,32 +54,18 @@ fn ctrl_c_during_revert_copy_exits_130_and_loses_nothing() {
     let mut files = fill(&dir);
     files.push(("on-disk".into(), b"before apply".to_vec()));
 
-    let mut child = crate::common::bin()
-        .args([
+    let out = signal_mid_copy(
+        &[
             "revert",
             s(&dir),
             "--fstab",
             s(&fstab),
             "--keep-data",
             "--yes",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    // The handler is in place and a file under DIR is open: the copy runs.
-    while !(catches(pid, libc::SIGINT) && has_open_under(pid, &dir))
-        && child.try_wait().unwrap().is_none()
-    {
-        std::thread::yield_now();
-    }
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        ],
+        &dir,
         rustix::process::Signal::INT,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
+    );
     let err = stderr(&out);
     assert!(
         !out.status.success(),
