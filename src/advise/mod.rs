@@ -28,7 +28,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  tmpfsctl advise                 # about /tmp, ~30 s of measurement\n  \
+    after_help = "Examples:\n  tmpfsctl advise                 # about /tmp: ~30 s as root, ~15 s otherwise\n  \
 tmpfsctl advise --quick /var/tmp\n  tmpfsctl advise --history /var/log/tmpfsctl/*.jsonl\n  \
 tmpfsctl advise --prometheus http://prometheus:9090 --host web1:9100\n\n\
 Reads the machine and measures in private scratch directories; it never changes the system.\n\

@@ -7,7 +7,12 @@ use crate::status::StatusQuery;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  tmpfsctl status\n  tmpfsctl status --json | jq '.mounts[] | select(.fstype==\"tmpfs\")'\n  tmpfsctl status ~/build /srv/cache\n\n\
-Numbers come from statfs(2) and agree with `df -B1` and `df -i`; a PATH that is its own mount gets its data size from statfs too; any other PATH's data is counted only with --du (a walk like `du -s -x -B1`, a stat per file)."
+Numbers come from statfs(2) and agree with `df -B1` and `df -i`; a PATH that is its own mount gets its data size from statfs too; any other PATH's data is counted only with --du (a walk like `du -s -x -B1`, a stat per file).\n\n\
+tmpfs size limits may add up to more than RAM + swap (a stock systemd machine has /dev/shm and /tmp at 50% each, \
+/run at 20%, each /run/user/UID at 10%): limits are not reservations, so that alone is no warning. \
+tmpfs_overcommit warns when one mount filling up, on top of what RAM filesystems hold now, would not fit in \
+RAM + swap (the OOM killer would run before the writer gets ENOSPC); read-only and kernel-interface tmpfs \
+(under /sys, /proc) are not counted. tmpfs_nearly_full is above 90% used, and says when writes already fail."
 )]
 pub struct StatusArgs {
     /// Extra directories to report on, besides /tmp, /var/tmp and $TMPDIR

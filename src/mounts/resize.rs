@@ -219,7 +219,7 @@ pub(super) fn resize(ctx: &Context, args: &ApplyRequest, r: Size) -> Result<Exit
     let undo = match old_b {
         Some(b) => {
             let old = old_size(&facts, b);
-            let force = if old_b > Some(mem.mem_total_bytes + mem.swap_total_bytes) {
+            let force = if old_b > Some(mem.mem_total_bytes.saturating_add(mem.swap_total_bytes)) {
                 " --force"
             } else {
                 ""

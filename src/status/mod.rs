@@ -485,6 +485,16 @@ fn memory_report(mounts: &[MountReport], mem: &MemInfo) -> MemoryReport {
             "There is no swap: every tmpfs page stays in RAM until its file is deleted.".into()
         },
     ];
+    let ceiling = mem.mem_total_bytes.saturating_add(mem.swap_total_bytes);
+    if limits > ceiling {
+        notes.push(format!(
+            "tmpfs size limits add up to {}, more than RAM + swap ({}), as on any stock systemd machine: \
+             a limit is not a reservation, so that alone is no risk (tmpfs_overcommit says when one mount \
+             filling up would be).",
+            crate::units::fmt_bytes(limits),
+            crate::units::fmt_bytes(ceiling)
+        ));
+    }
     if mounts.iter().any(|m| m.fstype == "ramfs") {
         notes.push(
             "ramfs usage is counted by walking its files (ramfs keeps no figure for statfs). \
@@ -553,34 +563,8 @@ pub fn warnings(
             ),
         );
     }
-    let ceiling = mem.mem_total_bytes.saturating_add(mem.swap_total_bytes);
-    if mem.tmpfs_limits_bytes > ceiling {
-        let mut big: Vec<&MountReport> = mounts
-            .iter()
-            .filter(|m| m.fstype == "tmpfs" && m.size_bytes.is_some())
-            .collect();
-        big.sort_by_key(|m| std::cmp::Reverse(m.size_bytes));
-        let top: Vec<String> = big
-            .iter()
-            .take(3)
-            .map(|m| {
-                format!(
-                    "{} ({})",
-                    m.mountpoint,
-                    fmt_bytes(m.size_bytes.unwrap_or(0))
-                )
-            })
-            .collect();
-        w(
-            "tmpfs_overcommit",
-            format!(
-                "tmpfs size limits add up to {}, more than RAM + swap ({}): filling them all would invoke the OOM killer. \
-                 Lower size= on the largest ({}) with `mount -o remount,size=NEW MOUNTPOINT` and in its fstab line.",
-                fmt_bytes(mem.tmpfs_limits_bytes),
-                fmt_bytes(ceiling),
-                top.join(", ")
-            ),
-        );
+    if let Some(message) = overcommit(mounts, mem) {
+        w("tmpfs_overcommit", message);
     }
     for m in mounts.iter().filter(|m| m.fstype == "tmpfs") {
         if m.huge.as_deref() == Some("always") {
@@ -610,27 +594,42 @@ pub fn warnings(
             w(
                 "tmpfs_nearly_full",
                 format!(
-                    "{} is {p:.0}% full ({} of {}): writers will soon get ENOSPC. \
+                    "{} is {} ({} of {}): {}. \
                      `tmpfsctl top {}` shows who holds it, `tmpfsctl explain PATH` why a write there fails; \
                      delete old files or grow it (`mount -o remount,size=NEW {}`).",
                     m.mountpoint,
+                    fullness(p),
                     fmt_bytes(m.used_bytes.unwrap_or(0)),
                     fmt_bytes(m.size_bytes.unwrap_or(0)),
+                    if is_full(p, m.avail_bytes) {
+                        "writers there already get ENOSPC (No space left on device)"
+                    } else {
+                        "writers will soon get ENOSPC"
+                    },
                     m.mountpoint,
                     m.mountpoint
                 ),
             );
         }
         if let Some(p) = m.inodes_use_percent.filter(|p| *p > NEARLY_FULL_PERCENT) {
+            let free = m
+                .inodes_total
+                .zip(m.inodes_used)
+                .map(|(t, u)| t.saturating_sub(u));
             w(
                 "tmpfs_inodes_nearly_full",
                 format!(
-                    "{} has used {p:.0}% of its inodes ({} of {}): creating files will soon fail with ENOSPC. \
+                    "{} has used {p:.0}% of its inodes ({} of {}): {}. \
                      `tmpfsctl top {}` shows who holds them, `tmpfsctl explain PATH` why a create fails; \
                      raise nr_inodes (`mount -o remount,nr_inodes=NEW {}`) or remove small files.",
                     m.mountpoint,
                     m.inodes_used.unwrap_or(0),
                     m.inodes_total.unwrap_or(0),
+                    if is_full(p, free) {
+                        "creating a file there already fails with ENOSPC"
+                    } else {
+                        "creating files will soon fail with ENOSPC"
+                    },
                     m.mountpoint,
                     m.mountpoint
                 ),
@@ -667,6 +666,103 @@ pub fn warnings(
         );
     }
     out
+}
+
+/// Nothing left (or less than shows as 0.1%): a write fails now, not soon.
+fn is_full(percent: f64, left: Option<u64>) -> bool {
+    left == Some(0) || percent >= 99.95
+}
+
+fn fullness(percent: f64) -> String {
+    if percent >= 99.95 {
+        "full".into()
+    } else {
+        format!("{percent:.0}% full")
+    }
+}
+
+/// A tmpfs nobody fills: read-only, or a kernel interface under /sys or
+/// /proc (e.g. cgroup v1's /sys/fs/cgroup); its size= is a number, not a risk.
+fn writable_tmpfs(m: &MountReport) -> bool {
+    m.fstype == "tmpfs"
+        && !m.options.iter().any(|o| o == "ro")
+        && !["/sys", "/proc"]
+            .iter()
+            .any(|k| Path::new(&m.mountpoint).starts_with(k))
+}
+
+/// What the RAM filesystems hold now: Shmem (tmpfs, shm, memfd) plus ramfs,
+/// or the sum of their usage when that is larger (a capture without Shmem).
+fn ram_fs_held(mem: &MemoryReport) -> u64 {
+    mem.ram_fs_used_bytes
+        .max(mem.shmem_bytes.saturating_add(mem.ramfs_used_bytes))
+}
+
+/// The real risk behind tmpfs limits that add up to more than RAM + swap.
+/// That sum alone means nothing: a stock systemd machine has /dev/shm and
+/// /tmp at 50% each, /run at 20% and each /run/user/UID at 10%, and limits
+/// are not reservations. What can happen is one runaway writer filling one
+/// mount. Its free room is a risk when it is more than memory can still give
+/// (MemAvailable + SwapFree), or when what RAM filesystems hold now plus
+/// that room is more than RAM + swap: the OOM killer then runs before ENOSPC
+/// stops the writer. Those mounts are named, largest room first.
+fn overcommit(mounts: &[MountReport], mem: &MemoryReport) -> Option<String> {
+    use crate::units::fmt_bytes;
+    let ceiling = mem.mem_total_bytes.saturating_add(mem.swap_total_bytes);
+    let held = ram_fs_held(mem);
+    // The most one mount may still take before memory runs out.
+    let can_give = crate::units::memory_left_for_tmpfs(
+        &MemInfo {
+            mem_total_bytes: mem.mem_total_bytes,
+            mem_available_bytes: mem.mem_available_bytes,
+            swap_total_bytes: mem.swap_total_bytes,
+            swap_free_bytes: mem.swap_free_bytes,
+            ..MemInfo::default()
+        },
+        held,
+    );
+    let mut seen = HashSet::new();
+    let mut risky: Vec<(&MountReport, u64)> = mounts
+        .iter()
+        .filter(|m| writable_tmpfs(m) && seen.insert(m.device.clone()))
+        .filter_map(|m| {
+            let room = m.size_bytes?.saturating_sub(m.used_bytes.unwrap_or(0));
+            (room > can_give).then_some((m, room))
+        })
+        .collect();
+    if risky.is_empty() {
+        return None;
+    }
+    risky.sort_by_key(|(_, room)| std::cmp::Reverse(*room));
+    let names: Vec<String> = risky
+        .iter()
+        .take(3)
+        .map(|(m, room)| format!("{} ({} free)", m.mountpoint, fmt_bytes(*room)))
+        .collect();
+    let (first, _) = risky[0];
+    let safe = first.used_bytes.unwrap_or(0).saturating_add(can_give);
+    let half = mem.mem_total_bytes / 2;
+    let lower = if half < safe {
+        format!(
+            "below {}, e.g. to tmpfs's default of 50% of RAM ({})",
+            fmt_bytes(safe),
+            fmt_bytes(half)
+        )
+    } else {
+        format!("below {}", fmt_bytes(safe))
+    };
+    Some(format!(
+        "one writer filling {} would need more memory than is left ({}: MemAvailable + SwapFree, at most \
+         RAM + swap {} less the {} RAM filesystems hold now), so the OOM killer would run before the writer \
+         gets ENOSPC. \
+         Lower size= on {} {lower} (`mount -o remount,size=NEW {}`, and in its fstab line or unit).",
+        names.join(" or "),
+        fmt_bytes(can_give),
+        fmt_bytes(ceiling),
+        fmt_bytes(held),
+        first.mountpoint,
+        first.mountpoint
+    ))
 }
 
 /// `tmpfsctl status`: gather, then print as a table or (with `json`) JSON.

@@ -3,21 +3,15 @@
 //! guard exits; tmpfsctl dying any other way (kill -9) makes the pipe read
 //! EOF, and the guard kills the cgroup and removes it (see `tree`).
 //!
-//! The guard shares tmpfsctl's memory (`clone` with `CLONE_VM`, like the
-//! child of `posix_spawn`) instead of getting a copy of it: a fork would copy
-//! the page tables of the whole binary and heap, and make every page
-//! tmpfsctl writes afterwards fault once to be copied, which costs more than
-//! the rest of a short run's supervision. Sharing memory, the guard must
-//! touch none of tmpfsctl's: it runs on a stack of its own, reads its
-//! arguments from that stack's far end, and makes only raw system calls
-//! (through rustix, which sets no errno, so tmpfsctl's thread-local errno is
-//! never written). It still has its own descriptor table, signal mask and
-//! session, and is not in tmpfsctl's thread group, so a SIGKILL of
-//! tmpfsctl leaves it running, holding the shared memory until it exits.
-//! (The OOM killer is the exception: it takes every process sharing its
-//! victim's memory, so an OOM kill of tmpfsctl itself, a few MiB, takes the
-//! guard too; CMD still dies of PR_SET_PDEATHSIG, what CMD started lives on
-//! in its cgroup until the next run's sweep kills it and removes the cgroup.)
+//! The guard gets its own copy of tmpfsctl's memory (`clone` without
+//! `CLONE_VM`, on a stack of its own). Sharing the memory instead would save
+//! the copy-on-write faults of a fork (about a tenth of a short run's CPU),
+//! but the OOM killer takes every process that shares its victim's memory:
+//! an OOM kill of tmpfsctl would take the guard along, and what CMD started
+//! would outlive the run. The guard is written as if it shared anyway: it
+//! runs on its own stack, reads its arguments from that stack's far end and
+//! makes only raw system calls (through rustix, which sets no errno), so it
+//! is safe after a fork of a multi-threaded process.
 
 use std::ffi::CString;
 use std::io;
@@ -107,15 +101,16 @@ pub(super) fn start(cg: &Path) -> io::Result<Guard> {
     let at = stack.cast::<Args>();
     // SAFETY: `at` is the page-aligned start of a mapping of STACK_SIZE
     // bytes, larger than Args; the stack proper grows down from the other
-    // end. The child gets its own copy of the descriptor table at clone, so
-    // the descriptors may be closed here afterwards; `entry` makes only raw
-    // system calls on the arguments and never returns into tmpfsctl's code.
+    // end. The child gets its own copy of the memory and of the descriptor
+    // table at clone, so the descriptors may be closed here afterwards;
+    // `entry` makes only raw system calls on the arguments and never returns
+    // into tmpfsctl's code.
     let pid = unsafe {
         at.write(args);
         libc::clone(
             entry,
             stack.cast::<u8>().add(STACK_SIZE).cast(),
-            libc::CLONE_VM | libc::SIGCHLD,
+            libc::SIGCHLD,
             at.cast(),
         )
     };

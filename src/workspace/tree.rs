@@ -372,7 +372,12 @@ fn sweep_cgroups(base: &Path) {
         else {
             continue;
         };
-        if Pid::from_raw(pid).is_some_and(|p| rustix::process::test_kill_process(p).is_ok()) {
+        // Only ESRCH means the owner is gone: EPERM is a live tmpfsctl of
+        // another user (root's, seen from an unprivileged run), whose CMD
+        // may run as our uid and would otherwise be killed here mid-run.
+        let gone = Pid::from_raw(pid)
+            .is_some_and(|p| rustix::process::test_kill_process(p) == Err(rustix::io::Errno::SRCH));
+        if !gone {
             continue;
         }
         let _ = kill_and_remove(&e.path());

@@ -3,35 +3,13 @@
 //! the same way by plan, apply, run and persist enable, and advise never
 //! recommends an apply that plan refuses.
 
-use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{TestMount, json, tmpfsctl};
+use crate::common::{TestMount, findmnt_options as options, json, s, stderr, tmpfsctl};
 use crate::interface::paste;
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn scratch() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("tmpfsctl-it-ifa-")
-        .tempdir()
-        .unwrap()
-}
-
-/// `findmnt`'s options for the mount exactly at `p`, empty when none.
-fn options(p: &Path) -> String {
-    let o = Command::new("findmnt")
-        .args(["-n", "-o", "OPTIONS", "--mountpoint"])
-        .arg(p)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
+    crate::common::scratch("ifa")
 }
 
 fn undo_of(o: &Output) -> Option<String> {

@@ -169,28 +169,23 @@ fn size_against_memory(d: &mut Draft, facts: &Facts, b: u64, need_b: u64) {
             fmt_bytes(ceiling)
         ));
     }
-    let total = facts.other_tmpfs_limits_bytes.saturating_add(b);
-    if facts.other_tmpfs_limits_bytes > ceiling {
+    // A tmpfs here now already holds its data in RAM; a new one takes it in.
+    let held_here = current_tmpfs(facts).map_or(0, |_| facts.used_bytes);
+    let need = b.saturating_sub(held_here);
+    let left = crate::units::memory_left_for_tmpfs(mem, mem.shmem_bytes);
+    if b <= ceiling && need > left {
         d.warn(
             "tmpfs_overcommit",
             format!(
-                "the other tmpfs limits already add up to {}, more than RAM + swap ({}); this mount adds {}. \
-                 Lower the size= of the largest ones (`tmpfsctl status`)",
-                fmt_bytes(facts.other_tmpfs_limits_bytes),
-                fmt_bytes(ceiling),
-                fmt_bytes(b)
-            ),
-        );
-    } else if total > ceiling {
-        d.warn(
-            "tmpfs_overcommit",
-            format!(
-                "with this mount, tmpfs limits add up to {} (other tmpfs {} + {}), more than RAM + swap ({}): \
-                 if they all fill up the OOM killer runs. Lower --size, or the size= of other tmpfs mounts (`tmpfsctl status`)",
-                fmt_bytes(total),
-                fmt_bytes(facts.other_tmpfs_limits_bytes),
+                "filling {shown} to its size {} would need {} more than memory has left ({}: MemAvailable + \
+                 SwapFree, at most RAM + swap {} less the {} tmpfs and shared memory hold now), so the OOM killer \
+                 would run before writers get ENOSPC. Give a --size below {}",
                 fmt_bytes(b),
-                fmt_bytes(ceiling)
+                fmt_bytes(need),
+                fmt_bytes(left),
+                fmt_bytes(ceiling),
+                fmt_bytes(mem.shmem_bytes),
+                fmt_bytes(left.saturating_add(held_here))
             ),
         );
     }

@@ -197,11 +197,26 @@ fn tmp_gets_sticky_mode_nosuid_nodev() {
 #[test]
 fn overcommit_and_ramfs_warn() {
     let mut f = facts("/tmp", 0, 1);
-    f.other_tmpfs_limits_bytes = 7 * GIB; // + 4 GiB (50%) > 10 GiB RAM + swap
+    f.mem.shmem_bytes = 7 * GIB; // 4 GiB (50%) > 10 GiB RAM + swap - 7 GiB held
     let p = plan(&f, &Request::default()).unwrap();
     assert!(codes(&p).contains(&"tmpfs_overcommit"), "{:?}", p.warnings);
     let f = facts("/tmp", 0, 1);
     assert!(!codes(&plan(&f, &Request::default()).unwrap()).contains(&"tmpfs_overcommit"));
+    // Other limits adding up past RAM + swap (a stock systemd machine) are
+    // no risk by themselves: only what is left for this one matters.
+    let mut f = facts("/tmp", 0, 1);
+    f.other_tmpfs_limits_bytes = 20 * GIB;
+    f.mem.mem_available_bytes = 6 * GIB;
+    assert!(!codes(&plan(&f, &Request::default()).unwrap()).contains(&"tmpfs_overcommit"));
+    // Little memory left for processes: the same 4 GiB is a risk.
+    f.mem.mem_available_bytes = 3 * GIB;
+    let p = plan(&f, &Request::default()).unwrap();
+    let w = p.warnings.iter().find(|w| w.code == "tmpfs_overcommit");
+    assert!(
+        w.is_some_and(|w| w.message.contains("3.00 GiB")),
+        "{:?}",
+        p.warnings
+    );
     let p = plan(
         &f,
         &Request {
@@ -291,7 +306,8 @@ fn systemd_managed_tmp_gets_a_dropin() {
         "What=tmpfs",
         "Where=/tmp",
         "Type=tmpfs",
-        "Options=nosuid,nodev,size=50%,nr_inodes=1048576,mode=1777",
+        // `%%`: systemd reads `%` as a specifier (its own tmp.mount writes `size=50%%`).
+        "Options=nosuid,nodev,size=50%%,nr_inodes=1048576,mode=1777",
     ] {
         assert!(
             p.persist.content.lines().any(|x| x == l),

@@ -101,8 +101,10 @@ fn a_daemon_started_by_cmd_is_killed_at_the_end_and_named() {
     let p = pidfile.display();
     // Double fork and setsid: the daemon is not CMD's child, nor in its
     // session or process group. CMD waits for its pid file, then exits 0.
+    // The file is written by the shell itself (one write, no `mv` process
+    // that could still be running when CMD ends and be killed beside it).
     let script = format!(
-        "(setsid sh -c 'echo $$ > {p}.tmp; mv {p}.tmp {p}; exec sleep 60' </dev/null >/dev/null 2>&1 &); \
+        "(setsid sh -c 'echo $$ > {p}; exec sleep 60' </dev/null >/dev/null 2>&1 &); \
          while [ ! -s {p} ]; do sleep 0.01; done"
     );
     for extra in [vec![], vec!["--no-namespace"]] {
