@@ -22,7 +22,24 @@ use anyhow::Result;
 pub use context::{Context, ExitCode};
 
 /// Run one parsed command line; returns the exit code for success paths.
+/// Run the command `cli` names. Every command leaves by this one door when
+/// interrupted: whatever error it returns once Ctrl-C (or SIGTERM) was
+/// caught, after its own cleanup, becomes [`ExitCode::Interrupted`] with the
+/// command's last word on stderr.
 pub fn run(cli: cli::Cli) -> Result<ExitCode> {
+    match dispatch(cli) {
+        Err(e) if sys::signals::is_interrupted(&e) => {
+            eprintln!(
+                "tmpfsctl: {}",
+                render::term::safe(&sys::signals::interrupted_message(&e))
+            );
+            Ok(ExitCode::Interrupted)
+        }
+        r => r,
+    }
+}
+
+fn dispatch(cli: cli::Cli) -> Result<ExitCode> {
     render::color::init(cli.color);
     let ctx = Context {
         sysroot: match &cli.sysroot {

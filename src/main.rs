@@ -37,6 +37,7 @@ fn main() -> ExitCode {
         }
     };
     match tmpfsctl::run(cli) {
+        Ok(tmpfsctl::ExitCode::Interrupted) => tmpfsctl::sys::signals::exit_as_caught(),
         Ok(code) => code.into(),
         Err(e) => {
             let prefix =

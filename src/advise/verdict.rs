@@ -179,12 +179,12 @@ fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, 
     if f.speedups
         .iter()
         .any(|(op, r, _)| op.starts_with("seq write") && *r < 1.0)
-        && crate::bench::explain::large_folios(&f.fstype)
+        && crate::bench::notes::large_folios(&f.fstype)
     {
         reasons.push(format!(
             "{} beat tmpfs at sequential writes: {}",
             f.fstype,
-            crate::bench::explain::SMALL_PAGES_WHY
+            crate::bench::notes::SMALL_PAGES_WHY
         ));
     }
     option_advice(dir, f, &mut reasons, &mut risks);

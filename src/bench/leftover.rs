@@ -114,11 +114,7 @@ pub fn sweep(dir: &Path, base: &str, kind: Kind) -> Vec<String> {
 /// A process's start time in clock ticks after boot; None when there is no
 /// such process.
 fn start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces and
-    // parentheses itself; the fields after the last ')' start at field 3.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    crate::sys::proc::stat(&crate::sys::Sysroot::default(), pid).map(|s| s.starttime)
 }
 
 /// The inode of this process's PID namespace (`pid:[4026531836]`).

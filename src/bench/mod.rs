@@ -10,10 +10,10 @@ mod ceiling;
 mod chart;
 pub mod compare;
 mod engine;
-pub mod explain;
 pub mod html;
 mod html_table;
 mod leftover;
+pub mod notes;
 mod ratio;
 pub mod render;
 pub mod report;
@@ -169,7 +169,7 @@ fn output(out: &Outputs, r: &BenchReport) -> Result<()> {
     }
     for w in &r.warnings {
         // Explanations went under the table already.
-        if stdout_taken || !explain::CODES.contains(&w.code.as_str()) {
+        if stdout_taken || !notes::CODES.contains(&w.code.as_str()) {
             let tag = crate::render::color::paint_err(crate::render::color::Tone::Warn, "warning:");
             eprintln!(
                 "{}",
@@ -286,8 +286,7 @@ fn measure(ctx: &Context, m: &Measure) -> Result<ExitCode> {
             Ok(ExitCode::Ok)
         }
         Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
-            eprintln!("tmpfsctl: interrupted; scratch directories removed, nothing left behind");
-            Ok(ExitCode::Interrupted)
+            Err(e.context("scratch directories removed, nothing left behind"))
         }
         Err(e) => Err(e),
     }

@@ -268,7 +268,7 @@ pub fn table(r: &BenchReport) -> String {
     for w in r
         .warnings
         .iter()
-        .filter(|w| super::explain::CODES.contains(&w.code.as_str()))
+        .filter(|w| super::notes::CODES.contains(&w.code.as_str()))
     {
         out.push_str(&format!("\n{}\n", para(&format!("why: {}", w.message))));
     }

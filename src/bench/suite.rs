@@ -224,7 +224,7 @@ pub fn run_suite_on(
     };
     report.ratios = ratios(&report);
     report.warnings = warnings(&report);
-    report.warnings.extend(super::explain::notes(&report));
+    report.warnings.extend(super::notes::notes(&report));
     Ok(report)
 }
 

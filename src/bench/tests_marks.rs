@@ -41,7 +41,7 @@ fn buffered_dd_where_ext4_beats_small_page_tmpfs_is_explained() {
             r.results.push(x);
         }
     }
-    let notes = explain::notes(&r);
+    let notes = notes::notes(&r);
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(
         notes[0]
@@ -59,7 +59,7 @@ fn buffered_dd_where_ext4_beats_small_page_tmpfs_is_explained() {
     );
     // A tmpfs already on 2 MiB pages gets no such note.
     r.targets[0].huge = Some("within_size".into());
-    assert!(explain::notes(&r).is_empty());
+    assert!(notes::notes(&r).is_empty());
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn iozone_html_has_a_bar_chart_per_operation_with_bars() {
 #[test]
 fn all_cores_below_one_thread_is_a_warning_and_triad_is_shown() {
     let mut r = fake_report();
-    assert!(explain::notes(&r).is_empty());
+    assert!(notes::notes(&r).is_empty());
     let t = render::table(&r);
     assert!(
         t.contains("STREAM Triad") && t.contains("24 bytes per element"),
@@ -99,7 +99,7 @@ fn all_cores_below_one_thread_is_a_warning_and_triad_is_shown() {
     );
     r.ceiling.all_core_copy_bytes_per_s = 4.7 * (1u64 << 30) as f64;
     r.ceiling.memcpy_bytes_per_s = 10.1 * (1u64 << 30) as f64;
-    let n = explain::notes(&r);
+    let n = notes::notes(&r);
     assert_eq!(n.len(), 1, "{n:?}");
     assert_eq!(n[0].code, "all_core_below_single");
     assert!(
@@ -184,7 +184,7 @@ fn the_small_pages_note_follows_the_ratio_column() {
     let x = r.ratios.iter_mut().find(|x| x.workload == id).unwrap();
     x.ratio = 1.2;
     assert!(
-        explain::notes(&r).is_empty(),
+        notes::notes(&r).is_empty(),
         "no note against the table's 1.2× faster"
     );
     r.ratios
@@ -193,7 +193,7 @@ fn the_small_pages_note_follows_the_ratio_column() {
         .unwrap()
         .ratio = 0.5;
     assert!(
-        explain::notes(&r)[0]
+        notes::notes(&r)[0]
             .message
             .contains("2.0× slower than ext4")
     );

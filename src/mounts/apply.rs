@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::facts::{gather_facts_at, mount_at, read_fstab};
 use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
-use super::{ApplyRequest, copy, journal, live, persist, render};
+use super::{ApplyRequest, boot, copy, journal, live, render};
 use crate::context::{Context, ExitCode};
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::resolve::OpenedDir;
@@ -24,7 +24,7 @@ use crate::sys::tmpfs;
 pub struct PersistResult {
     pub via: String,
     pub path: Option<String>,
-    pub edit: persist::Edit,
+    pub edit: boot::Edit,
     pub backup: Option<String>,
 }
 
@@ -56,18 +56,18 @@ fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<Persist
         plan::Boot::None => Ok(PersistResult {
             via: "none".into(),
             path: None,
-            edit: persist::Edit::Unchanged,
+            edit: boot::Edit::Unchanged,
             backup: None,
         }),
         plan::Boot::Fstab => {
             let old = read_fstab(&path)?;
-            let (new, edit) = persist::fstab_with_line(&old, dir, &p.persist.content);
+            let (new, edit) = boot::fstab_with_line(&old, dir, &p.persist.content);
             let mut backup = None;
-            if edit != persist::Edit::Unchanged {
-                backup = persist::make_backup(&path)?;
+            if edit != boot::Edit::Unchanged {
+                backup = boot::make_backup(&path)?;
                 AtomicWrite::config("--fstab")
-                    .write_checked(&path, &new, |tmp| persist::verify_fstab(tmp, dir))?;
-                persist::daemon_reload_if_real(&path, "/etc/");
+                    .write_checked(&path, &new, |tmp| boot::verify_fstab(tmp, dir))?;
+                boot::daemon_reload_if_real(&path, "/etc/");
             }
             Ok(PersistResult {
                 via: "fstab".into(),
@@ -81,10 +81,10 @@ fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<Persist
             let fragment = fragment.with_context(|| {
                 format!("no {frag} unit file to add a drop-in to; use --boot fstab")
             })?;
-            let (edit, backup) = persist::write_dropin(&path, &p.persist.content, |_| {
-                persist::verify_dropin(fragment, &p.persist.unit, &p.persist.content)
+            let (edit, backup) = boot::write_dropin(&path, &p.persist.content, |_| {
+                boot::verify_dropin(fragment, &p.persist.unit, &p.persist.content)
             })?;
-            persist::daemon_reload_if_real(&path, "/etc/");
+            boot::daemon_reload_if_real(&path, "/etc/");
             Ok(PersistResult {
                 via: "systemd".into(),
                 path: Some(path.display().to_string()),
@@ -96,17 +96,10 @@ fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<Persist
 }
 
 /// Run `apply` as asked; the report goes to stdout (text or JSON). Stopped
-/// by SIGINT/SIGTERM, it cleans up, says what state DIR is in and exits 130
-/// like other interrupted commands, not 2 as for a failure.
+/// by SIGINT/SIGTERM, it cleans up and its error says what state DIR is in
+/// (`run` makes that exit 130, not 2 as for a failure).
 pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
-    let stop = Arc::new(AtomicBool::new(false));
-    match apply_until(ctx, args, &stop) {
-        Err(e) if stop.load(std::sync::atomic::Ordering::Relaxed) => {
-            eprintln!("tmpfsctl: interrupted: {e:#}");
-            Ok(ExitCode::Interrupted)
-        }
-        r => r,
-    }
+    apply_until(ctx, args, &Arc::new(AtomicBool::new(false)))
 }
 
 fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Result<ExitCode> {
@@ -195,11 +188,11 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
             return Err(roll_back(e, switched, &dir, &cancel, &retry));
         }
     };
-    if persisted.edit != persist::Edit::Unchanged {
+    if persisted.edit != boot::Edit::Unchanged {
         changes.push(format!(
             "{} {}{}",
             match persisted.edit {
-                persist::Edit::Appended => "added to",
+                boot::Edit::Appended => "added to",
                 _ => "updated",
             },
             persisted.path.clone().unwrap_or_default(),
@@ -267,7 +260,7 @@ fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir,
 /// writes after the copy would land in the hidden directory. With `force`,
 /// say exactly what may be lost and go on.
 fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
-    let writers = live::writers_of(Path::new("/proc"), dir);
+    let writers = live::writers_of(&crate::sys::Sysroot::default(), dir);
     if writers.is_empty() {
         return Ok(());
     }
@@ -511,7 +504,7 @@ fn stage_and_move(
     let base =
         verify_copy(src.as_fd(), staged.root.as_fd(), dir, true, since, cancel).map_err(abort)?;
     if cancel.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(abort(anyhow::anyhow!("interrupted")));
+        return Err(abort(anyhow::Error::new(crate::sys::signals::Interrupted)));
     }
     // Recorded before the switch, so that a kill right after it leaves a
     // note naming this tmpfs and the moment writes to it began to count.

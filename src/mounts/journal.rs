@@ -13,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result};
 
+use crate::sys::Sysroot;
 use crate::sys::atomic::{AtomicWrite, TEMP_PREFIX};
 use crate::sys::journal::read_in;
 pub use crate::sys::journal::{JOURNAL_DIR, Pending, pending};
@@ -92,6 +93,7 @@ pub fn begin_in(base: &Path, op: &str, dir: &Path, fstab: Option<&Path>) -> Resu
         op: op.into(),
         dir: dir.display().to_string(),
         pid: std::process::id(),
+        pid_start: crate::sys::proc::Owner::me().map(|o| o.starttime),
         started_unix_s: now_s(),
         fstab: fstab.map(|f| f.display().to_string()),
         step: "begun".into(),
@@ -118,7 +120,7 @@ pub fn begin(op: &str, dir: &Path, fstab: Option<&Path>) -> Result<Journal> {
 /// line that never got written — and its note. Returns what was done, for
 /// the user; an error (the note is kept) when the killed run's work could
 /// not be settled.
-pub fn recover_in(base: &Path, proc_root: &Path, dir: &Path) -> Result<Vec<String>> {
+pub fn recover_in(base: &Path, root: &Sysroot, dir: &Path) -> Result<Vec<String>> {
     let mut notes = Vec::new();
     let path = base.join(key(dir));
     let Some(p) = read_in(base)
@@ -128,8 +130,17 @@ pub fn recover_in(base: &Path, proc_root: &Path, dir: &Path) -> Result<Vec<Strin
     else {
         return Ok(notes);
     };
-    if proc_root.join(p.pid.to_string()).exists() {
-        return Ok(notes);
+    if p.running(root) {
+        if p.pid == std::process::id() {
+            return Ok(notes);
+        }
+        // Going on would overwrite the note of a run still at work on DIR.
+        anyhow::bail!(
+            "`tmpfsctl {}` of {} is still running (pid {}); wait for it to finish, then run this again",
+            p.op,
+            crate::render::term::safe(&p.dir),
+            p.pid
+        );
     }
     let settled = super::recover::settle(&p, dir, &path).with_context(|| {
         format!(
@@ -159,7 +170,7 @@ pub fn recover_in(base: &Path, proc_root: &Path, dir: &Path) -> Result<Vec<Strin
                 }
             }
         }
-        let bak = super::persist::backup_path(fstab);
+        let bak = super::boot::backup_path(fstab);
         let has_line = std::fs::read(fstab).is_ok_and(|t| {
             crate::sys::fstab::Fstab::parse(&t)
                 .entry_for(dir)
@@ -191,7 +202,7 @@ pub fn recover_in(base: &Path, proc_root: &Path, dir: &Path) -> Result<Vec<Strin
 }
 
 pub fn recover(dir: &Path) -> Result<Vec<String>> {
-    recover_in(Path::new(JOURNAL_DIR), Path::new("/proc"), dir)
+    recover_in(Path::new(JOURNAL_DIR), &Sysroot::default(), dir)
 }
 
 /// [`recover`] for DIR as the user gave it, telling them on stderr.
@@ -234,7 +245,7 @@ mod tests {
         std::fs::write(&note, serde_json::to_vec(&p).unwrap()).unwrap();
         let tmp = etc.join(format!("{TEMP_PREFIX}Ab12Cd"));
         std::fs::write(&tmp, b"partial").unwrap();
-        let bak = super::super::persist::backup_path(&fstab);
+        let bak = super::super::boot::backup_path(&fstab);
         std::fs::write(&bak, b"# nothing for /data\n").unwrap();
         let other = etc.join("unrelated");
         std::fs::write(&other, b"keep").unwrap();
@@ -243,7 +254,7 @@ mod tests {
         assert_eq!(live.len(), 1);
         assert_eq!(live[0].op, "apply");
 
-        let notes = recover_in(&base, Path::new("/proc"), dir).unwrap();
+        let notes = recover_in(&base, &Sysroot::default(), dir).unwrap();
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(
             notes[0].contains("interrupted") && notes[0].contains("fstab.tmpfsctl.bak"),
@@ -254,11 +265,49 @@ mod tests {
         // A note of a live process is left alone.
         let j = begin_in(&base, "revert", dir, Some(&fstab)).unwrap();
         assert!(
-            recover_in(&base, Path::new("/proc"), dir)
+            recover_in(&base, &Sysroot::default(), dir)
                 .unwrap()
                 .is_empty()
         );
         drop(j);
         assert!(!note.exists());
+    }
+
+    /// A note naming a live pid whose process started at another tick (the
+    /// pid was handed to a new process after the run was killed), or, in an
+    /// older note without a start time, a process that started after the
+    /// note was written: the run is gone, so it is recovered (note swept,
+    /// `status` names it), never skipped and left to be overwritten.
+    #[test]
+    fn a_reused_pid_is_not_taken_for_the_killed_run() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("run");
+        let dir = Path::new("/data-reused");
+        let note = base.join(key(dir));
+        let live = std::os::unix::process::parent_id();
+        let root = Sysroot::default();
+        let start = crate::sys::proc::Owner::of(&root, live).unwrap().starttime;
+        for (pid_start, started_unix_s) in [(Some(start + 1), now_s()), (None, 1)] {
+            std::mem::forget(begin_in(&base, "revert", dir, None).unwrap());
+            let mut p: Pending = serde_json::from_slice(&std::fs::read(&note).unwrap()).unwrap();
+            (p.pid, p.pid_start, p.started_unix_s) = (live, pid_start, started_unix_s);
+            std::fs::write(&note, serde_json::to_vec(&p).unwrap()).unwrap();
+            assert!(!p.running(&root), "{p:?}");
+            let notes = recover_in(&base, &root, dir).unwrap();
+            assert!(
+                notes.len() == 1 && notes[0].contains("interrupted"),
+                "{p:?}: {notes:?}"
+            );
+            assert!(!note.exists(), "{p:?}: the note was left to be overwritten");
+        }
+        // The same pid with its own start time is that run, still at work:
+        // its note is neither recovered nor overwritten.
+        std::mem::forget(begin_in(&base, "revert", dir, None).unwrap());
+        let mut p: Pending = serde_json::from_slice(&std::fs::read(&note).unwrap()).unwrap();
+        (p.pid, p.pid_start) = (live, Some(start));
+        std::fs::write(&note, serde_json::to_vec(&p).unwrap()).unwrap();
+        let e = recover_in(&base, &root, dir).unwrap_err();
+        assert!(format!("{e:#}").contains("still running"), "{e:#}");
+        assert!(note.exists());
     }
 }

@@ -1,9 +1,7 @@
 //! The live side: resizing and unmounting tmpfs mounts, a staging clone,
 //! reaching the directory underneath a mount, processes using a tree.
 
-use std::ffi::OsStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -11,7 +9,8 @@ use rustix::fs::{CWD, Mode, OFlags};
 use rustix::mount::{FsOpenFlags, FsPickFlags, MoveMountFlags, OpenTreeFlags, UnmountFlags};
 
 use super::plan::{self, ProcUse};
-use crate::sys::MountInfo;
+use crate::render::term::safe_path;
+use crate::sys::{MountInfo, Sysroot, proc, procfd};
 
 /// A second mount of a tmpfs at a staging point: its files stay reachable
 /// there once it leaves DIR — after a kill of this process too, for the
@@ -159,56 +158,53 @@ fn under(p: &Path, dir: &Path) -> bool {
     p == dir || p.starts_with(dir)
 }
 
-/// Every process in `proc_root` but this one, with its /proc directory.
-fn other_processes(proc_root: &Path) -> impl Iterator<Item = (u32, PathBuf)> {
+/// Every process under `root`'s /proc but this one.
+fn other_processes(root: &Sysroot) -> impl Iterator<Item = u32> {
     let me = std::process::id();
-    std::fs::read_dir(proc_root)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(move |e| {
-            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
-            (pid != me).then(|| (pid, e.path()))
-        })
+    proc::pids(root).into_iter().filter(move |&p| p != me)
+}
+
+/// The open files of `pid` that lie under `dir`, as (fd, path), through the
+/// one walk of /proc/PID/fd.
+fn fds_under(root: &Sysroot, pid: u32, dir: &Path) -> Vec<(u32, PathBuf)> {
+    let mut v = Vec::new();
+    procfd::each_fd(root, pid, |_, fd, _, t| {
+        let (t, _, _) = procfd::parse_link(t);
+        if t.is_absolute() && under(&t, dir) {
+            v.push((fd, t));
+        }
+    });
+    v
+}
+
+fn proc_use(root: &Sysroot, pid: u32, mut uses: Vec<String>) -> ProcUse {
+    uses.truncate(5);
+    ProcUse {
+        pid,
+        comm: proc::name(root, pid).unwrap_or_default(),
+        uses,
+    }
 }
 
 /// Processes whose cwd, root or open files are under `dir`, from
-/// `<proc>/*/{cwd,root,fd/*}`. Processes we may not inspect are skipped.
-pub fn users_of(proc_root: &Path, dir: &Path) -> Vec<ProcUse> {
+/// `/proc/*/{cwd,root,fd/*}`. Processes we may not inspect are skipped.
+pub fn users_of(root: &Sysroot, dir: &Path) -> Vec<ProcUse> {
     let mut out = Vec::new();
-    for (pid, base) in other_processes(proc_root) {
+    for pid in other_processes(root) {
         let mut uses = Vec::new();
         for what in ["cwd", "root"] {
-            if let Ok(t) = std::fs::read_link(base.join(what))
+            if let Ok(t) = std::fs::read_link(root.path(format!("/proc/{pid}/{what}")))
                 && under(&t, dir)
                 && !(what == "root" && t == Path::new("/"))
             {
                 uses.push(what.to_string());
             }
         }
-        if let Ok(fds) = std::fs::read_dir(base.join("fd")) {
-            for f in fds.flatten() {
-                if let Ok(t) = std::fs::read_link(f.path()) {
-                    let b = t.as_os_str().as_bytes();
-                    let b = b.strip_suffix(b" (deleted)").unwrap_or(b);
-                    let t = PathBuf::from(OsStr::from_bytes(b));
-                    if t.is_absolute() && under(&t, dir) {
-                        uses.push(format!(
-                            "fd {}: {}",
-                            f.file_name().to_string_lossy(),
-                            t.display()
-                        ));
-                    }
-                }
-            }
+        for (fd, t) in fds_under(root, pid, dir) {
+            uses.push(format!("fd {fd}: {}", safe_path(&t)));
         }
         if !uses.is_empty() {
-            let comm = std::fs::read_to_string(base.join("comm"))
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            uses.truncate(5);
-            out.push(ProcUse { pid, comm, uses });
+            out.push(proc_use(root, pid, uses));
         }
     }
     out.sort_by_key(|p| p.pid);
@@ -216,25 +212,13 @@ pub fn users_of(proc_root: &Path, dir: &Path) -> Vec<ProcUse> {
 }
 
 /// Processes holding a file under `dir` open for writing (O_WRONLY or
-/// O_RDWR in `<proc>/PID/fdinfo/N`), each with those files.
-pub fn writers_of(proc_root: &Path, dir: &Path) -> Vec<ProcUse> {
+/// O_RDWR in `/proc/PID/fdinfo/N`), each with those files.
+pub fn writers_of(root: &Sysroot, dir: &Path) -> Vec<ProcUse> {
     let mut out = Vec::new();
-    for (pid, base) in other_processes(proc_root) {
+    for pid in other_processes(root) {
         let mut uses = Vec::new();
-        let Ok(fds) = std::fs::read_dir(base.join("fd")) else {
-            continue;
-        };
-        for f in fds.flatten() {
-            let Ok(t) = std::fs::read_link(f.path()) else {
-                continue;
-            };
-            let b = t.as_os_str().as_bytes();
-            let b = b.strip_suffix(b" (deleted)").unwrap_or(b);
-            let t = PathBuf::from(OsStr::from_bytes(b));
-            if !(t.is_absolute() && under(&t, dir)) {
-                continue;
-            }
-            let info = std::fs::read_to_string(base.join("fdinfo").join(f.file_name()))
+        for (fd, t) in fds_under(root, pid, dir) {
+            let info = std::fs::read_to_string(root.path(format!("/proc/{pid}/fdinfo/{fd}")))
                 .unwrap_or_default();
             let flags = info
                 .lines()
@@ -243,20 +227,11 @@ pub fn writers_of(proc_root: &Path, dir: &Path) -> Vec<ProcUse> {
                 .unwrap_or(0);
             // O_ACCMODE: 1 write-only, 2 read-write.
             if flags & 3 != 0 && t.is_file() {
-                uses.push(format!(
-                    "fd {} writes {}",
-                    f.file_name().to_string_lossy(),
-                    crate::render::term::safe_path(&t)
-                ));
+                uses.push(format!("fd {fd} writes {}", safe_path(&t)));
             }
         }
         if !uses.is_empty() {
-            let comm = std::fs::read_to_string(base.join("comm"))
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            uses.truncate(5);
-            out.push(ProcUse { pid, comm, uses });
+            out.push(proc_use(root, pid, uses));
         }
     }
     out.sort_by_key(|p| p.pid);

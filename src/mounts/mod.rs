@@ -7,11 +7,11 @@
 //! [`PlanRequest`], [`ApplyRequest`], [`RevertRequest`]).
 
 pub mod apply;
+pub mod boot;
 pub mod copy;
 pub mod facts;
 pub mod journal;
 pub mod live;
-pub mod persist;
 pub mod plan;
 mod recover;
 mod render;

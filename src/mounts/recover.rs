@@ -156,7 +156,7 @@ fn fix_swap(u: BorrowedFd<'_>, p: &Pending, note: &Path) -> Result<String> {
     if !had_stage && !had_trash {
         return Ok("the directory on disk needed nothing".into());
     }
-    let undo = matches!(p.step.as_str(), "staging" | "staged" | "swapping");
+    let undo = matches!(p.step.as_str(), "staging" | "swapping");
     if undo && had_trash {
         if p.step == "swapping" {
             // Every old entry was aside; what is in place came from the copy.

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use super::ApplyReport;
 use super::plan::{Boot, MountState, Plan};
 use crate::render::color::{Tone, paint};
+use crate::render::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
 pub fn plan_text(p: &Plan) -> String {
@@ -111,7 +112,7 @@ pub fn plan_text(p: &Plan) -> String {
             if b.uses.len() > USES {
                 uses.push_str(&format!(", ... {} more", b.uses.len() - USES));
             }
-            let _ = writeln!(s, "  {} {}: {uses}", b.pid, b.comm);
+            let _ = writeln!(s, "  {} {}: {uses}", b.pid, safe(&b.comm));
         }
         if p.busy.len() > SHOW {
             let _ = writeln!(

@@ -11,7 +11,7 @@ use anyhow::{Context as _, Result, bail};
 use super::apply::{ApplyReport, PersistResult};
 use super::facts::{gather_facts_at, read_fstab};
 use super::plan::{self, Boot, Facts, OptionWhy, Persist, PersistAction, Plan};
-use super::{ApplyRequest, live, persist, render};
+use super::{ApplyRequest, boot, live, render};
 use crate::context::{Context, ExitCode};
 use crate::render::term::shell_path;
 use crate::sys::atomic::{AtomicWrite, check_writable};
@@ -27,7 +27,7 @@ enum Config {
         path: PathBuf,
         line: String,
         text: Vec<u8>,
-        edit: persist::Edit,
+        edit: boot::Edit,
     },
     Dropin {
         path: PathBuf,
@@ -114,7 +114,7 @@ fn config_for(facts: &Facts, boot: Option<Boot>, size: &str) -> Result<Config> {
             e.passno
         );
         let old = read_fstab(&path)?;
-        let (text, edit) = persist::fstab_with_line(&old, dir, &line);
+        let (text, edit) = boot::fstab_with_line(&old, dir, &line);
         return Ok(Config::Fstab {
             path,
             line,
@@ -198,7 +198,7 @@ pub(super) fn resize(ctx: &Context, args: &ApplyRequest, r: Size) -> Result<Exit
     let size = r.to_string();
     let config = config_for(&facts, args.opts.boot, &size)?;
     match &config {
-        Config::Fstab { path, edit, .. } if *edit != persist::Edit::Unchanged => {
+        Config::Fstab { path, edit, .. } if *edit != boot::Edit::Unchanged => {
             check_writable("--fstab", path)?
         }
         _ => {}
@@ -211,7 +211,7 @@ pub(super) fn resize(ctx: &Context, args: &ApplyRequest, r: Size) -> Result<Exit
     let same_live = old_b.is_some_and(|b| plan::same_size(b, new_b));
     let same_config = match &config {
         Config::Nothing(_) => true,
-        Config::Fstab { edit, .. } => *edit == persist::Edit::Unchanged,
+        Config::Fstab { edit, .. } => *edit == boot::Edit::Unchanged,
         Config::Dropin { path, content, .. } => {
             std::fs::read_to_string(path).ok().as_deref() == Some(content.as_str())
         }
@@ -266,7 +266,7 @@ pub(super) fn resize(ctx: &Context, args: &ApplyRequest, r: Size) -> Result<Exit
             return Err(e);
         }
     };
-    if persisted.edit != persist::Edit::Unchanged {
+    if persisted.edit != boot::Edit::Unchanged {
         changes.push(format!(
             "set size={size} in {}{} (nothing else in it changed)",
             persisted.path.clone().unwrap_or_default(),
@@ -303,18 +303,18 @@ fn write_config(config: &Config, dir: &Path) -> Result<PersistResult> {
         Config::Nothing(_) => Ok(PersistResult {
             via: "none".into(),
             path: None,
-            edit: persist::Edit::Unchanged,
+            edit: boot::Edit::Unchanged,
             backup: None,
         }),
         Config::Fstab {
             path, text, edit, ..
         } => {
             let mut backup = None;
-            if *edit != persist::Edit::Unchanged {
-                backup = persist::make_backup(path)?;
+            if *edit != boot::Edit::Unchanged {
+                backup = boot::make_backup(path)?;
                 AtomicWrite::config("--fstab")
-                    .write_checked(path, text, |tmp| persist::verify_fstab(tmp, dir))?;
-                persist::daemon_reload_if_real(path, "/etc/");
+                    .write_checked(path, text, |tmp| boot::verify_fstab(tmp, dir))?;
+                boot::daemon_reload_if_real(path, "/etc/");
             }
             Ok(PersistResult {
                 via: "fstab".into(),
@@ -329,11 +329,11 @@ fn write_config(config: &Config, dir: &Path) -> Result<PersistResult> {
             fragment,
             content,
         } => {
-            let (edit, backup) = persist::write_dropin(path, content, |_| {
-                persist::verify_dropin(fragment, unit, content)
+            let (edit, backup) = boot::write_dropin(path, content, |_| {
+                boot::verify_dropin(fragment, unit, content)
             })
             .with_context(|| format!("cannot update the size in {}", path.display()))?;
-            persist::daemon_reload_if_real(path, "/etc/");
+            boot::daemon_reload_if_real(path, "/etc/");
             Ok(PersistResult {
                 via: "systemd".into(),
                 path: Some(path.display().to_string()),
@@ -402,7 +402,7 @@ fn resize_plan(facts: &Facts, args: &ApplyRequest, r: Size, config: &Config) -> 
         Config::Fstab {
             path, line, edit, ..
         } => {
-            steps.push(if *edit == persist::Edit::Unchanged {
+            steps.push(if *edit == boot::Edit::Unchanged {
                 format!("{} already has size={size}: leave it", path.display())
             } else {
                 format!(
@@ -416,7 +416,7 @@ fn resize_plan(facts: &Facts, args: &ApplyRequest, r: Size, config: &Config) -> 
                 path: path.display().to_string(),
                 unit,
                 content: line.clone(),
-                action: if *edit == persist::Edit::Unchanged {
+                action: if *edit == boot::Edit::Unchanged {
                     PersistAction::Unchanged
                 } else {
                     PersistAction::Replace

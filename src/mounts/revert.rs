@@ -12,8 +12,9 @@ use serde::Serialize;
 use super::apply::PersistResult;
 use super::facts::{fstab_file, mount_at, open_target, read_fstab, unit_dir};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
-use super::{RevertRequest, copy, live, persist, plan};
+use super::{RevertRequest, boot, copy, live, plan};
 use crate::context::{Context, ExitCode};
+use crate::render::term::safe;
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
@@ -434,10 +435,10 @@ fn unmount_or_explain(path: &Path, dir: &Path, args: &RevertRequest) -> Result<(
     };
     rustix::mount::unmount(path, flags).map_err(|e| {
         let e = anyhow::Error::new(e).context(format!("cannot unmount {}", dir.display()));
-        let b = live::users_of(Path::new("/proc"), dir);
+        let b = live::users_of(&sys::Sysroot::default(), dir);
         let list: Vec<String> = b
             .iter()
-            .map(|b| format!("{} ({})", b.pid, b.comm))
+            .map(|b| format!("{} ({})", b.pid, safe(&b.comm)))
             .collect();
         e.context(format!(
             "{} is busy{}; stop those processes or pass --lazy",
@@ -459,19 +460,19 @@ fn restore_fstab(
     dir: &Path,
     changes: &mut Vec<String>,
 ) -> Result<PersistResult> {
-    let backup = persist::backup_path(fstab_path);
+    let backup = boot::backup_path(fstab_path);
     let bk = std::fs::read(&backup).ok();
-    let (new, edit) = persist::fstab_without_line(fstab_text, bk.as_deref(), dir, "tmpfs");
-    if edit != persist::Edit::Unchanged {
-        let restored = edit == persist::Edit::Restored;
+    let (new, edit) = boot::fstab_without_line(fstab_text, bk.as_deref(), dir, "tmpfs");
+    if edit != boot::Edit::Unchanged {
+        let restored = edit == boot::Edit::Restored;
         AtomicWrite::config("--fstab").write_checked(fstab_path, &new, |tmp| {
             if restored {
-                persist::verify_fstab(tmp, dir)
+                boot::verify_fstab(tmp, dir)
             } else {
                 Ok(())
             }
         })?;
-        persist::daemon_reload_if_real(fstab_path, "/etc/");
+        boot::daemon_reload_if_real(fstab_path, "/etc/");
         changes.push(format!(
             "{} the line for {} in {}",
             if restored { "restored" } else { "removed" },
@@ -513,11 +514,11 @@ fn refuse_unready(
             nested.join(", ")
         );
     }
-    let busy = live::users_of(Path::new("/proc"), dir);
+    let busy = live::users_of(&sys::Sysroot::default(), dir);
     if !busy.is_empty() && !args.lazy {
         let list: Vec<String> = busy
             .iter()
-            .map(|b| format!("{} ({}: {})", b.pid, b.comm, b.uses.join(", ")))
+            .map(|b| format!("{} ({}: {})", b.pid, safe(&b.comm), b.uses.join(", ")))
             .collect();
         bail!(
             "{} is busy: {}; stop those processes, or pass --lazy to detach it anyway (their files stay until they let go)",
@@ -541,8 +542,8 @@ fn refuse_unready(
 }
 
 fn remove_dropin(dropin: &Path, changes: &mut Vec<String>) -> Result<PersistResult> {
-    let edit = persist::remove_dropin(dropin)?;
-    persist::daemon_reload_if_real(dropin, "/etc/");
+    let edit = boot::remove_dropin(dropin)?;
+    boot::daemon_reload_if_real(dropin, "/etc/");
     changes.push(format!("removed the drop-in {}", dropin.display()));
     Ok(PersistResult {
         via: "systemd".into(),

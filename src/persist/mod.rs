@@ -103,13 +103,6 @@ pub fn store_for(
     }
 }
 
-fn interrupted(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<crate::sys::signals::Interrupted>()
-            .is_some()
-    })
-}
-
 pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
@@ -117,9 +110,8 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
     let out = sync_checked(ctx, req, &dir, &store, entry.as_ref());
     let rep = match out {
         Ok(r) => r,
-        Err(e) if interrupted(&e) => {
-            eprintln!("tmpfsctl: sync interrupted; nothing switched");
-            return Ok(ExitCode::Interrupted);
+        Err(e) if crate::sys::signals::is_interrupted(&e) => {
+            return Err(e.context("sync stopped; nothing switched"));
         }
         Err(e) => {
             record::LastSync {

@@ -276,7 +276,7 @@ fn an_apply_killed_part_way_is_named_until_it_is_run_again() {
     // in the fixture, so the run is over.
     std::fs::write(
         r.join("run/tmpfsctl-journal/srv-cache.json"),
-        br#"{"op":"apply","dir":"/srv/cache","pid":4242,"started_unix_s":1,"fstab":"/etc/fstab"}"#,
+        br#"{"op":"apply","dir":"/srv/cache","pid":4242,"pid_start":777,"started_unix_s":1,"fstab":"/etc/fstab"}"#,
     )
     .unwrap();
     let ctx = Context {
@@ -294,8 +294,17 @@ fn an_apply_killed_part_way_is_named_until_it_is_run_again() {
         "{}",
         w[0].message
     );
-    // While that process still runs, it is not interrupted.
+    // Pid 4242 given to another process (started at another tick): the
+    // run is still over.
     std::fs::create_dir_all(r.join("proc/4242")).unwrap();
+    let stat = |start: u64| {
+        format!("4242 (tmpfsctl) S 1 4242 4242 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {start} 0 0\n")
+    };
+    std::fs::write(r.join("proc/4242/stat"), stat(778)).unwrap();
+    let rep = gather(&ctx, &StatusQuery::default()).unwrap();
+    assert!(rep.warnings.iter().any(|w| w.code == "interrupted_run"));
+    // While that process still runs, it is not interrupted.
+    std::fs::write(r.join("proc/4242/stat"), stat(777)).unwrap();
     let rep = gather(&ctx, &StatusQuery::default()).unwrap();
     assert!(!rep.warnings.iter().any(|w| w.code == "interrupted_run"));
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::Sysroot;
+use super::{Sysroot, proc};
 
 /// Where the notes live on the running system.
 pub const JOURNAL_DIR: &str = "/run/tmpfsctl-journal";
@@ -19,11 +19,16 @@ pub struct Pending {
     pub op: String,
     pub dir: String,
     pub pid: u32,
+    /// The run's start time (clock ticks after boot, /proc/PID/stat): with
+    /// the pid it names the run; a later process given the same pid is
+    /// another. None in notes of versions that did not record it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_start: Option<u64>,
     pub started_unix_s: u64,
     /// The fstab the run was editing, if any.
     pub fstab: Option<String>,
     /// The last step the run recorded before going on (`attaching`,
-    /// `caught-up` for apply; `staging`, `staged`, `swapping`,
+    /// `caught-up` for apply; `staging`, `swapping`,
     /// `copied-back`, `unmounting`, `caught-up` for revert).
     #[serde(default)]
     pub step: String,
@@ -54,13 +59,29 @@ pub fn read_in(base: &Path) -> Vec<(PathBuf, Pending)> {
         .collect()
 }
 
+impl Pending {
+    /// Whether the run that wrote this note still runs, judged from `root`'s
+    /// /proc: same pid and same start time. An old note without a start
+    /// time: a process that started after the note was written is not it.
+    pub fn running(&self, root: &Sysroot) -> bool {
+        match self.pid_start {
+            Some(starttime) => proc::Owner {
+                pid: self.pid,
+                starttime,
+            }
+            .alive(root),
+            None => proc::alive_since(root, self.pid, self.started_unix_s),
+        }
+    }
+}
+
 /// Runs that were started and whose process is gone (killed part way), from
 /// the notes under `root`'s [`JOURNAL_DIR`] and its /proc.
 pub fn pending(root: &Sysroot) -> Vec<Pending> {
     let mut v: Vec<Pending> = read_in(&root.path(JOURNAL_DIR))
         .into_iter()
         .map(|(_, p)| p)
-        .filter(|p| !root.path(format!("/proc/{}", p.pid)).exists())
+        .filter(|p| !p.running(root))
         .collect();
     v.sort_by(|a, b| a.dir.cmp(&b.dir));
     v

@@ -10,6 +10,7 @@ pub mod fstab;
 pub mod journal;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod proc;
 pub mod procfd;
 pub mod resolve;
 pub mod signals;

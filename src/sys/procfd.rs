@@ -46,28 +46,10 @@ pub struct Scan {
     pub unreadable: u64,
 }
 
-/// The numeric entries of `/proc`.
-pub fn pids(root: &Sysroot) -> Vec<u32> {
-    let Ok(rd) = std::fs::read_dir(root.path("/proc")) else {
-        return Vec::new();
-    };
-    let mut v: Vec<u32> = rd
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    v.sort_unstable();
-    v
-}
+pub use super::proc::pids;
 
 /// `/proc/PID/comm` without its newline; "?" when gone.
-pub fn comm(root: &Sysroot, pid: u32) -> String {
-    std::fs::read(root.path(format!("/proc/{pid}/comm")))
-        .map(|b| {
-            String::from_utf8_lossy(&b)
-                .trim_end_matches('\n')
-                .to_string()
-        })
-        .unwrap_or_else(|_| "?".into())
-}
+pub use super::proc::name_or_unknown as comm;
 
 /// Split a link's text into (path, deleted, memfd name).
 pub fn parse_link(target: &[u8]) -> (PathBuf, bool, Option<String>) {
@@ -81,19 +63,26 @@ pub fn parse_link(target: &[u8]) -> (PathBuf, bool, Option<String>) {
     (PathBuf::from(OsStr::from_bytes(body)), deleted, memfd)
 }
 
-/// One process's open files; None when it cannot be read at all.
-pub fn process(root: &Sysroot, pid: u32) -> Option<Process> {
-    use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
+/// Every open descriptor of `pid`: `f` gets the /proc/PID/fd directory (to
+/// stat an entry through), the fd's number and name there, and its link's
+/// text. False when the directory cannot be read at all (gone, or another
+/// user's without root). The one walk of /proc/PID/fd.
+pub fn each_fd(
+    root: &Sysroot,
+    pid: u32,
+    mut f: impl FnMut(&rustix::fd::OwnedFd, u32, &std::ffi::CStr, &[u8]),
+) -> bool {
+    use rustix::fs::{Mode, OFlags, RawDir};
     // Everything relative to the open fd directory: each readlink and stat
     // then resolves one name instead of walking /proc/PID/fd/N from the root
     // (procfs lookups are most of this scan's cost).
-    let dir = rustix::fs::open(
+    let Ok(dir) = rustix::fs::open(
         root.path(format!("/proc/{pid}/fd")),
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    )
-    .ok()?;
-    let mut files = Vec::new();
+    ) else {
+        return false;
+    };
     let mut buf = Vec::with_capacity(4096);
     let mut names = Vec::new();
     let mut rd = RawDir::new(&dir, buf.spare_capacity_mut());
@@ -110,17 +99,26 @@ pub fn process(root: &Sysroot, pid: u32) -> Option<Process> {
         let Ok(target) = rustix::fs::readlinkat(&dir, &name, Vec::new()) else {
             continue; // closed since listed
         };
-        let t = target.as_bytes();
+        f(&dir, fd, &name, target.as_bytes());
+    }
+    true
+}
+
+/// One process's open files; None when it cannot be read at all.
+pub fn process(root: &Sysroot, pid: u32) -> Option<Process> {
+    use rustix::fs::{AtFlags, FileType};
+    let mut files = Vec::new();
+    let read = each_fd(root, pid, |dir, fd, name, t| {
         // Sockets, pipes and anon inodes ("socket:[123]") hold no file data,
         // nor do the terminals and null devices almost every process has open.
         if !t.starts_with(b"/") || is_common_device(t) {
-            continue;
+            return;
         }
-        let Ok(st) = rustix::fs::statat(&dir, &name, AtFlags::empty()) else {
-            continue;
+        let Ok(st) = rustix::fs::statat(dir, name, AtFlags::empty()) else {
+            return;
         };
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            continue;
+            return;
         }
         let (path, deleted, memfd) = parse_link(t);
         files.push(OpenFile {
@@ -132,6 +130,9 @@ pub fn process(root: &Sysroot, pid: u32) -> Option<Process> {
             ino: st.st_ino,
             bytes: (st.st_blocks as u64) * 512,
         });
+    });
+    if !read {
+        return None;
     }
     files.sort_by_key(|f| f.fd);
     Some(Process {

@@ -1,6 +1,9 @@
 //! Signals, one module for all of tmpfsctl.
 //!
-//! Three ways a command meets SIGINT/SIGTERM, each for a reason:
+//! Three ways a command meets SIGINT/SIGTERM, each for a reason, and one way
+//! out: an interrupted command returns an error holding [`Interrupted`] (or
+//! any error once a signal was caught), and `run` turns it into exit 130
+//! after the command has cleaned up ([`is_interrupted`], [`exit_as_caught`]).
 //! * [`Interrupt`]: a flag set by the handler, polled by long loops (bench,
 //!   copies), which then stop cleanly; a second signal exits at once.
 //! * [`SignalsHeld`]: signals blocked for a short critical section (a rename
@@ -17,7 +20,8 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// The error a long operation returns when [`Interrupt`] was set; commands
@@ -32,6 +36,64 @@ impl std::fmt::Display for Interrupted {
 }
 
 impl std::error::Error for Interrupted {}
+
+/// The signal [`Interrupt`] caught (0: none yet), for the one way out.
+fn caught_signal() -> &'static Arc<AtomicUsize> {
+    static CAUGHT: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+    CAUGHT.get_or_init(|| Arc::new(AtomicUsize::new(0)))
+}
+
+/// The signal an [`Interrupt`] caught in this process, if any.
+pub fn caught() -> Option<i32> {
+    match caught_signal().load(Ordering::Relaxed) {
+        0 => None,
+        s => i32::try_from(s).ok(),
+    }
+}
+
+/// Whether `e` ends a command that was interrupted: it holds
+/// [`Interrupted`], or a signal was caught (whatever failed after it failed
+/// because the work was being stopped).
+pub fn is_interrupted(e: &anyhow::Error) -> bool {
+    caught().is_some() || e.chain().any(|c| c.downcast_ref::<Interrupted>().is_some())
+}
+
+/// What an interrupted command says on stderr: what it reported on its way
+/// out (the error's context), without the bare "interrupted by a signal".
+pub fn interrupted_message(e: &anyhow::Error) -> String {
+    let said: Vec<String> = e
+        .chain()
+        .filter(|c| c.downcast_ref::<Interrupted>().is_none())
+        .map(|c| c.to_string())
+        .collect();
+    if said.is_empty() {
+        "interrupted".into()
+    } else {
+        format!("interrupted: {}", said.join(": "))
+    }
+}
+
+/// End the process the way the caught signal asks, after cleanup: a SIGINT
+/// is raised again with its default action, so the shell sees a death by
+/// SIGINT (`$?` 130) and a script running tmpfsctl stops too (bash goes on
+/// after a child that *exited* 130, taking it for a program that handled
+/// Ctrl-C itself). SIGTERM, and a return from the raise, exit 130.
+pub fn exit_as_caught() -> ! {
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    if caught() == Some(libc::SIGINT) {
+        // SAFETY: SIG_DFL is a valid disposition; unblocking SIGINT and
+        // raising it only ends this process, whose cleanup has run.
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::raise(libc::SIGINT);
+        }
+    }
+    std::process::exit(130)
+}
 
 /// SIGINT/SIGTERM set a flag instead of killing the process, so loops stop
 /// at a safe point and clean up. Handlers are removed on drop.
@@ -61,6 +123,11 @@ impl Interrupt {
                 )?);
             }
             ids.push(signal_hook::flag::register(sig, Arc::clone(&flag))?);
+            ids.push(signal_hook::flag::register_usize(
+                sig,
+                Arc::clone(caught_signal()),
+                sig as usize,
+            )?);
         }
         Ok(Interrupt { flag, ids })
     }

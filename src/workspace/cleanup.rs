@@ -321,17 +321,18 @@ pub fn sweep(base: &Path, prefix: &str, uid: u32) -> Vec<String> {
         let Some(pid) = name.to_str().and_then(|n| owner_pid(n, prefix)) else {
             continue;
         };
-        let alive = rustix::process::Pid::from_raw(pid)
-            .is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
-        if alive {
-            continue;
-        }
         let Ok(dir) = open_dir(&parent, &cstring(&name)) else {
             continue;
         };
         let Ok(st) = rustix::fs::fstat(&dir) else {
             continue;
         };
+        // Its tmpfsctl made the scratch, so started before the scratch last
+        // changed; a process that started later only reuses the pid.
+        let changed = u64::try_from(st.st_ctime).unwrap_or(0);
+        if crate::sys::proc::alive_since(&crate::sys::Sysroot::default(), pid as u32, changed) {
+            continue;
+        }
         if st.st_uid != uid || lock(&dir).is_err() {
             continue;
         }

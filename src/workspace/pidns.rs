@@ -315,21 +315,18 @@ fn supervise(child: i32) -> i32 {
 /// The processes in the namespace besides the init, with their names;
 /// zombies (exited, waiting to be reaped) are not running.
 fn running() -> Vec<(i32, String)> {
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let zombie = |p: i32| {
-        std::fs::read(format!("/proc/{p}/stat")).is_ok_and(|st| {
-            st.iter()
-                .rposition(|&b| b == b')')
-                .and_then(|i| st.get(i + 2))
-                == Some(&b'Z')
+    let root = crate::sys::Sysroot::default();
+    crate::sys::proc::pids(&root)
+        .into_iter()
+        .filter(|&p| p != 1)
+        .filter_map(|p| crate::sys::proc::stat(&root, p))
+        .filter(|s| s.state != 'Z')
+        .filter_map(|s| {
+            Some((
+                i32::try_from(s.pid).ok()?,
+                super::procs::read_comm(s.pid as i32),
+            ))
         })
-    };
-    rd.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&p| p != 1 && !zombie(p))
-        .map(|p| (p, super::procs::read_comm(p)))
         .collect()
 }
 

@@ -10,9 +10,7 @@ pub struct Leftover {
 }
 
 pub(super) fn read_comm(pid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|s| s.trim_end().to_string())
-        .unwrap_or_else(|_| "?".into())
+    crate::sys::proc::name_or_unknown(&crate::sys::Sysroot::default(), pid as u32)
 }
 
 /// `struct clone_args` of clone3(2), up to `cgroup` (the kernel's

@@ -496,13 +496,10 @@ fn end_cgroup(cg: &Cgroup, out: &mut Ended) {
     out.notes.extend(err);
 }
 
-/// The parent pid of `pid`, from /proc/PID/stat (after the command name,
-/// which may itself contain spaces and parentheses).
+/// The parent pid of `pid`.
 fn ppid_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let close = stat.iter().rposition(|&b| b == b')')?;
-    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    rest.split_whitespace().nth(1)?.parse().ok()
+    let s = crate::sys::proc::stat(&crate::sys::Sysroot::default(), u32::try_from(pid).ok()?)?;
+    i32::try_from(s.ppid).ok()
 }
 
 /// Subreaper fallback: kill every child of tmpfsctl (orphans of CMD, handed
@@ -510,12 +507,9 @@ fn ppid_of(pid: i32) -> Option<i32> {
 fn end_orphans(me: Pid, out: &mut Ended) {
     let me = me.as_raw_nonzero().get();
     for _ in 0..100 {
-        let Ok(rd) = std::fs::read_dir("/proc") else {
-            return;
-        };
-        let children: Vec<i32> = rd
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        let children: Vec<i32> = crate::sys::proc::pids(&crate::sys::Sysroot::default())
+            .into_iter()
+            .filter_map(|p| i32::try_from(p).ok())
             .filter(|&p| ppid_of(p) == Some(me))
             .collect();
         if children.is_empty() {

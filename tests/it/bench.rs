@@ -350,7 +350,12 @@ fn interrupt_mid_run(sig: rustix::process::Signal) {
     let pid = rustix::process::Pid::from_child(&child);
     rustix::process::kill_process(pid, sig).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "stderr: {}", stderr(&out));
+    assert_eq!(
+        crate::common::shell_status(out.status),
+        130,
+        "stderr: {}",
+        stderr(&out)
+    );
     assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
     assert_eq!(
         entries(&m.path),

@@ -420,4 +420,51 @@ pub fn query_has_result(url: &str, q: &str) -> bool {
     http_get(&format!("{url}/api/v1/query?query={enc}"))
         .map(|b| b.contains("\"result\":[{"))
         .unwrap_or(false)
+/// Whether process `pid` has a file (not DIR itself) under `dir` open: its
+/// copy (or the check after it) is under way. Measuring DIR beforehand opens
+/// only directories.
+pub fn has_open_under(pid: u32, dir: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    rd.flatten()
+        .any(|e| std::fs::read_link(e.path()).is_ok_and(|t| t.starts_with(dir) && t != dir))
+}
+
+/// Whether process `pid` has a handler for signal `sig` (commands install
+/// theirs just before they start changing anything).
+pub fn catches(pid: u32, sig: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|m| m & (1 << (sig - 1)) != 0)
+}
+
+/// The status a shell reports for a finished process (`$?`): its exit code,
+/// or 128 + the signal that ended it.
+pub fn shell_status(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().or(s.signal().map(|g| 128 + g)).unwrap_or(-1)
+}
+
+/// Run tmpfsctl with `args` and send it `sig` once its copy is under way (it
+/// handles `sig` and has a file under `dir` open), or let it end if it ends
+/// first; its output.
+pub fn signal_mid_copy(args: &[&str], dir: &Path, sig: rustix::process::Signal) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    while !(catches(pid, sig.as_raw()) && has_open_under(pid, dir))
+        && child.try_wait().unwrap().is_none()
+    {
+        std::thread::yield_now();
+    }
+    let _ = rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), sig);
+    child.wait_with_output().unwrap()
 }

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::{findmnt_fstype, s, scratch, stderr};
-use crate::common::{is_root, json, tmpfsctl};
+use crate::common::{is_root, json, signal_mid_copy, tmpfsctl};
 
 #[test]
 fn huge_takes_the_kernels_spelling_and_the_cli_one() {
@@ -183,28 +183,6 @@ fn plan_warnings_are_coloured_only_when_asked() {
     assert!(!run("never").contains('\x1b'));
 }
 
-/// Whether process `pid` has a regular file under `dir` open: its copy (or
-/// the check after it) is under way. Measuring DIR beforehand opens only
-/// directories.
-fn has_open_under(pid: u32, dir: &Path) -> bool {
-    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return false;
-    };
-    rd.flatten()
-        .any(|e| std::fs::read_link(e.path()).is_ok_and(|t| t.starts_with(dir) && t != dir))
-}
-
-/// Whether process `pid` has a handler for SIGTERM (apply installs one just
-/// before it starts changing anything).
-fn catches_sigterm(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .is_some_and(|m| m & (1 << (libc::SIGTERM - 1)) != 0)
-}
-
 #[test]
 fn sigterm_during_the_copy_mounts_nothing_and_keeps_the_source() {
     crate::require_root!();
@@ -223,26 +201,12 @@ fn sigterm_during_the_copy_mounts_nothing_and_keeps_the_source() {
         std::fs::write(small.join(format!("f{i}")), format!("file {i}")).unwrap();
     }
     let fstab = t.path().join("fstab");
-    let mut child = crate::common::bin()
-        .args(["apply", s(&dir), "--fstab", s(&fstab), "--yes"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    // Wait for the copy to start (or for apply to end, which fails below):
-    // SIGTERM handled and a file under DIR open.
-    while !(catches_sigterm(pid) && has_open_under(pid, &dir))
-        && child.try_wait().unwrap().is_none()
-    {
-        std::thread::yield_now();
-    }
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+    // SIGTERM once the copy runs (or apply ends, which fails below).
+    let out = signal_mid_copy(
+        &["apply", s(&dir), "--fstab", s(&fstab), "--yes"],
+        &dir,
         rustix::process::Signal::TERM,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
+    );
     let err = stderr(&out);
     assert!(
         !out.status.success(),

@@ -116,7 +116,7 @@ impl Copier<'_> {
         let list = names(src).with_context(|| format!("cannot list {}", show(rel)))?;
         for name in list {
             if self.cancel.load(Ordering::Relaxed) {
-                bail!("interrupted");
+                bail!(crate::sys::signals::Interrupted);
             }
             self.copy_entry(src, dst, &name, join(rel, name.to_bytes()))?;
         }
@@ -233,7 +233,7 @@ impl Copier<'_> {
             let mut off = r.start;
             while off < r.end {
                 if self.cancel.load(Ordering::Relaxed) {
-                    bail!("interrupted");
+                    bail!(crate::sys::signals::Interrupted);
                 }
                 let n = move_data(
                     &mut self.mover,

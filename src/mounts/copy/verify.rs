@@ -146,7 +146,7 @@ fn snap_dir(
 ) -> Result<()> {
     for name in names(dir)? {
         if cancel.load(Ordering::Relaxed) {
-            bail!("interrupted");
+            bail!(crate::sys::signals::Interrupted);
         }
         let path = join(rel, name.to_bytes());
         let st = rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW)

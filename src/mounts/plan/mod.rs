@@ -646,7 +646,7 @@ fn busy_warning(d: &mut Draft, facts: &Facts) {
         .busy
         .iter()
         .take(10)
-        .map(|p| format!("{} ({})", p.pid, p.comm))
+        .map(|p| format!("{} ({})", p.pid, crate::render::term::safe(&p.comm)))
         .collect();
     if facts.busy.len() > 10 {
         list.push(format!("and {} more", facts.busy.len() - 10));

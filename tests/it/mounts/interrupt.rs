@@ -1,0 +1,115 @@
+//! Ctrl-C during `revert --keep-data`'s copy back to disk: the shell sees 130
+//! (a death by SIGINT, like any interrupted command), no file is lost, and
+//! what the run left is either the tmpfs still on DIR with everything, or a
+//! note the next run finishes from.
+
+use std::os::unix::fs::MetadataExt;
+
+use super::*;
+use crate::common::{shell_status, signal_mid_copy};
+
+/// The data a revert must not lose: (relative name, content).
+fn fill(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let chunk: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8 + 1).collect();
+    let mut v: Vec<(String, Vec<u8>)> = (0..24)
+        .map(|i| (format!("big{i}"), chunk.clone()))
+        .collect();
+    std::fs::create_dir(dir.join("small")).unwrap();
+    v.extend((0..3000).map(|i| (format!("small/f{i}"), format!("file {i}").into_bytes())));
+    for (name, data) in &v {
+        std::fs::write(dir.join(name), data).unwrap();
+    }
+    v
+}
+
+fn assert_all_there(dir: &Path, files: &[(String, Vec<u8>)], when: &str) {
+    for (name, data) in files {
+        let got =
+            std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{when}: {name} is gone: {e}"));
+        assert!(got == *data, "{when}: {name} changed");
+    }
+}
+
+/// Entries revert's scratch work would leave in DIR (`.tmpfsctl-…`).
+fn scratch_left(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".tmpfsctl"))
+        .collect()
+}
+
+#[test]
+fn ctrl_c_during_revert_copy_exits_130_and_loses_nothing() {
+    require_root!();
+    let t = scratch("mounts-intr");
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("on-disk"), b"before apply").unwrap();
+    let fstab = t.path().join("fstab");
+    let _cleanup = Cleanup(dir.clone());
+    apply_json(&dir, &fstab, "1G");
+    assert_eq!(findmnt_fstype(&dir).as_deref(), Some("tmpfs"));
+    let mut files = fill(&dir);
+    files.push(("on-disk".into(), b"before apply".to_vec()));
+
+    let out = signal_mid_copy(
+        &[
+            "revert",
+            s(&dir),
+            "--fstab",
+            s(&fstab),
+            "--keep-data",
+            "--yes",
+        ],
+        &dir,
+        rustix::process::Signal::INT,
+    );
+    let err = stderr(&out);
+    assert!(
+        !out.status.success(),
+        "revert finished before Ctrl-C: {err}"
+    );
+    assert_eq!(shell_status(out.status), 130, "{:?}: {err}", out.status);
+    assert!(err.contains("interrupted"), "{err}");
+
+    // Whatever state it stopped in, every file is there: on the tmpfs still
+    // mounted on DIR, or (had the swap begun) in DIR.
+    assert_all_there(&dir, &files, "after Ctrl-C");
+    if findmnt_fstype(&dir).as_deref() == Some("tmpfs") {
+        assert_eq!(scratch_left(&dir), Vec::<String>::new(), "{err}");
+    }
+
+    // The next run finishes the job (from the note, if one was kept).
+    let again = revert_keep(&dir, &fstab);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(findmnt_fstype(&dir), None, "DIR is on disk again");
+    assert_all_there(&dir, &files, "after the second revert");
+    assert_eq!(scratch_left(&dir), Vec::<String>::new());
+    assert_eq!(
+        mounts_under(t.path()),
+        Vec::<String>::new(),
+        "no staging mount left"
+    );
+    let dev = std::fs::metadata(t.path()).unwrap().dev();
+    assert_eq!(std::fs::metadata(&dir).unwrap().dev(), dev);
+    let notes = std::fs::read_dir("/run/tmpfsctl-journal")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(s(&dir))))
+        .count();
+    assert_eq!(notes, 0, "no progress note left for DIR");
+}
+
+fn revert_keep(dir: &Path, fstab: &Path) -> Output {
+    tmpfsctl(&[
+        "revert",
+        s(dir),
+        "--fstab",
+        s(fstab),
+        "--keep-data",
+        "--yes",
+    ])
+}
