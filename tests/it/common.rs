@@ -420,6 +420,8 @@ pub fn query_has_result(url: &str, q: &str) -> bool {
     http_get(&format!("{url}/api/v1/query?query={enc}"))
         .map(|b| b.contains("\"result\":[{"))
         .unwrap_or(false)
+}
+
 /// Whether process `pid` has a file (not DIR itself) under `dir` open: its
 /// copy (or the check after it) is under way. Measuring DIR beforehand opens
 /// only directories.
