@@ -256,7 +256,10 @@ fn history_peak_drives_the_verdict() {
 #[test]
 fn html_report_has_the_verdict_and_charts() {
     require_root!();
-    let m = TestMount::tmpfs("size=256M");
+    // nosuid,nodev like every tmpfs apply makes: a hand-made tmpfs without
+    // them is one apply refuses to take over, and advise then shows that
+    // refusal instead of commands.
+    let m = TestMount::tmpfs("nosuid,nodev,size=256M");
     let d = tempfile::tempdir().unwrap();
     let html = d.path().join("advice.html");
     let out = tmpfsctl(&[

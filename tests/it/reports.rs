@@ -204,7 +204,10 @@ fn bench_report_labels_are_never_clipped_or_overprinted() {
 #[test]
 fn advise_report_passes_the_layout_check_with_copyable_commands() {
     require_root!();
-    let m = TestMount::tmpfs("size=256M");
+    // nosuid,nodev like every tmpfs apply makes: a hand-made tmpfs without
+    // them is one apply refuses to take over, and advise then shows that
+    // refusal instead of commands.
+    let m = TestMount::tmpfs("nosuid,nodev,size=256M");
     let d = tempfile::tempdir().unwrap();
     let html = d.path().join("advice.html");
     let out = tmpfsctl(&[

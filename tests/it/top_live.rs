@@ -129,10 +129,12 @@ impl Live {
         );
         let tmux = Tmux { socket };
         let bin = env!("CARGO_BIN_EXE_tmpfsctl");
-        // bash waits for a child that handles SIGINT itself and then goes on,
-        // so the exit status and the terminal's settings can be read after.
+        // tmpfsctl dies of the SIGINT it re-raises after cleaning up, and a
+        // shell whose child died of SIGINT stops its script unless it traps
+        // the signal: the trap lets the exit status (130) and the terminal's
+        // settings be read after.
         let script = format!(
-            "{bin} top -d 0.3 {}; echo \"@@exit $?\"; stty -a; exec sleep 3600",
+            "trap true INT; {bin} top -d 0.3 {}; echo \"@@exit $?\"; stty -a; exec sleep 3600",
             args.join(" ")
         );
         let st = Command::new("tmux")
