@@ -173,7 +173,10 @@ pub fn scan(root: &Sysroot, threads: usize) -> Scan {
                         match process(root, pid) {
                             Some(p) if p.files.is_empty() => {}
                             Some(p) => got.push(p),
-                            None => bad += 1,
+                            // A process that ended during the scan was not
+                            // hidden from us: only one still there counts.
+                            None if root.path(format!("/proc/{pid}")).exists() => bad += 1,
+                            None => {}
                         }
                     }
                     (got, bad)
