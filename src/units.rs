@@ -72,22 +72,6 @@ pub fn check_tmpfs_cap(
     Ok(())
 }
 
-/// The most one tmpfs may still take before memory runs out, so that a
-/// writer filling it meets ENOSPC before the OOM killer: RAM + swap less what
-/// RAM filesystems `held` already, and no more than MemAvailable + SwapFree
-/// (what processes leave) where the kernel reports MemAvailable (non-zero).
-/// One rule for `status` and `plan` (their `tmpfs_overcommit`).
-pub fn memory_left_for_tmpfs(mem: &crate::sys::MemInfo, held: u64) -> u64 {
-    let left = mem
-        .mem_total_bytes
-        .saturating_add(mem.swap_total_bytes)
-        .saturating_sub(held);
-    if mem.mem_available_bytes == 0 {
-        return left;
-    }
-    left.min(mem.mem_available_bytes.saturating_add(mem.swap_free_bytes))
-}
-
 /// A size as given by the user: either absolute bytes or a share of RAM.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Size {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context as _, Result, bail};
-use serde::Serialize;
 
 use super::facts::{gather_facts_at, mount_at, read_fstab};
+use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{ApplyRequest, boot, copy, journal, live, render};
@@ -19,36 +19,6 @@ use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
 use crate::sys::tmpfs;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PersistResult {
-    pub via: String,
-    pub path: Option<String>,
-    pub edit: boot::Edit,
-    pub backup: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ApplyReport {
-    pub schema_version: u32,
-    pub dir: String,
-    pub plan: Plan,
-    /// True when this run mounted the tmpfs; false when it already was.
-    pub mounted: bool,
-    pub resized_to: Option<String>,
-    pub copied: Option<copy::CopyStats>,
-    /// Entries compared equal between DIR and the copy (root included).
-    pub verified_entries: Option<u64>,
-    pub persist: PersistResult,
-    pub changes: Vec<String>,
-    /// Options repeated in the printed undo command.
-    #[serde(skip)]
-    pub follow_up: String,
-    /// The command that undoes this run, when it is not `revert` (a resize
-    /// is undone by resizing back).
-    #[serde(skip)]
-    pub undo: Option<String>,
-}
 
 fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<PersistResult> {
     let path = PathBuf::from(&p.persist.path);

@@ -12,6 +12,7 @@ pub mod copy;
 pub mod facts;
 pub mod journal;
 pub mod live;
+mod outcome;
 pub mod plan;
 mod recover;
 mod render;
@@ -27,8 +28,9 @@ use crate::context::{Context, ExitCode};
 use crate::render::term::shell_path;
 use crate::units::Size;
 
-pub use apply::{ApplyReport, PersistResult, apply};
+pub use apply::apply;
 pub use facts::{gather_facts, resolve_dir};
+pub use outcome::{ApplyReport, PersistResult};
 pub use plan::{Facts, Plan, PlanError, Request, plan};
 pub use revert::{RevertReport, revert};
 

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use super::apply::{ApplyReport, PersistResult};
 use super::facts::{gather_facts_at, read_fstab};
+use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Boot, Facts, OptionWhy, Persist, PersistAction, Plan};
 use super::{ApplyRequest, boot, live, render};
 use crate::context::{Context, ExitCode};

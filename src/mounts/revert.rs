@@ -9,8 +9,8 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
-use super::apply::PersistResult;
 use super::facts::{fstab_file, mount_at, open_target, read_fstab, unit_dir};
+use super::outcome::PersistResult;
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{RevertRequest, boot, copy, live, plan};
 use crate::context::{Context, ExitCode};

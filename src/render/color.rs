@@ -97,6 +97,13 @@ pub fn eprint_warning(message: &str) {
     eprintln!("tmpfsctl: {} {message}", paint_err(Tone::Warn, "warning:"));
 }
 
+/// A tmpfs this full (use% or inodes, strictly above) gets status's
+/// `tmpfs_nearly_full` warning, which points at `top` and `explain`, and is
+/// painted yellow: at 90% a 16 MiB scratch has 1.6 MiB left, one more build
+/// artefact. One threshold, here below both, so the colour and the warning
+/// never disagree.
+pub const NEARLY_FULL_PERCENT: f64 = 90.0;
+
 /// How full a mount is, as a colour: red when it shows as 100% (writers
 /// already get ENOSPC), yellow when nearly full (above the threshold of
 /// status's `tmpfs_nearly_full` warning), none otherwise. status
@@ -104,7 +111,7 @@ pub fn eprint_warning(message: &str) {
 pub fn fullness(percent: f64) -> Option<Tone> {
     if percent >= 99.5 {
         Some(Tone::Bad)
-    } else if percent > crate::status::NEARLY_FULL_PERCENT {
+    } else if percent > NEARLY_FULL_PERCENT {
         Some(Tone::Warn)
     } else {
         None

@@ -20,10 +20,7 @@ use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, statfs, system
 /// (`paths[].usage_source` says which); `mounts[].hidden_below` is new.
 pub const SCHEMA_VERSION: u32 = 3;
 
-/// A tmpfs this full (use% or inodes, strictly above) gets a warning that
-/// points at `top` and `explain`: at 90% a 16 MiB scratch has 1.6 MiB left,
-/// one more build artefact.
-pub const NEARLY_FULL_PERCENT: f64 = 90.0;
+use crate::render::color::NEARLY_FULL_PERCENT;
 
 /// Where a mount's `used_bytes` comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -711,16 +708,14 @@ fn overcommit(mounts: &[MountReport], mem: &MemoryReport) -> Option<String> {
     let ceiling = mem.mem_total_bytes.saturating_add(mem.swap_total_bytes);
     let held = ram_fs_held(mem);
     // The most one mount may still take before memory runs out.
-    let can_give = crate::units::memory_left_for_tmpfs(
-        &MemInfo {
-            mem_total_bytes: mem.mem_total_bytes,
-            mem_available_bytes: mem.mem_available_bytes,
-            swap_total_bytes: mem.swap_total_bytes,
-            swap_free_bytes: mem.swap_free_bytes,
-            ..MemInfo::default()
-        },
-        held,
-    );
+    let can_give = MemInfo {
+        mem_total_bytes: mem.mem_total_bytes,
+        mem_available_bytes: mem.mem_available_bytes,
+        swap_total_bytes: mem.swap_total_bytes,
+        swap_free_bytes: mem.swap_free_bytes,
+        ..MemInfo::default()
+    }
+    .left_for_tmpfs(held);
     let mut seen = HashSet::new();
     let mut risky: Vec<(&MountReport, u64)> = mounts
         .iter()

@@ -16,6 +16,25 @@ pub struct MemInfo {
 }
 
 impl MemInfo {
+    /// The most one tmpfs may still take before memory runs out, so that a
+    /// writer filling it meets ENOSPC before the OOM killer: RAM + swap less what
+    /// RAM filesystems `held` already, and no more than MemAvailable + SwapFree
+    /// (what processes leave) where the kernel reports MemAvailable (non-zero).
+    /// One rule for `status` and `plan` (their `tmpfs_overcommit`).
+    pub fn left_for_tmpfs(&self, held: u64) -> u64 {
+        let left = self
+            .mem_total_bytes
+            .saturating_add(self.swap_total_bytes)
+            .saturating_sub(held);
+        if self.mem_available_bytes == 0 {
+            return left;
+        }
+        left.min(
+            self.mem_available_bytes
+                .saturating_add(self.swap_free_bytes),
+        )
+    }
+
     pub fn swap_used_bytes(&self) -> u64 {
         self.swap_total_bytes.saturating_sub(self.swap_free_bytes)
     }

@@ -18,8 +18,13 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::time::Duration;
 
 use rustix::fs::OFlags;
+
+/// How long the end of a run waits for killed processes to be gone: a bound
+/// against a process stuck in the kernel, not an expected duration.
+pub(super) const KILL_WAIT: Duration = Duration::from_secs(10);
 
 /// The guard's stack; it needs a few hundred bytes, the rest is never
 /// touched (anonymous memory costs nothing until written).
@@ -179,7 +184,7 @@ fn guard_main(a: &Args) -> ! {
     // tmpfsctl is gone without standing us down: take CMD's tree with it.
     let _ = rustix::io::write(fd(a.kill), b"1");
     let events = fd(a.events);
-    super::tree::wait_empty(events);
+    wait_empty(events);
     let len = a.name.iter().position(|&c| c == 0).unwrap_or(0);
     if let Ok(name) = std::ffi::CStr::from_bytes_with_nul(&a.name[..=len]) {
         let _ = rustix::fs::unlinkat(fd(a.parent), name, rustix::fs::AtFlags::REMOVEDIR);
@@ -215,5 +220,46 @@ pub(super) fn stand_down(g: Guard) {
     if reaped {
         // SAFETY: the guard, the only user of this stack, is gone.
         unsafe { libc::munmap(g.stack, STACK_SIZE) };
+    }
+}
+
+/// Whether `cgroup.events` (read whole from offset 0) says "populated 0".
+fn unpopulated(events: &[u8]) -> bool {
+    let key = b"populated ";
+    events
+        .windows(key.len() + 1)
+        .any(|w| w.starts_with(key) && w[key.len()] == b'0')
+}
+
+/// Wait, with the bound of [`KILL_WAIT`], until the cgroup has no process.
+/// Only raw system calls: the guard runs it, and so does the end of a run.
+pub(super) fn wait_empty(events: BorrowedFd<'_>) -> bool {
+    let step = Duration::from_millis(2);
+    let mut buf = [0u8; 256];
+    for _ in 0..(KILL_WAIT.as_millis() / step.as_millis()) {
+        match rustix::io::pread(events, &mut buf, 0) {
+            Ok(n) if unpopulated(&buf[..n]) => return true,
+            Ok(_) => {}
+            // The cgroup is gone.
+            Err(_) => return true,
+        }
+        let ts = rustix::thread::Timespec {
+            tv_sec: 0,
+            tv_nsec: step.as_nanos() as _,
+        };
+        let _ = rustix::thread::nanosleep(&ts);
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn populated_is_read_from_cgroup_events() {
+        assert!(unpopulated(b"populated 0\nfrozen 0\n"));
+        assert!(!unpopulated(b"populated 1\nfrozen 0\n"));
+        assert!(!unpopulated(b""));
     }
 }

@@ -29,23 +29,19 @@
 //! still takes CMD, but not what CMD left running; a note says so and why.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use rustix::fs::{Mode as FsMode, OFlags};
 use rustix::process::{Pid, Signal};
 
+use super::guard::{self, KILL_WAIT, wait_empty};
+use super::pidns;
 pub use super::procs::Leftover;
 use super::procs::{CloneArgs, read_comm, single_threaded};
-use super::{guard, pidns};
 
 /// Prefix of the per-run cgroups, followed by tmpfsctl's pid.
 const CGROUP_PREFIX: &str = "tmpfsctl-run-";
-
-/// How long the end of a run waits for killed processes to be gone: a bound
-/// against a process stuck in the kernel, not an expected duration.
-const KILL_WAIT: Duration = Duration::from_secs(10);
 
 /// What the end of the run did to CMD's tree.
 #[derive(Debug, Default)]
@@ -384,35 +380,6 @@ fn sweep_cgroups(base: &Path) {
     }
 }
 
-/// Whether `cgroup.events` (read whole from offset 0) says "populated 0".
-fn unpopulated(events: &[u8]) -> bool {
-    let key = b"populated ";
-    events
-        .windows(key.len() + 1)
-        .any(|w| w.starts_with(key) && w[key.len()] == b'0')
-}
-
-/// Wait, with the bound of [`KILL_WAIT`], until the cgroup has no process.
-/// Only raw system calls: the guard runs it (see `guard`).
-pub(super) fn wait_empty(events: BorrowedFd<'_>) -> bool {
-    let step = Duration::from_millis(2);
-    let mut buf = [0u8; 256];
-    for _ in 0..(KILL_WAIT.as_millis() / step.as_millis()) {
-        match rustix::io::pread(events, &mut buf, 0) {
-            Ok(n) if unpopulated(&buf[..n]) => return true,
-            Ok(_) => {}
-            // The cgroup is gone.
-            Err(_) => return true,
-        }
-        let ts = rustix::thread::Timespec {
-            tv_sec: 0,
-            tv_nsec: step.as_nanos() as _,
-        };
-        let _ = rustix::thread::nanosleep(&ts);
-    }
-    false
-}
-
 /// `dir` and every cgroup below it (CMD, as root, may have made some),
 /// parents before children.
 fn cgroup_dirs(dir: &Path) -> Vec<PathBuf> {
@@ -611,13 +578,6 @@ fn clone_into(dir: &OwnedFd, cmd: &mut std::process::Command) -> Result<i32, Clo
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn populated_is_read_from_cgroup_events() {
-        assert!(unpopulated(b"populated 0\nfrozen 0\n"));
-        assert!(!unpopulated(b"populated 1\nfrozen 0\n"));
-        assert!(!unpopulated(b""));
-    }
 
     #[test]
     fn parent_pid_survives_odd_command_names() {

@@ -172,7 +172,7 @@ fn size_against_memory(d: &mut Draft, facts: &Facts, b: u64, need_b: u64) {
     // A tmpfs here now already holds its data in RAM; a new one takes it in.
     let held_here = current_tmpfs(facts).map_or(0, |_| facts.used_bytes);
     let need = b.saturating_sub(held_here);
-    let left = crate::units::memory_left_for_tmpfs(mem, mem.shmem_bytes);
+    let left = mem.left_for_tmpfs(mem.shmem_bytes);
     if b <= ceiling && need > left {
         d.warn(
             "tmpfs_overcommit",
