@@ -42,7 +42,11 @@ fn main() -> ExitCode {
         Err(e) => {
             let prefix =
                 tmpfsctl::render::color::paint_err(tmpfsctl::render::color::Tone::Bad, "error:");
-            eprintln!("tmpfsctl: {prefix} {e:#}");
+            // Errors quote paths and excerpts of files: each line is made
+            // safe for the terminal, the line breaks of the message kept.
+            let text = format!("{e:#}");
+            let text: Vec<_> = text.lines().map(tmpfsctl::render::term::safe).collect();
+            eprintln!("tmpfsctl: {prefix} {}", text.join("\n"));
             tmpfsctl::ExitCode::Error.into()
         }
     }
