@@ -225,7 +225,11 @@ pub(crate) fn problems(pane: &str, piped: &str, width: usize) -> Vec<String> {
             let b = bare(t);
             let unit = ["ns", "µs", "ms", "s", "B", "KiB", "MiB", "GiB", "TiB"]
                 .contains(&b.strip_suffix("/s").unwrap_or(b));
+            // So does a ratio's verdict: "2.1× faster" in one run may be
+            // "same within the interval" in the other.
+            let verdict = ["faster", "slower", "same", "within", "the", "interval"].contains(&b);
             let skip = unit
+                || verdict
                 || t.chars()
                     .any(|c| c.is_ascii_digit() || c == '─' || c == '-' && t.len() == 1);
             if !skip && !bare(t).is_empty() && !vocab.contains(bare(t)) {
