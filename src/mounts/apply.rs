@@ -160,17 +160,12 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
     };
     if persisted.edit != boot::Edit::Unchanged {
         changes.push(format!(
-            "{} {}{}",
+            "{} {}",
             match persisted.edit {
                 boot::Edit::Appended => "added to",
                 _ => "updated",
             },
-            persisted.path.clone().unwrap_or_default(),
-            persisted
-                .backup
-                .as_ref()
-                .map(|b| format!(" (backup {b})"))
-                .unwrap_or_default()
+            persisted.changed_file()
         ));
     }
     check_mounted(ctx, &dir, switched.as_ref().map(|sw| &sw.staged.mount))?;

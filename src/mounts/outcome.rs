@@ -14,6 +14,18 @@ pub struct PersistResult {
     pub backup: Option<String>,
 }
 
+impl PersistResult {
+    /// The file changed and its backup, as a change line ends: "PATH (backup
+    /// PATH.tmpfsctl.bak)", or the path alone when none was made.
+    pub fn changed_file(&self) -> String {
+        let path = self.path.as_deref().unwrap_or_default();
+        match &self.backup {
+            Some(b) => format!("{path} (backup {b})"),
+            None => path.to_string(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ApplyReport {
     pub schema_version: u32,

@@ -268,13 +268,8 @@ pub(super) fn resize(ctx: &Context, args: &ApplyRequest, r: Size) -> Result<Exit
     };
     if persisted.edit != boot::Edit::Unchanged {
         changes.push(format!(
-            "set size={size} in {}{} (nothing else in it changed)",
-            persisted.path.clone().unwrap_or_default(),
-            persisted
-                .backup
-                .as_ref()
-                .map(|b| format!(" (backup {b})"))
-                .unwrap_or_default()
+            "set size={size} in {} (nothing else in it changed)",
+            persisted.changed_file()
         ));
     }
     let report = ApplyReport {
