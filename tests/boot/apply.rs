@@ -87,6 +87,9 @@ case $n in
   reboot_now ;;
 *)
   findmnt -no OPTIONS /tmp > $O/opts-3
+  # What mounted /tmp this boot, should it not be back to the default.
+  systemctl cat tmp.mount > $O/unit-3 2>&1
+  journalctl -b -u tmp.mount --no-pager > $O/journal-3 2>&1
   power_off ;;
 esac
 "#;
@@ -121,7 +124,11 @@ esac
     assert_eq!(
         run.read("opts-3"),
         run.read("opts-1"),
-        "after revert and a reboot /tmp is not back to the default\n{}\n{ctx}",
-        run.read("revert.txt")
+        "after revert and a reboot /tmp is not back to the default\n{}\n\
+         drop-ins after revert: {}\ntmp.mount on that boot:\n{}\n{}\n{ctx}",
+        run.read("revert.txt"),
+        run.read("dropins-after-revert"),
+        run.read("unit-3"),
+        run.read("journal-3")
     );
 }
