@@ -15,7 +15,7 @@ use crate::context::{Context, ExitCode};
 use crate::sys::cgroup::{self, Hierarchy};
 use crate::sys::{self, Sysroot, procfd, statfs, tmpfiles};
 
-pub use causes::{Cause, CgroupCheck};
+pub use causes::{Cause, CauseKind, CgroupCheck, help_list};
 pub use clean::{Cleaned, RuleOut};
 
 /// 2: `largest_files` and `hidden_below` are new.
@@ -298,12 +298,7 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
 /// The uid a write would be charged to for quotas: the writer's, else ours.
 fn writer_uid(root: &Sysroot, w: &Writer) -> u32 {
     if let Writer::Pid(pid) = w
-        && let Ok(t) = std::fs::read_to_string(root.path(format!("/proc/{pid}/status")))
-        && let Some(uid) = t
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|v| v.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
+        && let Some(uid) = sys::proc::euid(root, *pid)
     {
         return uid;
     }

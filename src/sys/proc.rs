@@ -57,6 +57,23 @@ pub fn stat(root: &Sysroot, pid: u32) -> Option<Stat> {
     Stat::parse(&std::fs::read(root.path(format!("/proc/{pid}/stat"))).ok()?)
 }
 
+/// The effective uid of `pid` (the second figure of /proc/PID/status's
+/// `Uid:` line: the one files and quotas are charged to); None when gone.
+pub fn euid(root: &Sysroot, pid: u32) -> Option<u32> {
+    let t = std::fs::read_to_string(root.path(format!("/proc/{pid}/status"))).ok()?;
+    status_euid(&t)
+}
+
+fn status_euid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 /// The numeric entries of /proc: every process, sorted.
 pub fn pids(root: &Sysroot) -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir(root.path("/proc")) else {
@@ -192,5 +209,17 @@ mod tests {
         assert!(alive_since(&root, me.pid, now));
         assert!(!alive_since(&root, me.pid, 1), "started after 1970");
         assert!(pids(&root).contains(&me.pid));
+        assert_eq!(
+            euid(&root, me.pid),
+            Some(rustix::process::geteuid().as_raw())
+        );
+        assert_eq!(euid(&root, dead), None);
+    }
+
+    #[test]
+    fn the_effective_uid_is_the_second_figure() {
+        let status = "Name:\tx\nUmask:\t0022\nUid:\t1000\t0\t0\t0\nGid:\t5\t5\t5\t5\n";
+        assert_eq!(status_euid(status), Some(0));
+        assert_eq!(status_euid("Name:\tx\n"), None);
     }
 }
