@@ -106,8 +106,18 @@ pub fn text(r: &ExplainReport) -> String {
             } else {
                 ""
             };
+            let only = if t.boot_only && t.age.is_some() {
+                " (boot only: the timer's clean ignores it)"
+            } else {
+                ""
+            };
+            let ignored = t
+                .ignored
+                .as_ref()
+                .map(|w| format!(" — not used: {}", safe(w)))
+                .unwrap_or_default();
             let line = format!(
-                "{} {}{age}{boot} ({}:{})",
+                "{} {}{age}{boot}{only} ({}:{}){ignored}",
                 t.kind,
                 safe(&t.path),
                 safe(&t.source),
@@ -140,6 +150,15 @@ pub fn text(r: &ExplainReport) -> String {
                 prose(&mut s, "    ", None, &line);
             }
         }
+    }
+    for l in &r.flock_protected {
+        let line = format!(
+            "{} is not cleaned, nor anything in it, while pid {} ({}) holds a flock on it: systemd-tmpfiles skips a locked directory",
+            safe(&l.path),
+            l.pid,
+            safe(&l.comm)
+        );
+        prose(&mut s, "  ", Some(Tone::Warn), &line);
     }
     match &r.tmpfiles_clean_next {
         Some(n) => {
