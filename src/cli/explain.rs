@@ -26,7 +26,7 @@ pub struct ExplainArgs {
     /// Read tmpfiles.d rules from DIR instead of /etc, /run, /usr/local/lib and /usr/lib tmpfiles.d (repeat; first wins by name)
     #[arg(long = "tmpfiles-dir", value_name = "DIR")]
     pub tmpfiles_dirs: Vec<PathBuf>,
-    /// Print a JSON document (schema_version 1)
+    /// Print a JSON document (schema_version 3)
     #[arg(long)]
     pub json: bool,
 }
