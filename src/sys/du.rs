@@ -115,6 +115,19 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
 
+/// A directory opened for the walk with O_NOATIME where allowed (the owner,
+/// or CAP_FOWNER): reading it must not make it look used, or systemd-tmpfiles
+/// (which ages directories by atime) keeps what it would have cleaned.
+fn open_dir<P: rustix::path::Arg + Copy>(
+    at: BorrowedFd<'_>,
+    path: P,
+) -> rustix::io::Result<OwnedFd> {
+    match rustix::fs::openat(at, path, DIR_FLAGS | OFlags::NOATIME, Mode::empty()) {
+        Err(Errno::PERM) => rustix::fs::openat(at, path, DIR_FLAGS, Mode::empty()),
+        r => r,
+    }
+}
+
 /// Open directories kept by the walk, now and at most (tests check the bound).
 #[derive(Default)]
 struct FdCount {
@@ -170,11 +183,11 @@ impl<'a> DirRef<'a> {
 
     fn open_child(&self, name: &CStr) -> rustix::io::Result<OwnedFd> {
         match &self.at {
-            At::Open(fd) => rustix::fs::openat(fd, name, DIR_FLAGS, Mode::empty()),
+            At::Open(fd) => open_dir(fd.as_fd(), name),
             At::Below { anchor, rel } => {
                 let fd = anchor.fd().ok_or(Errno::BADF)?;
                 let path = rel.join(OsStr::from_bytes(name.to_bytes()));
-                rustix::fs::openat(fd, &path, DIR_FLAGS, Mode::empty())
+                open_dir(fd, &path)
             }
         }
     }
@@ -477,8 +490,8 @@ fn walk_detailed(
         };
         return Ok((walk, main.tally.into_iter().collect(), Vec::new()));
     }
-    let fd = rustix::fs::openat(CWD, root, DIR_FLAGS, Mode::empty())
-        .with_context(|| format!("cannot open directory {}", root.display()))?;
+    let fd =
+        open_dir(CWD, root).with_context(|| format!("cannot open directory {}", root.display()))?;
     let subdirs = main.read(&shared, &fd, 0, 0);
     if !subdirs.is_empty() {
         let here = Arc::new(DirRef::open(fd, &fds));

@@ -461,3 +461,50 @@ fn the_file_that_wins_is_the_one_systemd_tmpfiles_reads() {
     let gone: BTreeSet<String> = before.difference(&s.existing()).cloned().collect();
     assert_eq!(said, gone);
 }
+
+/// On a tmpfs explain also walks the mount (largest files, consumers): that
+/// walk must not touch a directory's access time either, or asking would
+/// keep systemd-tmpfiles from removing an old directory it ages by atime.
+#[test]
+fn asking_about_a_tmpfs_does_not_make_its_directories_look_used() {
+    crate::require_root!();
+    if !have_systemd_tmpfiles() {
+        return;
+    }
+    let m = crate::common::TestMount::tmpfs("size=8m");
+    let mp = m.path.to_str().unwrap();
+    let old_dir = m.path.join("job/olddir");
+    std::fs::create_dir_all(&old_dir).unwrap();
+    for d in [&old_dir, &m.path.join("job")] {
+        let ok = Command::new("touch")
+            .args(["-a", "-m", "-d", "3 days ago"])
+            .arg(d)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+    let atime = |p: &Path| std::os::unix::fs::MetadataExt::atime(&p.metadata().unwrap());
+    let before = atime(&old_dir);
+    let conf_dir = tempfile::tempdir().unwrap();
+    let conf = conf_dir.path().join("job.conf");
+    std::fs::write(&conf, format!("d {mp}/job - - - A:1d\n")).unwrap();
+
+    let v = explain(&[conf_dir.path()], mp);
+    assert_eq!(
+        atime(&old_dir),
+        before,
+        "explain changed the atime of {old_dir:?}"
+    );
+    let said = cleaned(&v);
+    assert_eq!(
+        said,
+        BTreeSet::from([old_dir.to_str().unwrap().to_string()]),
+        "{v:#}"
+    );
+    systemd_tmpfiles(&["--clean"], &conf, false);
+    assert!(
+        !old_dir.exists(),
+        "systemd-tmpfiles --clean removed it, as explain said"
+    );
+}
