@@ -39,6 +39,7 @@ use super::guard::{self, KILL_WAIT, wait_empty};
 use super::pidns;
 pub use super::procs::Leftover;
 use super::procs::{CloneArgs, read_comm, single_threaded};
+use super::vspawn;
 
 /// Prefix of the per-run cgroups, followed by tmpfsctl's pid.
 const CGROUP_PREFIX: &str = "tmpfsctl-run-";
@@ -157,11 +158,18 @@ impl Tree {
                 Ok(())
             });
         }
+        // Born in the cgroup: moving a process into one takes a lock whose
+        // writer waits for an RCU grace period, 10-20 ms per run.
+        let cg_fd = self.cgroup.as_ref().map(|cg| cg.dir.as_raw_fd());
+        let prepared = vspawn::Prepared::new(cmd)?;
+        match vspawn::spawn(&prepared, cg_fd, Some(parent.as_raw_nonzero().get())) {
+            Ok(pid) => return Ok(pid),
+            Err(vspawn::SpawnError::Failed(e)) => return Err(e),
+            Err(vspawn::SpawnError::Unsupported) => {}
+        }
         let Some(cg) = &self.cgroup else {
             return Ok(cmd.spawn()?.id() as i32);
         };
-        // Born in the cgroup: moving a process into one takes a lock whose
-        // writer waits for an RCU grace period, 10-20 ms per run.
         if single_threaded() {
             match clone_into(&cg.dir, cmd) {
                 Err(Clone3::Unsupported) => {}
