@@ -466,6 +466,12 @@ fn kill_and_remove(path: &Path) -> (Vec<Leftover>, Option<String>) {
 }
 
 fn end_cgroup(cg: &Cgroup, out: &mut Ended) {
+    // Usually CMD left nothing: then the cgroup goes with one rmdir, which
+    // the kernel refuses while any process or child cgroup is in it.
+    let procs = std::fs::read(cg.path.join("cgroup.procs")).unwrap_or_default();
+    if procs.is_empty() && std::fs::remove_dir(&cg.path).is_ok() {
+        return;
+    }
     let (killed, err) = kill_and_remove(&cg.path);
     out.killed = killed;
     out.notes.extend(err);
