@@ -106,8 +106,8 @@ pub fn store_for(
 pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
-    let store = Store::open(&store_path)?;
-    let out = sync_checked(ctx, req, &dir, &store, entry.as_ref());
+    let store = store::open(&store_path)?;
+    let out = sync_checked(ctx, req, &dir, &*store, entry.as_ref());
     let rep = match out {
         Ok(r) => r,
         Err(e) if crate::sys::signals::is_interrupted(&e) => {
@@ -145,11 +145,11 @@ fn sync_checked(
     ctx: &Context,
     req: &SyncRequest,
     dir: &Path,
-    store: &Store,
+    store: &dyn Store,
     entry: Option<&registry::Registered>,
 ) -> Result<sync::SyncReport> {
     let (mounts, _) = ctx.sysroot.mountinfo()?;
-    store::check_store(&store.path, dir, &mounts)?;
+    store::check_store(store.path(), dir, &mounts)?;
     let keep = req.keep.or(entry.map(|e| e.keep)).unwrap_or(DEFAULT_KEEP);
     if entry.is_some() && mount::tmpfs_at(&mounts, dir).is_none() {
         // A persisted DIR without its tmpfs is the stale tree on disk (after
@@ -174,14 +174,14 @@ fn sync_checked(
 /// never restored (a failed boot): syncing it would start pruning the good
 /// generations. Every generation is looked at, not only `current` (which
 /// may be lost or damaged).
-fn refuse_empty_over_data(dir: &Path, store: &Store) -> Result<()> {
+fn refuse_empty_over_data(dir: &Path, store: &dyn Store) -> Result<()> {
     for g in store.generations()?.into_iter().rev() {
         if store.manifest(g).is_ok_and(|(m, _)| m.len() > 1) {
             bail!(
                 "{} is empty but {} holds {} with data; not syncing an empty directory over it \
                  (run `tmpfsctl persist restore {}`, or pass --allow-empty if emptying it was meant)",
                 safe_path(dir),
-                safe_path(&store.path),
+                safe_path(store.path()),
                 gen_name(g),
                 safe_path(dir)
             );
@@ -214,7 +214,7 @@ fn empty_trash_in_background(store: &Path) {
         }
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
     }
-    if let Ok(s) = Store::open(store) {
+    if let Ok(s) = store::open(store) {
         let _ = s.empty_trash(true);
     }
     // SAFETY: see above.
