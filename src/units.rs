@@ -327,7 +327,7 @@ fn term_ns(number: &str, exponent: bool, unit: u128) -> Option<u128> {
     if exponent {
         let v: f64 = number.parse().ok()?;
         let ns = v * unit as f64;
-        return (ns.is_finite() && ns >= 0.0 && ns < 1e38).then_some(ns as u128);
+        return (0.0..1e38).contains(&ns).then_some(ns as u128);
     }
     let (int, frac) = number.split_once('.').unwrap_or((number, ""));
     let whole = if int.is_empty() {

@@ -17,6 +17,8 @@
 //! and its line in [`backend`].
 
 pub mod generations;
+#[cfg(test)]
+mod seam_tests;
 
 use std::collections::HashSet;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
