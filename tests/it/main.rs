@@ -27,6 +27,8 @@ mod status;
 mod status_usage;
 mod terminal;
 mod tmpfiles_boot;
+mod tmpfiles_flock;
+mod tmpfiles_real;
 mod top;
 mod top_blind;
 mod top_live;
