@@ -16,7 +16,7 @@
 //!   tmpfsctl ends normally it writes one byte and the guard exits; when it
 //!   dies any other way the pipe reads EOF and the guard kills the cgroup and
 //!   removes it. The guard is what makes kill -9 of tmpfsctl take CMD's
-//!   daemons along; it runs in a session of its own, so a SIGKILL sent to
+//!   daemons along; it runs in a process group of its own, so a SIGKILL sent to
 //!   tmpfsctl's whole process group (`timeout -s KILL`) does not reach it.
 //!
 //! Without a usable cgroup v2 (an unprivileged user without a delegated
