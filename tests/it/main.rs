@@ -14,6 +14,7 @@ mod fleet;
 mod fleet_models;
 mod incident;
 mod interface;
+mod interface_durations;
 mod interface_sizes;
 mod interface_warnings;
 mod manpages;
