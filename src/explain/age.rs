@@ -13,9 +13,10 @@ use std::collections::HashSet;
 use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, Statx, StatxAttributes, StatxFlags};
+use rustix::fs::{AtFlags, CWD, Dir, FileType, Statx, StatxAttributes, StatxFlags};
 
 use crate::sys::Sysroot;
+use crate::sys::fs::open_dir_noatime;
 use crate::sys::proc::{self, Flock};
 use crate::sys::tmpfiles::{Age, Config, Rule, is_under};
 
@@ -55,6 +56,15 @@ pub struct Clean<'a> {
     walked: usize,
     pub doomed: Vec<Doomed>,
     pub locked: Vec<Locked>,
+}
+
+/// Where in the walk a directory is: how deep it may still go, whether its
+/// entries are the top level that `~` keeps, whether it is a mount's root.
+#[derive(Clone, Copy)]
+struct Level {
+    depth: usize,
+    keep: bool,
+    mountpoint: bool,
 }
 
 /// The state of one rule's walk: its age and where it started.
@@ -106,18 +116,7 @@ impl<'a> Clean<'a> {
     fn instance(&mut self, r: &Rule, top: &str) {
         let Some(age) = &r.age else { return };
         // systemd opens the top directory following symlinks, as opendir does.
-        let Ok(fd) = rustix::fs::open(
-            self.root.path(top),
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOATIME,
-            Mode::empty(),
-        )
-        .or_else(|_| {
-            rustix::fs::open(
-                self.root.path(top),
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-        }) else {
+        let Ok(fd) = open_dir_noatime(CWD, &self.root.path(top), true) else {
             return;
         };
         let Ok(sx) = rustix::fs::statx(&fd, c"", AtFlags::EMPTY_PATH, StatxFlags::BASIC_STATS)
@@ -130,19 +129,16 @@ impl<'a> Clean<'a> {
             cutoff_ns: self.now_ns - i128::from(age.seconds) * 1_000_000_000,
             dev: (sx.stx_dev_major, sx.stx_dev_minor),
         };
-        self.dir(&w, top, fd, MAX_DEPTH, age.below_top_only, mountpoint);
+        let top_level = Level {
+            depth: MAX_DEPTH,
+            keep: age.below_top_only,
+            mountpoint,
+        };
+        self.dir(&w, top, fd, top_level);
     }
 
     /// Clean one directory; true when everything in it goes (it ends empty).
-    fn dir(
-        &mut self,
-        w: &Walk,
-        path: &str,
-        fd: OwnedFd,
-        depth: usize,
-        keep_level: bool,
-        mountpoint: bool,
-    ) -> bool {
+    fn dir(&mut self, w: &Walk, path: &str, fd: OwnedFd, lv: Level) -> bool {
         let Ok(mut d) = Dir::read_from(&fd) else {
             return false;
         };
@@ -155,10 +151,7 @@ impl<'a> Clean<'a> {
             self.walked += 1;
             let sub = join(path, name);
             let relevant = is_under(&sub, self.limit) || is_under(self.limit, &sub);
-            if self.walked > WALK_LIMIT
-                || !relevant
-                || !self.entry(w, fd.as_fd(), name, &sub, depth, keep_level, mountpoint)
-            {
+            if self.walked > WALK_LIMIT || !relevant || !self.entry(w, fd.as_fd(), name, &sub, lv) {
                 all_gone = false;
             }
         }
@@ -166,17 +159,7 @@ impl<'a> Clean<'a> {
     }
 
     /// One entry of a directory being cleaned; true when it is deleted.
-    #[allow(clippy::too_many_arguments)]
-    fn entry(
-        &mut self,
-        w: &Walk,
-        at: BorrowedFd,
-        name: &CStr,
-        sub: &str,
-        depth: usize,
-        keep_level: bool,
-        mountpoint: bool,
-    ) -> bool {
+    fn entry(&mut self, w: &Walk, at: BorrowedFd, name: &CStr, sub: &str, lv: Level) -> bool {
         let want = StatxFlags::TYPE
             | StatxFlags::MODE
             | StatxFlags::UID
@@ -205,12 +188,12 @@ impl<'a> Clean<'a> {
         let ft = FileType::from_raw_mode(u32::from(sx.stx_mode));
         let leaf = name.to_bytes();
         if ft == FileType::Directory {
-            if mountpoint && leaf == b"lost+found" && sx.stx_uid == 0 {
+            if lv.mountpoint && leaf == b"lost+found" && sx.stx_uid == 0 {
                 return false;
             }
             let mut emptied = false;
-            if depth > 0 {
-                let Ok(fd) = open_dir_noatime(at, name) else {
+            if lv.depth > 0 {
+                let Ok(fd) = open_dir_noatime(at, name, false) else {
                     return false;
                 };
                 if let Some(l) = self.locks.iter().find(|l| {
@@ -224,21 +207,26 @@ impl<'a> Clean<'a> {
                     });
                     return false;
                 }
-                emptied = self.dir(w, sub, fd, depth - 1, false, false);
+                let below = Level {
+                    depth: lv.depth - 1,
+                    keep: false,
+                    mountpoint: false,
+                };
+                emptied = self.dir(w, sub, fd, below);
             }
-            if keep_level || !emptied {
+            if lv.keep || !emptied {
                 return false;
             }
             self.judge(w, &sx, sub, true)
         } else {
             let skip = (sx.stx_mode as u32 & libc::S_ISVTX) != 0
-                || (mountpoint
+                || (lv.mountpoint
                     && ft == FileType::RegularFile
                     && sx.stx_uid == 0
                     && matches!(leaf, b".journal" | b"aquota.user" | b"aquota.group"))
                 || (ft == FileType::Socket && self.sockets.contains(sub))
                 || matches!(ft, FileType::CharacterDevice | FileType::BlockDevice)
-                || keep_level;
+                || lv.keep;
             !skip && self.judge(w, &sx, sub, false)
         }
     }
@@ -288,14 +276,6 @@ fn join(dir: &str, name: &CStr) -> String {
     }
 }
 
-/// A directory below `at`, never through a symlink, its access time left
-/// alone (O_NOATIME, refused for another's directory without CAP_FOWNER).
-fn open_dir_noatime(at: BorrowedFd, name: &CStr) -> rustix::io::Result<OwnedFd> {
-    let f = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    rustix::fs::openat(at, name, f | OFlags::NOATIME, Mode::empty())
-        .or_else(|_| rustix::fs::openat(at, name, f, Mode::empty()))
-}
-
 /// The existing paths a tmpfiles glob matches, as glob(3) finds them (a
 /// wildcard does not match a leading dot).
 pub fn expand(root: &Sysroot, pattern: &str) -> Vec<String> {
@@ -328,10 +308,7 @@ pub fn expand(root: &Sysroot, pattern: &str) -> Vec<String> {
 
 /// A directory's entry names, read without touching its access time.
 pub(super) fn names_noatime(root: &Sysroot, dir: &str) -> Vec<String> {
-    let f = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let Ok(fd) = rustix::fs::open(root.path(dir), f | OFlags::NOATIME, Mode::empty())
-        .or_else(|_| rustix::fs::open(root.path(dir), f, Mode::empty()))
-    else {
+    let Ok(fd) = open_dir_noatime(CWD, &root.path(dir), true) else {
         return Vec::new();
     };
     crate::sys::fs::names(fd.as_fd())

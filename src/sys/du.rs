@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use anyhow::{Context, Result};
-use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, RawDir, Stat};
+use rustix::fs::{AtFlags, CWD, FileType, RawDir, Stat};
 use rustix::io::Errno;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -110,22 +110,23 @@ impl Config {
     }
 }
 
+#[cfg(test)]
+use rustix::fs::{Mode, OFlags};
+
+/// How the tests open a directory as the walk does.
+#[cfg(test)]
 const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
 
-/// A directory opened for the walk with O_NOATIME where allowed (the owner,
-/// or CAP_FOWNER): reading it must not make it look used, or systemd-tmpfiles
-/// (which ages directories by atime) keeps what it would have cleaned.
+/// A directory of the walk, its access time left alone (see
+/// [`super::fs::open_dir_noatime`]).
 fn open_dir<P: rustix::path::Arg + Copy>(
     at: BorrowedFd<'_>,
     path: P,
 ) -> rustix::io::Result<OwnedFd> {
-    match rustix::fs::openat(at, path, DIR_FLAGS | OFlags::NOATIME, Mode::empty()) {
-        Err(Errno::PERM) => rustix::fs::openat(at, path, DIR_FLAGS, Mode::empty()),
-        r => r,
-    }
+    super::fs::open_dir_noatime(at, path, false)
 }
 
 /// Open directories kept by the walk, now and at most (tests check the bound).

@@ -86,6 +86,25 @@ pub fn open_dir_at(at: BorrowedFd<'_>, name: &CStr) -> rustix::io::Result<OwnedF
     )
 }
 
+/// A directory opened for reading with O_NOATIME where allowed (the owner,
+/// or CAP_FOWNER), so that reading it does not make it look used: tmpfiles
+/// ages directories by atime. `follow`: whether a symlink at `path` is
+/// followed (as opendir does) or refused.
+pub fn open_dir_noatime<P: rustix::path::Arg + Copy>(
+    at: BorrowedFd<'_>,
+    path: P,
+    follow: bool,
+) -> rustix::io::Result<OwnedFd> {
+    let mut f = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if !follow {
+        f |= OFlags::NOFOLLOW;
+    }
+    match rustix::fs::openat(at, path, f | OFlags::NOATIME, Mode::empty()) {
+        Err(Errno::PERM) => rustix::fs::openat(at, path, f, Mode::empty()),
+        r => r,
+    }
+}
+
 /// Open `name` under `dir` for reading only if it is still the regular file
 /// `st` describes. O_NOFOLLOW|O_NONBLOCK: a symlink or a FIFO swapped in since
 /// the stat can neither redirect nor block the open; the fstat then catches
