@@ -14,6 +14,7 @@ pub mod fit;
 pub mod ingest;
 pub mod prom;
 pub mod render;
+mod pages;
 pub mod stats;
 mod svg;
 

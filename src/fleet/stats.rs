@@ -64,7 +64,11 @@ pub fn sort_column_with(v: &mut Vec<u64>, other: &mut Vec<u64>) {
             counts[p * buckets + digit(x, p)] += 1;
         }
     }
-    other.clear();
+    // The first pass that moves values writes every slot: zeroes only where it is short.
+    if other.capacity() < n {
+        *other = super::pages::with_capacity(n);
+    }
+    other.truncate(n);
     other.resize(n, 0);
     for (p, c) in counts.chunks_mut(buckets).enumerate() {
         if c[digit(v[0], p)] == n {

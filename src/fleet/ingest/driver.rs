@@ -450,9 +450,9 @@ fn absorb(
         // Lines as the `csv` reader counts them (it reports where a record
         // begins after skipped lines), made absolute here.
         let abs = |l: u64| if l == 0 { pos.csv_next } else { base + l };
-        o.ts_lines.iter_mut().for_each(|x| x.1 = abs(x.1));
+        o.runs.iter_mut().for_each(|x| x.1 = abs(x.1));
         o.bad.iter_mut().for_each(|x| x.0 = abs(x.0));
-        let last = [o.ts_lines.last().map(|x| x.1), o.bad.last().map(|x| x.0)];
+        let last = [o.last_row_line(), o.bad.last().map(|x| x.0)];
         fr.lines = last.into_iter().flatten().max().unwrap_or(fr.lines);
         if let Some(n) = o.csv_next {
             pos.csv_next = base + n;
@@ -469,7 +469,7 @@ fn absorb(
     }
     fr.skipped += o.bad.len() as u64;
     fr.records += o.rows.len() as u64;
-    fleet.append_block(&o.names, o.rows, o.ts_lines, file_idx, base)?;
+    fleet.append_block(&o.names, o.rows, &o.ts, &o.runs, file_idx, base)?;
     pos.line_base += o.lines;
     Ok(true)
 }
@@ -549,6 +549,14 @@ fn read_mapped<'r>(
                         Err(_) => anyhow::bail!("{name}: a block of input was not parsed"),
                     },
                 };
+                if want == 0
+                    && let Some(o) = &o
+                {
+                    // The whole file's rows, judged from the first block's, plus a twentieth.
+                    let all: usize = blocks.iter().map(|b| b.bytes().len()).sum();
+                    let per_block = o.rows.len() as f64 / blocks[0].bytes().len().max(1) as f64;
+                    fleet.reserve_rows((per_block * all as f64 * 1.05) as usize);
+                }
                 if !absorb(o, parser, name, file_idx, opts, fleet, report, fr, &mut pos)? {
                     return Ok(Some(want));
                 }
