@@ -24,9 +24,15 @@ pub(super) struct ChunkOut {
 impl ChunkOut {
     /// Room for `rows` rows: survey lines are ~100 bytes, so a block's length
     /// / 64 holds them all and saves regrowing (pages never written cost nothing).
-    pub(super) fn with_capacity(rows: usize) -> ChunkOut {
+    /// `recycled` is an earlier block's buffer, used where it is big enough:
+    /// its pages are already mapped, where fresh ones are faulted in and zeroed.
+    pub(super) fn new(rows: usize, mut recycled: Vec<Row>) -> ChunkOut {
+        recycled.clear();
+        if recycled.capacity() < rows {
+            recycled = crate::fleet::pages::with_capacity(rows);
+        }
         ChunkOut {
-            rows: crate::fleet::pages::with_capacity(rows),
+            rows: recycled,
             ts: Vec::new(),
             runs: Vec::new(),
             names: Vec::new(),

@@ -173,11 +173,12 @@ impl Fleet {
 
     /// Append the rows one block of input gave (names in their own arena,
     /// offsets from 0; timestamps, if any, and runs of lines as in
-    /// `ChunkOut`), read from lines `line_base + l` of input `file`.
+    /// `ChunkOut`), read from lines `line_base + l` of input `file`. Leaves
+    /// `rows` empty, its buffer kept for the next block.
     pub(super) fn append_block(
         &mut self,
         names: &[u8],
-        mut rows: Vec<Row>,
+        rows: &mut Vec<Row>,
         ts: &[i64],
         runs: &[(usize, u64)],
         file: usize,
@@ -195,11 +196,12 @@ impl Fleet {
             self.ts.extend_from_slice(ts);
             self.ts.resize(first + rows.len(), NO_TS);
         }
-        for row in &mut rows {
+        for row in rows.iter_mut() {
             row.name += base_off << NAME_LEN_BITS;
         }
         crate::fleet::pages::reserve(&mut self.rows, rows.len());
-        self.rows.extend_from_slice(&rows);
+        self.rows.extend_from_slice(rows);
+        rows.clear();
         Ok(())
     }
 
