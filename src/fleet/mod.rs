@@ -12,9 +12,9 @@ pub mod collect;
 pub mod export;
 pub mod fit;
 pub mod ingest;
+mod pages;
 pub mod prom;
 pub mod render;
-mod pages;
 pub mod stats;
 mod svg;
 

@@ -567,7 +567,8 @@ fn read_mapped<'r>(
                     let per_block = o.rows.len() as f64 / blocks[0].bytes().len().max(1) as f64;
                     fleet.reserve_rows((per_block * all as f64 * 1.05) as usize);
                 }
-                let Some(rows) = absorb(o, parser, name, file_idx, opts, fleet, report, fr, &mut pos)?
+                let Some(rows) =
+                    absorb(o, parser, name, file_idx, opts, fleet, report, fr, &mut pos)?
                 else {
                     return Ok(Some(want));
                 };
