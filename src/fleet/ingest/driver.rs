@@ -562,10 +562,13 @@ fn read_mapped<'r>(
                 if want == 0
                     && let Some(o) = &o
                 {
-                    // The whole file's rows, judged from the first block's, plus a twentieth.
+                    // The whole file's rows and names, judged from the first block's, plus a twentieth.
                     let all: usize = blocks.iter().map(|b| b.bytes().len()).sum();
-                    let per_block = o.rows.len() as f64 / blocks[0].bytes().len().max(1) as f64;
-                    fleet.reserve_rows((per_block * all as f64 * 1.05) as usize);
+                    let scale = all as f64 / blocks[0].bytes().len().max(1) as f64 * 1.05;
+                    fleet.reserve(
+                        (o.rows.len() as f64 * scale) as usize,
+                        (o.names.len() as f64 * scale) as usize,
+                    );
                 }
                 let Some(rows) =
                     absorb(o, parser, name, file_idx, opts, fleet, report, fr, &mut pos)?

@@ -205,10 +205,13 @@ impl Fleet {
         Ok(())
     }
 
-    /// Room for `additional` more rows, asked for before they come: the
-    /// rows are then written once, not copied at every doubling of the store.
-    pub(super) fn reserve_rows(&mut self, additional: usize) {
-        crate::fleet::pages::reserve(&mut self.rows, additional);
+    /// Room for `rows` more rows and `name_bytes` more bytes of names, asked
+    /// for before they come: they are then written once, in huge pages, not
+    /// copied at every doubling into fresh small pages (which cost more than
+    /// the copy: a page fault and a zeroed page per 4 KiB).
+    pub(super) fn reserve(&mut self, rows: usize, name_bytes: usize) {
+        crate::fleet::pages::reserve(&mut self.rows, rows);
+        crate::fleet::pages::reserve(&mut self.names, name_bytes);
     }
 
     /// Add a host read from `source` (e.g. `prometheus`) at `line`.
