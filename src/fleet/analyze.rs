@@ -105,9 +105,6 @@ impl Columns {
     /// [`Columns::sorted`] into `self.col`.
     fn sort(&mut self, f: &Fleet, get: impl Fn(&super::ingest::Row) -> u64) {
         self.col.clear();
-        if self.col.capacity() < f.rows.len() {
-            self.col = super::pages::with_capacity(f.rows.len());
-        }
         self.col
             .extend(f.rows.iter().map(get).filter(|&x| x != u64::MAX));
         stats::sort_column_with(&mut self.col, &mut self.scratch);

@@ -12,7 +12,6 @@ pub mod collect;
 pub mod export;
 pub mod fit;
 pub mod ingest;
-mod pages;
 pub mod prom;
 pub mod render;
 pub mod stats;

@@ -65,9 +65,6 @@ pub fn sort_column_with(v: &mut Vec<u64>, other: &mut Vec<u64>) {
         }
     }
     // The first pass that moves values writes every slot: zeroes only where it is short.
-    if other.capacity() < n {
-        *other = super::pages::with_capacity(n);
-    }
     other.truncate(n);
     other.resize(n, 0);
     for (p, c) in counts.chunks_mut(buckets).enumerate() {

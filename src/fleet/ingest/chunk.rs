@@ -29,7 +29,7 @@ impl ChunkOut {
     pub(super) fn new(rows: usize, mut recycled: Vec<Row>) -> ChunkOut {
         recycled.clear();
         if recycled.capacity() < rows {
-            recycled = crate::fleet::pages::with_capacity(rows);
+            recycled = Vec::with_capacity(rows);
         }
         ChunkOut {
             rows: recycled,

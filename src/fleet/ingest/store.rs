@@ -199,19 +199,18 @@ impl Fleet {
         for row in rows.iter_mut() {
             row.name += base_off << NAME_LEN_BITS;
         }
-        crate::fleet::pages::reserve(&mut self.rows, rows.len());
         self.rows.extend_from_slice(rows);
         rows.clear();
         Ok(())
     }
 
     /// Room for `rows` more rows and `name_bytes` more bytes of names, asked
-    /// for before they come: they are then written once, in huge pages, not
-    /// copied at every doubling into fresh small pages (which cost more than
-    /// the copy: a page fault and a zeroed page per 4 KiB).
+    /// for before they come: they are then written once, not copied at every
+    /// doubling into fresh pages (each page of a copy is faulted in and zeroed,
+    /// which costs more than the copy itself).
     pub(super) fn reserve(&mut self, rows: usize, name_bytes: usize) {
-        crate::fleet::pages::reserve(&mut self.rows, rows);
-        crate::fleet::pages::reserve(&mut self.names, name_bytes);
+        self.rows.reserve(rows);
+        self.names.reserve(name_bytes);
     }
 
     /// Add a host read from `source` (e.g. `prometheus`) at `line`.
