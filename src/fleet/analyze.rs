@@ -277,55 +277,49 @@ struct MemoryColumns {
 }
 
 fn memory_columns(f: &Fleet) -> MemoryColumns {
-    // Six sorted columns against the /tmp side's two plus the fit models:
-    // the swap pair on a thread of its own keeps both cores busy to the end.
-    let ((mem_total_bytes, ram_hist, mem_available_bytes, mem_free_bytes), swap) =
-        std::thread::scope(|s| {
-            let swap = s.spawn(|| {
-                let mut cols = Columns::default();
+    let mut cols = Columns::default();
+    // RAM and swap sizes take few values: counted, not sorted, where they do.
+    let (mem_total_bytes, ram_hist) =
+        match stats::distinct_counts(f.rows.iter().map(|r| r.mem_total)) {
+            Some(d) => (stats::summarize_counts(&d), ram_histogram(d.into_iter())),
+            None => {
+                let sorted = cols.sorted(f, |r| r.mem_total);
                 (
-                    stats::summarize(cols.sorted(f, |r| r.swap_total)),
-                    stats::summarize(cols.sorted(f, |r| {
-                        if r.swap_total == u64::MAX || r.swap_free == u64::MAX {
-                            u64::MAX
-                        } else {
-                            r.swap_total.saturating_sub(r.swap_free)
-                        }
-                    })),
+                    stats::summarize(sorted),
+                    ram_histogram(sorted.iter().map(|&m| (m, 1))),
                 )
-            });
-            let mut cols = Columns::default();
-            let mem_sorted = cols.sorted(f, |r| r.mem_total);
-            let mem_total_bytes = stats::summarize(mem_sorted);
-            let ram_hist = ram_histogram(mem_sorted);
-            let mem = (
-                mem_total_bytes,
-                ram_hist,
-                stats::summarize(cols.sorted(f, |r| r.mem_avail)),
-                stats::summarize(cols.sorted(f, |r| r.mem_free)),
-            );
-            (mem, swap.join())
-        });
-    let (swap_total_bytes, swap_used_bytes) = swap.unwrap_or_else(|p| std::panic::resume_unwind(p));
+            }
+        };
+    let swap_total_bytes = match stats::distinct_counts(f.rows.iter().map(|r| r.swap_total)) {
+        Some(d) => stats::summarize_counts(&d),
+        None => stats::summarize(cols.sorted(f, |r| r.swap_total)),
+    };
     MemoryColumns {
         mem_total_bytes,
         ram_hist,
-        mem_available_bytes,
-        mem_free_bytes,
+        mem_available_bytes: stats::summarize(cols.sorted(f, |r| r.mem_avail)),
+        mem_free_bytes: stats::summarize(cols.sorted(f, |r| r.mem_free)),
         swap_total_bytes,
-        swap_used_bytes,
+        swap_used_bytes: stats::summarize(cols.sorted(f, |r| {
+            if r.swap_total == u64::MAX || r.swap_free == u64::MAX {
+                u64::MAX
+            } else {
+                r.swap_total.saturating_sub(r.swap_free)
+            }
+        })),
     }
 }
 
-/// Hosts per power-of-two RAM size (rounded up: 7.8 GiB counts as 8 GiB).
-fn ram_histogram(sorted: &[u64]) -> Vec<(u64, u64)> {
+/// Hosts per power-of-two RAM size (rounded up: 7.8 GiB counts as 8 GiB),
+/// from the RAM figures ascending, each with how many hosts have it.
+fn ram_histogram(ascending: impl Iterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
     let mut out: Vec<(u64, u64)> = Vec::new();
-    for &m in sorted {
+    for (m, hosts) in ascending {
         // MemTotal is a bit under the installed RAM, so rounding up lands on it.
         let b = m.max(1).checked_next_power_of_two().unwrap_or(u64::MAX);
         match out.last_mut() {
-            Some((ub, c)) if *ub == b => *c += 1,
-            _ => out.push((b, 1)),
+            Some((ub, c)) if *ub == b => *c += hosts,
+            _ => out.push((b, hosts)),
         }
     }
     out

@@ -64,7 +64,8 @@ pub fn sort_column_with(v: &mut Vec<u64>, other: &mut Vec<u64>) {
             counts[p * buckets + digit(x, p)] += 1;
         }
     }
-    other.clear();
+    // The first pass that moves values writes every slot: zeroes only where it is short.
+    other.truncate(n);
     other.resize(n, 0);
     for (p, c) in counts.chunks_mut(buckets).enumerate() {
         if c[digit(v[0], p)] == n {
@@ -128,6 +129,89 @@ pub fn summarize(sorted: &[u64]) -> Option<Summary> {
         mode_count,
         p90: percentile(sorted, 90.0),
         p99: percentile(sorted, 99.0),
+    })
+}
+
+/// At most this many distinct values are counted by [`distinct_counts`].
+const FEW: usize = 1 << 12;
+
+/// The distinct values of a column (absent ones, `u64::MAX`, skipped) with
+/// how many hosts have each, ascending; None once there are more than
+/// [`FEW`]. One pass into a small hash table that stays in cache, with no
+/// copy of the column and no sort: RAM sizes and swap sizes take a few
+/// hundred values across a whole fleet.
+pub fn distinct_counts(values: impl Iterator<Item = u64>) -> Option<Vec<(u64, u64)>> {
+    // Twice the values it may hold: probe runs stay short.
+    const SLOTS: usize = FEW * 2;
+    let mut keys = vec![u64::MAX; SLOTS];
+    let mut counts = vec![0u64; SLOTS];
+    let mut used = 0;
+    for x in values.filter(|&x| x != u64::MAX) {
+        let mut i =
+            (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize;
+        loop {
+            if keys[i] == x {
+                counts[i] += 1;
+                break;
+            }
+            if keys[i] == u64::MAX {
+                if used == FEW {
+                    return None;
+                }
+                (keys[i], counts[i], used) = (x, 1, used + 1);
+                break;
+            }
+            i = (i + 1) % SLOTS;
+        }
+    }
+    let mut d: Vec<(u64, u64)> = keys
+        .into_iter()
+        .zip(counts)
+        .filter(|&(k, _)| k != u64::MAX)
+        .collect();
+    d.sort_unstable();
+    Some(d)
+}
+
+/// [`summarize`] of the column that [`distinct_counts`] gave `d` for: the same figures.
+pub fn summarize_counts(d: &[(u64, u64)]) -> Option<Summary> {
+    let (&(min, _), &(max, _)) = (d.first()?, d.last()?);
+    let n: u64 = d.iter().map(|&(_, c)| c).sum();
+    let sum: u128 = d.iter().map(|&(v, c)| v as u128 * c as u128).sum();
+    // The value at 0-based rank `r` of the sorted column.
+    let at = |r: u64| {
+        let mut seen = 0;
+        d.iter()
+            .find(|&&(_, c)| {
+                seen += c;
+                r < seen
+            })
+            .map_or(max, |&(v, _)| v)
+    };
+    let median = if n % 2 == 1 {
+        at(n / 2) as f64
+    } else {
+        at(n / 2 - 1) as f64 / 2.0 + at(n / 2) as f64 / 2.0
+    };
+    // Ascending, a later value only wins with more hosts: the smallest on a tie.
+    let (mut mode, mut mode_count) = (min, 0);
+    for &(v, c) in d {
+        if c > mode_count {
+            (mode, mode_count) = (v, c);
+        }
+    }
+    // As [`percentile`] reckons the rank.
+    let nearest_rank = |p: f64| at((((p / 100.0) * n as f64).ceil() as u64).clamp(1, n) - 1);
+    Some(Summary {
+        count: n,
+        max,
+        min,
+        mean: (sum as f64) / n as f64,
+        median,
+        mode,
+        mode_count,
+        p90: nearest_rank(90.0),
+        p99: nearest_rank(99.0),
     })
 }
 
@@ -224,6 +308,37 @@ mod tests {
         sort_column_with(&mut a, &mut vec![7; 3]);
         b.sort_unstable();
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn counted_summary_equals_sorted_summary() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for (n, distinct) in [
+            (1, 1),
+            (2, 2),
+            (10, 3),
+            (1001, 7),
+            (5000, 600),
+            (4000, 4096),
+        ] {
+            let v: Vec<u64> = (0..n)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    (seed % distinct) << 30 | 7
+                })
+                .chain([u64::MAX])
+                .collect();
+            let d = distinct_counts(v.iter().copied()).unwrap();
+            let mut sorted: Vec<u64> = v.into_iter().filter(|&x| x != u64::MAX).collect();
+            sorted.sort_unstable();
+            assert_eq!(summarize_counts(&d), summarize(&sorted), "{n} values");
+            assert_eq!(d.iter().map(|x| x.1).sum::<u64>(), n);
+        }
+        assert_eq!(distinct_counts(0..=FEW as u64), None);
+        assert!(distinct_counts(0..FEW as u64).is_some());
+        assert_eq!(summarize_counts(&[]), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use anyhow::{Context as _, Result};
 
 use super::chunk::{ChunkOut, line_ends};
 use super::parsed::{Bad, Parsed, bad, bad_line_message, estimate_available, parse_u64};
-use super::store::Fleet;
+use super::store::{Fleet, Row};
 use super::{FileReport, IngestOptions, IngestReport};
 use crate::render::term::excerpt;
 
@@ -163,13 +163,13 @@ impl Columns {
     /// record ended by CR LF leaves its LF for the next). The block's first
     /// record gets line 0, to be replaced by the block before's
     /// [`ChunkOut::csv_next`].
-    pub(super) fn parse_chunk(&self, chunk: &[u8]) -> Option<ChunkOut> {
+    pub(super) fn parse_chunk(&self, chunk: &[u8], recycled: Vec<Row>) -> Option<ChunkOut> {
         let tricky = memchr::memchr2_iter(b'"', b'\r', chunk)
             .any(|i| chunk[i] == b'"' || chunk.get(i + 1) != Some(&b'\n'));
         if tricky {
             return None;
         }
-        let mut out = ChunkOut::with_capacity(chunk.len() / 64);
+        let mut out = ChunkOut::new(chunk.len() / 64, recycled);
         let mut starts: Vec<usize> = Vec::with_capacity(self.last + 2);
         let mut next = 0;
         let mut start = 0;

@@ -11,7 +11,7 @@ use anyhow::{Context as _, Result};
 use super::chunk::{ChunkOut, line_ends};
 use super::map::Map;
 use super::parsed::{bad, bad_line_message};
-use super::store::Fleet;
+use super::store::{Fleet, Row};
 use super::{FileReport, Format, IngestOptions, IngestReport, csv, detect, jsonl, tsv};
 use crate::render::term::{excerpt, safe};
 
@@ -43,8 +43,9 @@ fn parse_chunk(
     format: Format,
     path: &str,
     first_line_is_file_start: bool,
+    recycled: Vec<Row>,
 ) -> ChunkOut {
-    let mut out = ChunkOut::with_capacity(chunk.len() / 64);
+    let mut out = ChunkOut::new(chunk.len() / 64, recycled);
     let mut start = 0;
     let mut seen_data = false;
     let chunk_text = if format == Format::Jsonl {
@@ -92,13 +93,17 @@ enum Parser<'a> {
 }
 
 impl Parser<'_> {
-    /// None: a CSV block the fast reader cannot take.
-    fn parse(self, chunk: &[u8], first: bool) -> Option<ChunkOut> {
+    /// None: a CSV block the fast reader cannot take. `recycled`: see [`ChunkOut::new`].
+    fn parse(self, chunk: &[u8], first: bool, recycled: Vec<Row>) -> Option<ChunkOut> {
         match self {
-            Parser::Lines(format, path, file_start) => {
-                Some(parse_chunk(chunk, format, path, file_start && first))
-            }
-            Parser::Csv(cols) => cols.parse_chunk(chunk),
+            Parser::Lines(format, path, file_start) => Some(parse_chunk(
+                chunk,
+                format,
+                path,
+                file_start && first,
+                recycled,
+            )),
+            Parser::Csv(cols) => cols.parse_chunk(chunk, recycled),
         }
     }
 }
@@ -122,13 +127,13 @@ impl Block<'_> {
 /// results in input order.
 fn parse_blocks(chunks: &[Block<'_>], parser: Parser<'_>) -> Vec<Option<ChunkOut>> {
     if chunks.len() == 1 {
-        return vec![parser.parse(chunks[0].bytes(), true)];
+        return vec![parser.parse(chunks[0].bytes(), true, Vec::new())];
     }
     std::thread::scope(|s| {
         let hs: Vec<_> = chunks
             .iter()
             .enumerate()
-            .map(|(i, c)| s.spawn(move || parser.parse(c.bytes(), i == 0)))
+            .map(|(i, c)| s.spawn(move || parser.parse(c.bytes(), i == 0, Vec::new())))
             .collect();
         hs.into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
@@ -426,8 +431,9 @@ struct Position {
     csv_next: u64,
 }
 
-/// Keep what one parsed block gave, in input order. Ok(false): a CSV block
-/// the fast reader declined; the `csv` reader must take over from it.
+/// Keep what one parsed block gave, in input order; gives back the block's
+/// emptied row buffer. Ok(None): a CSV block the fast reader declined; the
+/// `csv` reader must take over from it.
 #[allow(clippy::too_many_arguments)]
 fn absorb(
     o: Option<ChunkOut>,
@@ -439,10 +445,10 @@ fn absorb(
     report: &mut IngestReport,
     fr: &mut FileReport,
     pos: &mut Position,
-) -> Result<bool> {
+) -> Result<Option<Vec<Row>>> {
     let mut o = match (o, parser) {
         (Some(o), _) => o,
-        (None, Parser::Csv(_)) => return Ok(false),
+        (None, Parser::Csv(_)) => return Ok(None),
         (None, Parser::Lines(..)) => anyhow::bail!("{name}: a block of lines was not read"),
     };
     let mut base = pos.line_base;
@@ -450,9 +456,9 @@ fn absorb(
         // Lines as the `csv` reader counts them (it reports where a record
         // begins after skipped lines), made absolute here.
         let abs = |l: u64| if l == 0 { pos.csv_next } else { base + l };
-        o.ts_lines.iter_mut().for_each(|x| x.1 = abs(x.1));
+        o.runs.iter_mut().for_each(|x| x.1 = abs(x.1));
         o.bad.iter_mut().for_each(|x| x.0 = abs(x.0));
-        let last = [o.ts_lines.last().map(|x| x.1), o.bad.last().map(|x| x.0)];
+        let last = [o.last_row_line(), o.bad.last().map(|x| x.0)];
         fr.lines = last.into_iter().flatten().max().unwrap_or(fr.lines);
         if let Some(n) = o.csv_next {
             pos.csv_next = base + n;
@@ -469,9 +475,9 @@ fn absorb(
     }
     fr.skipped += o.bad.len() as u64;
     fr.records += o.rows.len() as u64;
-    fleet.append_block(&o.names, o.rows, o.ts_lines, file_idx, base)?;
+    fleet.append_block(&o.names, &mut o.rows, &o.ts, &o.runs, file_idx, base)?;
     pos.line_base += o.lines;
-    Ok(true)
+    Ok(Some(o.rows))
 }
 
 /// The `csv` reader, from where the fast reader stopped to the end of `rest`.
@@ -518,15 +524,19 @@ fn read_mapped<'r>(
     let data_start = m.bytes().as_ptr() as usize;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
+    // Row buffers of blocks already kept, for the workers to fill again.
+    let pool = std::sync::Mutex::new(Vec::<Vec<Row>>::new());
     let declined = std::thread::scope(|s| -> Result<Option<usize>> {
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Option<ChunkOut>)>();
         for _ in 0..opts.threads.max(1).min(blocks.len()) {
-            let (tx, blocks, next, stop) = (tx.clone(), &blocks, &next, &stop);
+            let (tx, blocks, next, stop, pool) = (tx.clone(), &blocks, &next, &stop, &pool);
             s.spawn(move || {
                 while !stop.load(Relaxed) {
                     let i = next.fetch_add(1, Relaxed);
                     let Some(b) = blocks.get(i) else { break };
-                    if tx.send((i, parser.parse(b.bytes(), i == 0))).is_err() {
+                    let recycled = pool.lock().ok().and_then(|mut p| p.pop());
+                    let o = parser.parse(b.bytes(), i == 0, recycled.unwrap_or_default());
+                    if tx.send((i, o)).is_err() {
                         break;
                     }
                 }
@@ -549,8 +559,24 @@ fn read_mapped<'r>(
                         Err(_) => anyhow::bail!("{name}: a block of input was not parsed"),
                     },
                 };
-                if !absorb(o, parser, name, file_idx, opts, fleet, report, fr, &mut pos)? {
+                if want == 0
+                    && let Some(o) = &o
+                {
+                    // The whole file's rows and names, judged from the first block's, plus a twentieth.
+                    let all: usize = blocks.iter().map(|b| b.bytes().len()).sum();
+                    let scale = all as f64 / blocks[0].bytes().len().max(1) as f64 * 1.05;
+                    fleet.reserve(
+                        (o.rows.len() as f64 * scale) as usize,
+                        (o.names.len() as f64 * scale) as usize,
+                    );
+                }
+                let Some(rows) =
+                    absorb(o, parser, name, file_idx, opts, fleet, report, fr, &mut pos)?
+                else {
                     return Ok(Some(want));
+                };
+                if let Ok(mut p) = pool.lock() {
+                    p.push(rows);
                 }
                 let b = blocks[want].bytes();
                 opts.progress.inc(b.len() as u64);
@@ -598,7 +624,7 @@ fn read_blocks(
         }
         let outs = parse_blocks(&chunks, parser);
         for (k, o) in outs.into_iter().enumerate() {
-            if !absorb(o, parser, name, file_idx, opts, fleet, report, fr, &mut pos)? {
+            if absorb(o, parser, name, file_idx, opts, fleet, report, fr, &mut pos)?.is_none() {
                 // A quote: the `csv` reader takes over from this block on.
                 let Parser::Csv(cols) = parser else {
                     anyhow::bail!("{name}: a block of lines was not read");

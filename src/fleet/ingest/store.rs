@@ -24,7 +24,8 @@ pub struct HostRecord {
     pub swap_free_bytes: Option<u64>,
 }
 
-const NO_TS: i64 = i64::MIN;
+/// A row without a timestamp.
+pub(super) const NO_TS: i64 = i64::MIN;
 
 fn opt(v: u64) -> Option<u64> {
     (v != NONE).then_some(v)
@@ -94,7 +95,8 @@ pub(super) fn pack(p: Parsed<'_>, names: &mut Vec<u8>) -> (Row, i64) {
 #[derive(Debug, Default)]
 pub struct Fleet {
     pub(crate) rows: Vec<Row>,
-    /// Each row's timestamp (or `NO_TS`), parallel to `rows` until [`Fleet::dedup`], which frees it.
+    /// Each row's timestamp (or `NO_TS`), parallel to `rows` until
+    /// [`Fleet::dedup`], which frees it; empty while no row has one.
     ts: Vec<i64>,
     /// Where each row was read, until [`Fleet::dedup`].
     anchors: Vec<Anchor>,
@@ -136,9 +138,13 @@ impl Fleet {
         format!("{}:{line}", file.map(String::as_str).unwrap_or("?"))
     }
 
-    /// Record where the next row comes from; an anchor only where the run breaks.
-    fn note_location(&mut self, file: usize, line: u64) {
-        let i = self.rows.len();
+    /// Timestamp of row `i`, before [`Fleet::dedup`].
+    fn ts_of(&self, i: usize) -> i64 {
+        self.ts.get(i).copied().unwrap_or(NO_TS)
+    }
+
+    /// Record where row `i`, the next one, comes from; an anchor only where the run breaks.
+    fn note_location(&mut self, i: usize, file: usize, line: u64) {
         if let Some(a) = self.anchors.last() {
             let expect = if a.line == 0 {
                 0
@@ -155,35 +161,56 @@ impl Fleet {
     /// Append a parsed host; fails only past the packing limits above.
     pub(super) fn add(&mut self, p: Parsed<'_>, file: usize, line: u64) -> Result<()> {
         check_names_len(self.names.len() as u64 + p.host.len() as u64)?;
-        self.note_location(file, line);
+        self.note_location(self.rows.len(), file, line);
         let (row, ts) = pack(p, &mut self.names);
+        if ts != NO_TS || !self.ts.is_empty() {
+            self.ts.resize(self.rows.len(), NO_TS);
+            self.ts.push(ts);
+        }
         self.rows.push(row);
-        self.ts.push(ts);
         Ok(())
     }
 
     /// Append the rows one block of input gave (names in their own arena,
-    /// offsets from 0), read from lines `line_base + l` of input `file`.
+    /// offsets from 0; timestamps, if any, and runs of lines as in
+    /// `ChunkOut`), read from lines `line_base + l` of input `file`. Leaves
+    /// `rows` empty, its buffer kept for the next block.
     pub(super) fn append_block(
         &mut self,
         names: &[u8],
-        rows: Vec<Row>,
-        ts_lines: Vec<(i64, u64)>,
+        rows: &mut Vec<Row>,
+        ts: &[i64],
+        runs: &[(usize, u64)],
         file: usize,
         line_base: u64,
     ) -> Result<()> {
         let base_off = self.names.len() as u64;
         check_names_len(base_off + names.len() as u64)?;
         self.names.extend_from_slice(names);
-        self.rows.reserve(rows.len());
-        self.ts.reserve(rows.len());
-        for (mut row, (ts, l)) in rows.into_iter().zip(ts_lines) {
-            row.name += base_off << NAME_LEN_BITS;
-            self.note_location(file, line_base + l);
-            self.rows.push(row);
-            self.ts.push(ts);
+        let first = self.rows.len();
+        for &(r, l) in runs {
+            self.note_location(first + r, file, line_base + l);
         }
+        if !ts.is_empty() || !self.ts.is_empty() {
+            self.ts.resize(first, NO_TS);
+            self.ts.extend_from_slice(ts);
+            self.ts.resize(first + rows.len(), NO_TS);
+        }
+        for row in rows.iter_mut() {
+            row.name += base_off << NAME_LEN_BITS;
+        }
+        self.rows.extend_from_slice(rows);
+        rows.clear();
         Ok(())
+    }
+
+    /// Room for `rows` more rows and `name_bytes` more bytes of names, asked
+    /// for before they come: they are then written once, not copied at every
+    /// doubling into fresh pages (each page of a copy is faulted in and zeroed,
+    /// which costs more than the copy itself).
+    pub(super) fn reserve(&mut self, rows: usize, name_bytes: usize) {
+        self.rows.reserve(rows);
+        self.names.reserve(name_bytes);
     }
 
     /// Add a host read from `source` (e.g. `prometheus`) at `line`.
@@ -276,7 +303,7 @@ impl Fleet {
         use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
         let bh = BuildHasherDefault::<DefaultHasher>::default();
         let n = self.rows.len();
-        debug_assert_eq!(self.ts.len(), n);
+        debug_assert!(self.ts.is_empty() || self.ts.len() == n);
         // Slices are the top `bits` of the hash, at most 256 of them.
         let bits = n
             .div_ceil(slice_keys.max(1))
@@ -313,7 +340,7 @@ impl Fleet {
             keys.sort_unstable_by(|a, b| {
                 a.0.cmp(&b.0).then_with(|| {
                     let (ra, rb) = (&self.rows[a.1 as usize], &self.rows[b.1 as usize]);
-                    let (ta, tb) = (self.ts[a.1 as usize], self.ts[b.1 as usize]);
+                    let (ta, tb) = (self.ts_of(a.1 as usize), self.ts_of(b.1 as usize));
                     self.name(ra)
                         .cmp(self.name(rb))
                         .then(ta.cmp(&tb))
@@ -327,7 +354,7 @@ impl Fleet {
                     drop[ia / 64] |= 1 << (ia % 64);
                     dropped += 1;
                     if ex.len() < examples {
-                        let tb = self.ts[ib];
+                        let tb = self.ts_of(ib);
                         ex.push(format!(
                             "{}: kept {}{}, dropped older {}",
                             self.name(b),
