@@ -30,6 +30,9 @@ pub struct CgroupCheck {
     pub shmem_bytes: u64,
     pub memory_limit_bytes: Option<u64>,
     pub memory_current_bytes: Option<u64>,
+    /// For a cgroup with a limit: the RAM-backed files its processes hold.
+    #[serde(flatten)]
+    pub holds: crate::top::Holdings,
 }
 
 pub struct Inputs<'a> {
@@ -62,18 +65,30 @@ fn inodes_nearly_none(free: u64, total: u64) -> bool {
 /// A cgroup binds when less than a tenth of its limit is left.
 const CGROUP_HEADROOM_DIVISOR: u64 = 10;
 
-/// The writer's cgroups and their ancestors, innermost first, with numbers.
-pub fn cgroup_checks(root: &Sysroot, writer: &[(Hierarchy, String)]) -> Vec<CgroupCheck> {
+/// The writer's cgroups and their ancestors, innermost first, with numbers
+/// and (those with a limit) the files their processes hold on `mounts`.
+pub fn cgroup_checks(
+    root: &Sysroot,
+    writer: &[(Hierarchy, String)],
+    scan: &Scan,
+    mounts: &[MountInfo],
+) -> Vec<CgroupCheck> {
     let mut out = Vec::new();
     for (h, path) in writer {
         for p in cgroup::ancestors(path) {
             if let Some(c) = cgroup::read(root, h, &p) {
+                let holds = if c.memory_limit_bytes.is_some() && c.shmem_bytes > 0 {
+                    crate::top::holdings_below(root, h, &p, scan, mounts, 5)
+                } else {
+                    Default::default()
+                };
                 out.push(CgroupCheck {
                     path: c.path,
                     cgroup_version: c.cgroup_version,
                     shmem_bytes: c.shmem_bytes,
                     memory_limit_bytes: c.memory_limit_bytes,
                     memory_current_bytes: c.memory_current_bytes,
+                    holds,
                 });
             }
         }
@@ -289,10 +304,74 @@ fn cgroup_cause(i: &Inputs) -> Option<Cause> {
             fmt_bytes(c.shmem_bytes)
         ),
         format!(
-            "delete the files its processes wrote on tmpfs (`tmpfsctl top` shows them), or raise the limit \
-             ({knob}; Kubernetes resources.limits.memory / emptyDir sizeLimit, Docker --memory, systemd MemoryMax=)"
+            "{}, or raise the limit ({knob}; Kubernetes resources.limits.memory / emptyDir sizeLimit, \
+             Docker --memory, systemd MemoryMax=)",
+            free_held(c.shmem_bytes, &c.holds)
         ),
     ))
+}
+
+/// How to give back the pages a cgroup's processes hold: each file named
+/// with its mount and holder, and the command that frees it; what they do
+/// not hold (written and closed) the kernel does not name.
+fn free_held(shmem: u64, h: &crate::top::Holdings) -> String {
+    let files: Vec<String> = h
+        .held_files
+        .iter()
+        .take(3)
+        .map(|f| {
+            let size = f.bytes.map_or("size unknown".into(), fmt_bytes);
+            let on = f
+                .mountpoint
+                .as_ref()
+                .map_or(String::new(), |m| format!(" on {m}"));
+            let how = match f.held_by.first() {
+                // Truncating through the holder's fd frees the pages now,
+                // whether the name is still there or not.
+                Some(b) if b.fd.is_some() && !f.memfd => format!(
+                    "open by pid {} ({}) fd {fd}: `: > /proc/{}/fd/{fd}` frees it now{}",
+                    b.pid,
+                    b.comm,
+                    b.pid,
+                    if f.deleted {
+                        String::new()
+                    } else {
+                        format!(", then `rm {}`", crate::render::term::shell_word(&f.path))
+                    },
+                    fd = b.fd.unwrap_or_default(),
+                ),
+                Some(b) if !f.deleted && !f.memfd => format!(
+                    "mapped by pid {} ({}): `rm {}`, and its pages go when pid {} unmaps it or exits",
+                    b.pid,
+                    b.comm,
+                    crate::render::term::shell_word(&f.path),
+                    b.pid
+                ),
+                Some(b) => format!("held by pid {} ({}): restart it to free it", b.pid, b.comm),
+                None => String::new(),
+            };
+            format!("{} ({size}{on}, {how})", f.path)
+        })
+        .collect();
+    if files.is_empty() {
+        return "delete the files its processes wrote on tmpfs (none holds one open now: \
+                `tmpfsctl top` lists each mount's largest files)"
+            .into();
+    }
+    let rest = shmem.saturating_sub(h.held_bytes);
+    let unnamed = if rest > shmem / 10 {
+        format!(
+            "; {} more of its shmem is in files its processes wrote and closed, which the kernel does not \
+             name (`tmpfsctl top` lists each mount's largest files)",
+            fmt_bytes(rest)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "free the files its processes hold on tmpfs: {}{unnamed}",
+        files.join("; ")
+    )
 }
 
 /// Every check, binding ones first (in the order they would stop a write),
@@ -537,6 +616,7 @@ mod tests {
             shmem_bytes: 50 << 20,
             memory_limit_bytes: Some(64 << 20),
             memory_current_bytes: Some(62 << 20),
+            holds: Default::default(),
         };
         let c = kinds(
             &t,

@@ -28,6 +28,7 @@ mod terminal;
 mod tmpfiles_boot;
 mod top;
 mod top_blind;
+mod top_cgroups;
 mod top_live;
 mod top_prom;
 mod workspace;
