@@ -1,6 +1,8 @@
 //! What each memory cgroup charged with shmem holds on RAM-backed storage:
 //! the files its processes (and those of the cgroups below it that hold
-//! shmem) have open or mapped, memfds included, and the mounts they are on.
+//! shmem) have open, memfds included, and the mounts they are on; for the
+//! one cgroup explain asks about, the files they map too (a /proc/PID/maps
+//! read per process is too dear for every cgroup of a snapshot).
 //!
 //! Pages are charged to the cgroup that first wrote them, and the kernel
 //! says which files a process holds, not which files a cgroup wrote: a file
@@ -60,7 +62,7 @@ pub struct Holdings {
     pub processes: u64,
     /// The mounts they hold files on, most bytes first.
     pub held_mounts: Vec<HeldMount>,
-    /// The largest files they hold open or mapped, memfds included.
+    /// The largest files they hold open (or, for explain, mapped), memfds included.
     pub held_files: Vec<HeldFile>,
     /// Bytes of all the files they hold, each once (memfds included).
     pub held_bytes: u64,
@@ -92,7 +94,7 @@ pub fn ram_devs(mounts: &[&MountInfo]) -> RamDevs {
 
 /// The files each of `pids` maps on RAM-backed storage (memfds included):
 /// one read of /proc/PID/maps per process.
-pub fn mapped(
+fn mapped(
     root: &Sysroot,
     pids: impl IntoIterator<Item = u32>,
     rams: &RamDevs,

@@ -470,19 +470,11 @@ pub fn snapshot(ctx: &Context, paths: &[PathBuf], top_n: usize) -> Result<TopRep
     } else {
         2
     };
-    let rams = cgroups::ram_devs(&ram_mounts(&mounts, &[]));
-    let (walks, scan, shm, (rows, maps)) = std::thread::scope(|s| {
+    let (walks, scan, shm, rows) = std::thread::scope(|s| {
         let procs = s.spawn(|| procfd::scan(root, threads));
         let side = s.spawn(|| {
             let hs = cgroup::hierarchies(root, &mounts);
-            let rows = cgroup::scan(root, &hs);
-            // Mappings only of the processes of cgroups holding shmem: the
-            // only ones whose files a cgroup row names.
-            let mut pids: Vec<u32> = rows.iter().flat_map(|r| r.procs.iter().copied()).collect();
-            pids.sort_unstable();
-            pids.dedup();
-            let maps = cgroups::mapped(root, pids, &rams);
-            (sysvshm::read(root), (rows, maps))
+            (sysvshm::read(root), cgroup::scan(root, &hs))
         });
         let walks: Vec<Option<du::Breakdown>> = chosen
             .iter()
@@ -506,7 +498,11 @@ pub fn snapshot(ctx: &Context, paths: &[PathBuf], top_n: usize) -> Result<TopRep
             .cmp(&a.used_bytes)
             .then(a.mountpoint.cmp(&b.mountpoint))
     });
-    let cgroups = cgroups::link(root, rows, &scan, &maps, &rams, top_n);
+    // Open files only: reading every process's mappings as well would cost
+    // a third of the walk with a thousand processes (explain reads them for
+    // the one cgroup it is asked about).
+    let rams = cgroups::ram_devs(&ram_mounts(&mounts, &[]));
+    let cgroups = cgroups::link(root, rows, &scan, &HashMap::new(), &rams, top_n);
     let (memfd, memfd_bytes) = memfds(root, &scan);
     let mut shm = shm;
     for g in &mut shm {

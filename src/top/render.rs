@@ -512,8 +512,9 @@ fn cgroups_table(s: &mut String, r: &TopReport) {
         s,
         "  ",
         Some(Tone::Dim),
-        "A cgroup is linked to the RAM-backed files its processes hold open or mapped; files they wrote \
-         and closed stay charged to it, but the kernel does not say which (each mount's largest files are above).",
+        "A cgroup is linked to the RAM-backed files its processes hold open (`tmpfsctl explain PATH --cgroup CGROUP` \
+         also reads what they map); files they wrote and closed stay charged to it, but the kernel does not say \
+         which (each mount's largest files are above).",
     );
 }
 

@@ -68,13 +68,26 @@ fn a_cgroup_row_and_explains_fix_name_the_file_its_process_holds() {
     assert_eq!(f["held_by"][0]["fd"], 0);
     assert_eq!(f["held_by"][0]["comm"], "sleep");
     assert_eq!(row["held_mounts"][0]["mountpoint"], mp, "{row:#}");
-    assert_eq!(row["held_mounts"][0]["files"], 1, "the closed file is held by no one");
+    assert_eq!(
+        row["held_mounts"][0]["files"], 1,
+        "the closed file is held by no one"
+    );
 
     let text = stdout(&tmpfsctl(&["top", "--once", mp]));
-    let line = format!("{} holds on {mp} (1 file, 50.0 MiB): {}", cg.rel, file.display());
+    let line = format!(
+        "{} holds on {mp} (1 file, 50.0 MiB): {}",
+        cg.rel,
+        file.display()
+    );
     assert!(text.contains(&line), "{line:?} not in\n{text}");
-    assert!(text.contains(&format!("open by pid {pid} (sleep) fd 0")), "{text}");
-    assert!(text.contains(&format!("pid {pid} (sleep)")), "belongs to\n{text}");
+    assert!(
+        text.contains(&format!("open by pid {pid} (sleep) fd 0")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("pid {pid} (sleep)")),
+        "belongs to\n{text}"
+    );
 
     let out = tmpfsctl(&["explain", "--json", mp, "--cgroup", &cg.rel]);
     let e = json(&out);
@@ -92,7 +105,10 @@ fn a_cgroup_row_and_explains_fix_name_the_file_its_process_holds() {
     ] {
         assert!(fix.contains(want), "{want:?} not in the fix: {fix}");
     }
-    assert_eq!(e["cgroups"][0]["held_files"][0]["path"], file.to_str().unwrap());
+    assert_eq!(
+        e["cgroups"][0]["held_files"][0]["path"],
+        file.to_str().unwrap()
+    );
 
     // The fix works as printed: the cgroup no longer runs out.
     let st = Command::new("sh").args(["-c", &truncate]).status().unwrap();
