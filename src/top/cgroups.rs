@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::sys::cgroup::{self, CgroupMemory, Hierarchy};
 use crate::sys::procfd::{self, MappedFile, Scan};
 use crate::sys::{MountInfo, Sysroot};
+use crate::units::fmt_bytes;
 
 /// Holders listed per file; the rest are counted.
 const HOLDERS_SHOWN: usize = 5;
@@ -66,6 +67,72 @@ pub struct Holdings {
     pub held_files: Vec<HeldFile>,
     /// Bytes of all the files they hold, each once (memfds included).
     pub held_bytes: u64,
+}
+
+impl Holdings {
+    /// How to give back the pages a cgroup's processes hold: each file named
+    /// with its mount and holder, and the command that frees it; what they do
+    /// not hold (written and closed) the kernel does not name.
+    pub fn how_to_free(&self, shmem: u64) -> String {
+        let h = self;
+        let files: Vec<String> = h
+            .held_files
+            .iter()
+            .take(3)
+            .map(|f| {
+                let size = f.bytes.map_or("size unknown".into(), fmt_bytes);
+                let on = f
+                    .mountpoint
+                    .as_ref()
+                    .map_or(String::new(), |m| format!(" on {m}"));
+                let how = match f.held_by.first() {
+                    // Truncating through the holder's fd frees the pages now,
+                    // whether the name is still there or not.
+                    Some(b) if b.fd.is_some() && !f.memfd => format!(
+                        "open by pid {} ({}) fd {fd}: `: > /proc/{}/fd/{fd}` frees it now{}",
+                        b.pid,
+                        b.comm,
+                        b.pid,
+                        if f.deleted {
+                            String::new()
+                        } else {
+                            format!(", then `rm {}`", crate::render::term::shell_word(&f.path))
+                        },
+                        fd = b.fd.unwrap_or_default(),
+                    ),
+                    Some(b) if !f.deleted && !f.memfd => format!(
+                        "mapped by pid {} ({}): `rm {}`, and its pages go when pid {} unmaps it or exits",
+                        b.pid,
+                        b.comm,
+                        crate::render::term::shell_word(&f.path),
+                        b.pid
+                    ),
+                    Some(b) => format!("held by pid {} ({}): restart it to free it", b.pid, b.comm),
+                    None => String::new(),
+                };
+                format!("{} ({size}{on}, {how})", f.path)
+            })
+            .collect();
+        if files.is_empty() {
+            return "delete the files its processes wrote on tmpfs (none holds one open now: \
+                    `tmpfsctl top` lists each mount's largest files)"
+                .into();
+        }
+        let rest = shmem.saturating_sub(h.held_bytes);
+        let unnamed = if rest > shmem / 10 {
+            format!(
+                "; {} more of its shmem is in files its processes wrote and closed, which the kernel does not \
+                 name (`tmpfsctl top` lists each mount's largest files)",
+                fmt_bytes(rest)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "free the files its processes hold on tmpfs: {}{unnamed}",
+            files.join("; ")
+        )
+    }
 }
 
 /// A memory cgroup charged with shmem, with what its processes hold.

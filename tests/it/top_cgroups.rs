@@ -128,3 +128,59 @@ fn a_cgroup_row_and_explains_fix_name_the_file_its_process_holds() {
     );
     drop(held);
 }
+
+#[test]
+fn explain_names_a_file_the_cgroup_only_maps() {
+    require_root!();
+    let m = TestMount::tmpfs("size=256m");
+    let Some(cg) = TestCgroup::new(64 << 20) else {
+        eprintln!("SKIP: no memory cgroup hierarchy can be written here");
+        return;
+    };
+    let mp = m.path.to_str().unwrap();
+    let file = m.path.join("segment");
+    // Like POSIX shared memory: written, mapped, its fd closed.
+    let script = format!(
+        "echo $$ > '{}' && exec python3 -c '\
+import mmap, os, sys, time\n\
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\n\
+os.ftruncate(fd, 56 << 20)\n\
+m = mmap.mmap(fd, 56 << 20)\n\
+os.close(fd)\n\
+m.write(b\"x\" * (56 << 20))\n\
+print(\"ready\", flush=True)\n\
+time.sleep(120)' \"$1\"",
+        cg.dir.join("cgroup.procs").display()
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", &script, "sh"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    let held = Held(child);
+    if ready.trim() != "ready" {
+        eprintln!("SKIP: python3 could not map a file here");
+        return;
+    }
+    let pid = held.0.id();
+    let out = tmpfsctl(&["explain", "--json", mp, "--cgroup", &cg.rel]);
+    let e = json(&out);
+    assert_eq!(e["causes"][0]["kind"], "cgroup_memory", "{e:#}");
+    let fix = e["causes"][0]["fix"].as_str().unwrap();
+    let want = format!(
+        "{} (56.0 MiB on {mp}, mapped by pid {pid} (python3): `rm {}`",
+        file.display(),
+        file.display()
+    );
+    assert!(fix.contains(&want), "{want:?} not in the fix: {fix}");
+    let f = &e["cgroups"][0]["held_files"][0];
+    assert_eq!(f["held_by"][0]["fd"], serde_json::Value::Null, "{f:#}");
+    drop(held);
+}
