@@ -35,7 +35,8 @@ pids=()
 cleanup() {
   [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
-  umount "$work/mnt" 2>/dev/null || true
+  # Another tool walking every tmpfs at that moment holds it busy: retry.
+  for _ in $(seq 50); do umount "$work/mnt" 2>/dev/null && break; sleep 0.1; done
   rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
