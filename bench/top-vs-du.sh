@@ -7,26 +7,36 @@
 #
 # `tmpfsctl top --json MOUNT` walks the mount (by owner and directory) and,
 # at the same time, reads /proc/PID/fd of every process on the machine, plus
-# cgroups and SysV shm; `du -s -x -B1 MOUNT` only walks. The aim is a ratio
-# top/du <= 1.0. Each round runs both commands back to back under hyperfine, so
-# a busy spell on the shared machine hits both sides of one ratio. Needs root
+# cgroups (and the files their processes hold) and SysV shm; `du -s -x -B1
+# MOUNT` only walks. The aim is a ratio top/du <= 1.0. The commands run
+# paired and alternated: each iteration runs every command once, in an order
+# that rotates, so a busy spell on the shared machine hits all sides of one
+# ratio; a round's ratio is the median of its iterations' ratios. Needs root
 # (a private tmpfs mount).
+#
+#   BIN=path       the tmpfsctl to measure (default: build target/release)
+#   BASELINE=path  another tmpfsctl measured in the same iterations (before/after)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-100000}
 PROCS=${2:-1000}
 ROUNDS=${3:-5}
 [ "$(id -u)" = 0 ] || { echo "needs root: it mounts a private tmpfs" >&2; exit 2; }
-command -v hyperfine >/dev/null || apt-get install -y -qq hyperfine
-cargo build --release --quiet
-bin=$PWD/target/release/tmpfsctl
+if [ -n "${BIN:-}" ]; then
+  bin=$(realpath "$BIN")
+else
+  cargo build --release --quiet
+  bin=$PWD/target/release/tmpfsctl
+fi
+base=${BASELINE:+$(realpath "$BASELINE")}
 mkdir -p target
 work=$(mktemp -d "$PWD/target/bench-top.XXXXXX")
 pids=()
 cleanup() {
   [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
-  umount "$work/mnt" 2>/dev/null || true
+  # Another tool walking every tmpfs at that moment holds it busy: retry.
+  for _ in $(seq 50); do umount "$work/mnt" 2>/dev/null && break; sleep 0.1; done
   rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
@@ -62,28 +72,53 @@ du -s -x -B1 "$tree" >/dev/null
 "$bin" top --json "$tree" >/dev/null
 echo "== tmpfs: $(find "$tree" -type f | wc -l) files, $(find "$tree" -type d | wc -l) dirs;" \
   "$(ls -d /proc/[0-9]* | wc -l) processes ($PROCS of them holding files there); $(nproc) CPUs"
-for r in $(seq 1 "$ROUNDS"); do
-  hyperfine -N --warmup 2 --runs 10 --export-json "$work/h-$r.json" \
-    "du -s -x -B1 $tree" "$bin top --json $tree" >/dev/null 2>&1
-done
-python3 - "$work"/h-*.json <<'PY2'
-import json, sys, statistics
-rows = []
-for f in sys.argv[1:]:
-    r = {x["command"].split()[0].split("/")[-1]: x for x in json.load(open(f))["results"]}
-    cpu = lambda x: x["user"] + x["system"]
-    rows.append((r["du"]["median"], r["tmpfsctl"]["median"], r["du"]["min"], r["tmpfsctl"]["min"],
-                 cpu(r["du"]), cpu(r["tmpfsctl"])))
-for i, (d, t, _, _, dc, tc) in enumerate(rows, 1):
-    print(f"  round {i}: du -s median {d*1e3:6.1f} ms, tmpfsctl top median {t*1e3:6.1f} ms, ratio {t/d:.2f}; "
-          f"cpu (user+sys, mean) du {dc*1e3:5.1f} ms, top {tc*1e3:5.1f} ms")
-ratios = sorted(r[1] / r[0] for r in rows)
-cpu_ratios = sorted(r[5] / r[4] for r in rows)
-dmin, tmin = min(r[2] for r in rows), min(r[3] for r in rows)
-print(f"ratio top/du (wall), median of {len(rows)} rounds = {statistics.median(ratios):.2f} "
-      f"(rounds {' '.join(f'{x:.2f}' for x in ratios)}; aim <= 1.0); "
-      f"fastest runs {tmin*1e3:.1f} / {dmin*1e3:.1f} ms = {tmin/dmin:.2f}; "
-      f"cpu ratio median {statistics.median(cpu_ratios):.2f}")
+python3 - "$ROUNDS" "$tree" "$bin" "$base" <<'PY2'
+import os, statistics, sys, time
+rounds, tree, binary, base = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+cmds = {"du": ["du", "-s", "-x", "-B1", tree], "top": [binary, "top", "--json", tree]}
+if base:
+    cmds["before"] = [base, "top", "--json", tree]
+names = list(cmds)
+devnull = os.open(os.devnull, os.O_WRONLY)
+
+def run(argv):
+    """Wall and CPU (user+sys) seconds of one run, output discarded."""
+    t0 = time.perf_counter()
+    pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1)])
+    _, status, ru = os.wait4(pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        sys.exit(f"{argv} failed: {status}")
+    return wall, ru.ru_utime + ru.ru_stime
+
+for _ in range(2):
+    for n in names:
+        run(cmds[n])
+RUNS = 10
+per_round = []
+for r in range(rounds):
+    wall = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    for i in range(RUNS):
+        k = (r * RUNS + i) % len(names)
+        for n in names[k:] + names[:k]:
+            w, c = run(cmds[n])
+            wall[n].append(w)
+            cpu[n].append(c)
+    ratio = lambda n: statistics.median(a / b for a, b in zip(wall[n], wall["du"]))
+    cratio = lambda n: statistics.median(a / b for a, b in zip(cpu[n], cpu["du"]))
+    row = {n: (statistics.median(wall[n]), ratio(n), cratio(n)) for n in names}
+    per_round.append(row)
+    print(f"  round {r + 1}: " + ", ".join(
+        f"{n} {row[n][0] * 1e3:6.1f} ms" + ("" if n == "du" else f" (x{row[n][1]:.2f} of du, cpu x{row[n][2]:.2f})")
+        for n in names))
+for n in names[1:]:
+    rs = sorted(x[n][1] for x in per_round)
+    cs = sorted(x[n][2] for x in per_round)
+    label = "tmpfsctl top" if n == "top" else "baseline top"
+    print(f"ratio {label}/du (wall, paired), median of {len(rs)} rounds = {statistics.median(rs):.2f} "
+          f"(range {rs[0]:.2f}-{rs[-1]:.2f}; aim <= 1.0); cpu ratio median {statistics.median(cs):.2f} "
+          f"(range {cs[0]:.2f}-{cs[-1]:.2f})")
 PY2
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # The same answer as du for what is visible, and the deleted bytes du misses.

@@ -27,7 +27,7 @@ pub struct TopArgs {
     /// Print one snapshot and exit (the default when output is not a terminal)
     #[arg(long)]
     pub once: bool,
-    /// Print one snapshot as JSON (schema_version 2); implies --once
+    /// Print one snapshot as JSON (schema_version 3); implies --once
     #[arg(long, conflicts_with = "prom")]
     pub json: bool,
     /// Write one snapshot as node_exporter textfile-collector metrics to FILE

@@ -122,6 +122,9 @@ pub struct CgroupCheck {
     pub shmem_bytes: u64,
     pub memory_limit_bytes: Option<u64>,
     pub memory_current_bytes: Option<u64>,
+    /// For a cgroup with a limit: the RAM-backed files its processes hold.
+    #[serde(flatten)]
+    pub holds: crate::top::Holdings,
 }
 
 pub struct Inputs<'a> {
@@ -154,18 +157,30 @@ fn inodes_nearly_none(free: u64, total: u64) -> bool {
 /// A cgroup binds when less than a tenth of its limit is left.
 const CGROUP_HEADROOM_DIVISOR: u64 = 10;
 
-/// The writer's cgroups and their ancestors, innermost first, with numbers.
-pub fn cgroup_checks(root: &Sysroot, writer: &[(Hierarchy, String)]) -> Vec<CgroupCheck> {
+/// The writer's cgroups and their ancestors, innermost first, with numbers
+/// and (those with a limit) the files their processes hold on `mounts`.
+pub fn cgroup_checks(
+    root: &Sysroot,
+    writer: &[(Hierarchy, String)],
+    scan: &Scan,
+    mounts: &[MountInfo],
+) -> Vec<CgroupCheck> {
     let mut out = Vec::new();
     for (h, path) in writer {
         for p in cgroup::ancestors(path) {
             if let Some(c) = cgroup::read(root, h, &p) {
+                let holds = if c.memory_limit_bytes.is_some() && c.shmem_bytes > 0 {
+                    crate::top::holdings_below(root, h, &p, scan, mounts, 5)
+                } else {
+                    Default::default()
+                };
                 out.push(CgroupCheck {
                     path: c.path,
                     cgroup_version: c.cgroup_version,
                     shmem_bytes: c.shmem_bytes,
                     memory_limit_bytes: c.memory_limit_bytes,
                     memory_current_bytes: c.memory_current_bytes,
+                    holds,
                 });
             }
         }
@@ -381,8 +396,9 @@ fn cgroup_cause(i: &Inputs) -> Option<Cause> {
             fmt_bytes(c.shmem_bytes)
         ),
         format!(
-            "delete the files its processes wrote on tmpfs (`tmpfsctl top` shows them), or raise the limit \
-             ({knob}; Kubernetes resources.limits.memory / emptyDir sizeLimit, Docker --memory, systemd MemoryMax=)"
+            "{}, or raise the limit ({knob}; Kubernetes resources.limits.memory / emptyDir sizeLimit, \
+             Docker --memory, systemd MemoryMax=)",
+            c.holds.how_to_free(c.shmem_bytes)
         ),
     ))
 }
@@ -640,6 +656,7 @@ mod tests {
             shmem_bytes: 50 << 20,
             memory_limit_bytes: Some(64 << 20),
             memory_current_bytes: Some(62 << 20),
+            holds: Default::default(),
         };
         let c = kinds(
             &t,
@@ -691,6 +708,7 @@ mod tests {
             shmem_bytes: 50 << 20,
             memory_limit_bytes: Some(64 << 20),
             memory_current_bytes: Some(63 << 20),
+            holds: Default::default(),
         };
         let all = kinds(&t, Some(&stats(8 << 30, 1000, 100, 0)), &[cg], true, 0);
         let got: Vec<&str> = all.iter().map(|(k, _)| k.as_str()).collect();

@@ -230,7 +230,7 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
     } else {
         (None, None)
     };
-    let cgroups = causes::cgroup_checks(root, &writer);
+    let cgroups = causes::cgroup_checks(root, &writer, &scan, &mounts);
     let ctx_in = causes::Inputs {
         path: &resolved,
         mount: m,

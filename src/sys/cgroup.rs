@@ -63,6 +63,10 @@ pub struct CgroupMemory {
     pub container: Option<String>,
     /// The systemd unit (service or scope), when the path names one.
     pub unit: Option<String>,
+    /// Processes directly in this cgroup (its `cgroup.procs`), read by
+    /// [`scan`] for the cgroups it keeps: whose files can hold its pages.
+    #[serde(skip)]
+    pub procs: Vec<u32>,
 }
 
 /// v1 reports "no limit" as a page-rounded i64::MAX.
@@ -116,35 +120,57 @@ pub fn read(root: &Sysroot, h: &Hierarchy, path: &str) -> Option<CgroupMemory> {
         pod,
         container,
         unit,
+        procs: Vec::new(),
     })
 }
 
+/// The pids directly in a cgroup; empty when it cannot be read.
+pub fn procs(root: &Sysroot, h: &Hierarchy, path: &str) -> Vec<u32> {
+    let dir = root.path(h.mount_point.join(path.trim_start_matches('/')));
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
 /// Every cgroup below the hierarchy roots that holds shmem (the roots
-/// themselves are the whole machine and are left out), most shmem first.
+/// themselves are the whole machine and are left out), most shmem first,
+/// each with its processes.
 pub fn scan(root: &Sysroot, hs: &[Hierarchy]) -> Vec<CgroupMemory> {
     let mut out = Vec::new();
     for h in hs {
-        let base = root.path(&h.mount_point);
-        let mut stack: Vec<String> = vec![String::new()];
-        while let Some(rel) = stack.pop() {
-            let Ok(rd) = std::fs::read_dir(base.join(rel.trim_start_matches('/'))) else {
-                continue;
-            };
-            for e in rd.flatten() {
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    stack.push(format!("{rel}/{name}"));
-                }
-            }
-            if rel.is_empty() {
-                continue;
-            }
-            if let Some(c) = read(root, h, &rel).filter(|c| c.shmem_bytes > 0) {
-                out.push(c);
-            }
-        }
+        out.extend(scan_below(root, h, ""));
     }
     out.sort_by(|a, b| b.shmem_bytes.cmp(&a.shmem_bytes).then(a.path.cmp(&b.path)));
+    out
+}
+
+/// The cgroup `start` ("" for the root, left out) and those below it that
+/// hold shmem, each with its processes. A cgroup without shmem is skipped
+/// with its processes: whatever they hold open, none of it is charged there.
+pub fn scan_below(root: &Sysroot, h: &Hierarchy, start: &str) -> Vec<CgroupMemory> {
+    let mut out = Vec::new();
+    let base = root.path(&h.mount_point);
+    let mut stack: Vec<String> = vec![start.trim_end_matches('/').to_string()];
+    while let Some(rel) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(base.join(rel.trim_start_matches('/'))) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                let name = e.file_name().to_string_lossy().into_owned();
+                stack.push(format!("{rel}/{name}"));
+            }
+        }
+        if rel.is_empty() {
+            continue;
+        }
+        if let Some(mut c) = read(root, h, &rel).filter(|c| c.shmem_bytes > 0) {
+            c.procs = procs(root, h, &rel);
+            out.push(c);
+        }
+    }
     out
 }
 

@@ -194,6 +194,91 @@ pub fn scan(root: &Sysroot, threads: usize) -> Scan {
     out
 }
 
+/// A file a process has mapped (from /proc/PID/maps), each file once:
+/// POSIX shared memory and memfds often stay mapped after their fd is closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MappedFile {
+    /// The mapping's name, " (deleted)" removed.
+    pub path: PathBuf,
+    pub deleted: bool,
+    /// `Some(name)` for a memfd.
+    pub memfd: Option<String>,
+    pub dev: u64,
+    pub ino: u64,
+    /// Allocated bytes, stat'ed through /proc/PID/map_files (root) or the
+    /// name; null when neither reaches it.
+    pub bytes: Option<u64>,
+}
+
+/// One line of /proc/PID/maps: (st_dev, inode, name); None for anonymous
+/// memory (inode 0) and lines that do not parse.
+pub fn parse_maps_line(line: &[u8]) -> Option<(&[u8], u64, u64, &[u8])> {
+    let mut rest = line;
+    let mut field = || {
+        let s = rest.iter().position(|b| *b != b' ')?;
+        rest = &rest[s..];
+        let e = rest.iter().position(|b| *b == b' ').unwrap_or(rest.len());
+        let f = &rest[..e];
+        rest = &rest[e..];
+        Some(f)
+    };
+    let (range, _perms, _off, dev, ino) = (field()?, field()?, field()?, field()?, field()?);
+    let ino: u64 = std::str::from_utf8(ino).ok()?.parse().ok()?;
+    let (maj, min) = std::str::from_utf8(dev).ok()?.split_once(':')?;
+    let dev = rustix::fs::makedev(
+        u32::from_str_radix(maj, 16).ok()?,
+        u32::from_str_radix(min, 16).ok()?,
+    );
+    let name = rest.trim_ascii_start();
+    (ino != 0 && name.starts_with(b"/")).then_some((range, dev, ino, name))
+}
+
+/// The files `pid` has mapped that `keep(dev, name)` wants, each once.
+pub fn mapped_files(
+    root: &Sysroot,
+    pid: u32,
+    keep: impl Fn(u64, &[u8]) -> bool,
+) -> Vec<MappedFile> {
+    use rustix::fs::{AtFlags, Mode, OFlags};
+    let Ok(text) = std::fs::read(root.path(format!("/proc/{pid}/maps"))) else {
+        return Vec::new();
+    };
+    let mut out: Vec<MappedFile> = Vec::new();
+    let mut files_dir = None;
+    for line in text.split(|b| *b == b'\n') {
+        let Some((range, dev, ino, name)) = parse_maps_line(line) else {
+            continue;
+        };
+        if out.iter().any(|m| m.dev == dev && m.ino == ino) || !keep(dev, name) {
+            continue;
+        }
+        let (path, deleted, memfd) = parse_link(name);
+        // The mapping itself reaches the file even when its name is gone.
+        let dir = files_dir.get_or_insert_with(|| {
+            rustix::fs::open(
+                root.path(format!("/proc/{pid}/map_files")),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok()
+        });
+        let st = dir
+            .as_ref()
+            .and_then(|d| rustix::fs::statat(d, range, AtFlags::empty()).ok())
+            .or_else(|| (!deleted).then(|| rustix::fs::stat(&path).ok()).flatten())
+            .filter(|st| st.st_dev == dev && st.st_ino == ino);
+        out.push(MappedFile {
+            path,
+            deleted,
+            memfd,
+            dev,
+            ino,
+            bytes: st.map(|st| (st.st_blocks as u64) * 512),
+        });
+    }
+    out
+}
+
 /// Processes holding the file `dev`/`ino` open: (pid, comm).
 pub fn holders(root: &Sysroot, scan: &Scan, dev: u64, ino: u64) -> Vec<(u32, String)> {
     scan.processes
@@ -235,6 +320,51 @@ mod tests {
             )
         );
         assert!(is_memfd_path(Path::new("/memfd:x")));
+    }
+
+    #[test]
+    fn maps_lines_give_device_inode_and_name() {
+        let l = b"7f7c668b2000-7f7c668bc000 r--p 00000000 00:2a 1045                       /dev/shm/a b (deleted)";
+        let (range, dev, ino, name) = parse_maps_line(l).unwrap();
+        assert_eq!(range, b"7f7c668b2000-7f7c668bc000");
+        assert_eq!(dev, rustix::fs::makedev(0, 0x2a));
+        assert_eq!(ino, 1045);
+        assert_eq!(name, b"/dev/shm/a b (deleted)");
+        assert!(parse_maps_line(b"7ffd-7ffe rw-p 00000000 00:00 0  [stack]").is_none());
+        assert!(parse_maps_line(b"55d0-55d1 rw-p 00000000 00:00 0 ").is_none());
+    }
+
+    #[test]
+    fn our_own_mapping_of_a_file_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("mapped");
+        std::fs::write(&p, vec![7u8; 8192]).unwrap();
+        let f = std::fs::File::open(&p).unwrap();
+        // SAFETY: a fresh read-only shared mapping of a file we own, unmapped below.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                8192,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                0,
+            )
+        };
+        assert_ne!(map, libc::MAP_FAILED);
+        drop(f);
+        let st = rustix::fs::stat(&p).unwrap();
+        let got = mapped_files(&Sysroot::default(), std::process::id(), |d, _| {
+            d == st.st_dev
+        });
+        let hit = got
+            .iter()
+            .find(|m| m.ino == st.st_ino)
+            .expect("mapping listed");
+        assert_eq!(hit.path, p);
+        assert!(hit.bytes.is_some_and(|b| b >= 8192), "{hit:?}");
+        // SAFETY: the mapping made above, not used after this.
+        assert_eq!(unsafe { libc::munmap(map, 8192) }, 0);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! SysV shared memory, the cgroups charged, and how much of meminfo's Shmem
 //! all that explains.
 
+mod cgroups;
 mod live;
 mod prom;
 mod render;
@@ -15,14 +16,18 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::context::{Context, ExitCode};
-use crate::sys::cgroup::{self, CgroupMemory};
+use crate::sys::cgroup;
 use crate::sys::procfd::{self, Scan};
 use crate::sys::sysvshm::{self, ShmSegment};
 use crate::sys::{MountInfo, Sysroot, du, mountinfo, statfs};
 
 /// 2: `mounts[].largest_files`, `deleted_open_known`, `usage_source`,
 /// `by_dir[].unreadable(_dirs)` and `paths_not_ram_backed` are new.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: `cgroups[].processes`, `held_mounts`, `held_files` and `held_bytes`
+/// (what each cgroup's processes hold open or mapped) are new.
+pub const SCHEMA_VERSION: u32 = 3;
+
+pub use cgroups::{CgroupTop, HeldBy, HeldFile, HeldMount, Holdings, holdings_below};
 
 /// How `top` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,7 +217,8 @@ pub struct TopReport {
     pub mounts: Vec<MountTop>,
     pub memfd: Vec<Memfd>,
     pub sysv_shm: Vec<ShmSegment>,
-    pub cgroups: Vec<CgroupMemory>,
+    /// Memory cgroups charged with shmem, with the files their processes hold.
+    pub cgroups: Vec<CgroupTop>,
     /// meminfo's Shmem: RAM held by tmpfs, shared memory and memfd.
     pub shmem_bytes: u64,
     /// What this report attributes: RAM-backed mounts (each superblock once),
@@ -464,7 +470,7 @@ pub fn snapshot(ctx: &Context, paths: &[PathBuf], top_n: usize) -> Result<TopRep
     } else {
         2
     };
-    let (walks, scan, shm, cgroups) = std::thread::scope(|s| {
+    let (walks, scan, shm, rows) = std::thread::scope(|s| {
         let procs = s.spawn(|| procfd::scan(root, threads));
         let side = s.spawn(|| {
             let hs = cgroup::hierarchies(root, &mounts);
@@ -492,6 +498,11 @@ pub fn snapshot(ctx: &Context, paths: &[PathBuf], top_n: usize) -> Result<TopRep
             .cmp(&a.used_bytes)
             .then(a.mountpoint.cmp(&b.mountpoint))
     });
+    // Open files only: reading every process's mappings as well would cost
+    // a third of the walk with a thousand processes (explain reads them for
+    // the one cgroup it is asked about).
+    let rams = cgroups::ram_devs(&ram_mounts(&mounts, &[]));
+    let cgroups = cgroups::link(root, rows, &scan, &HashMap::new(), &rams, top_n);
     let (memfd, memfd_bytes) = memfds(root, &scan);
     let mut shm = shm;
     for g in &mut shm {

@@ -116,13 +116,14 @@ fn cgroup_families(e: &mut Exposition, r: &TopReport) {
     let version: Vec<String> = r
         .cgroups
         .iter()
-        .map(|c| c.cgroup_version.to_string())
+        .map(|c| c.memory.cgroup_version.to_string())
         .collect();
     e.gauge_if_any(
         "tmpfsctl_cgroup_shmem_bytes",
         "Shmem (tmpfs, shared memory, memfd) charged to the memory cgroup and its descendants; \
          unit, pod and container are empty when the cgroup path names none.",
         r.cgroups.iter().zip(&version).map(|(c, v)| {
+            let c = &c.memory;
             (
                 [
                     ("cgroup", c.path.as_str()),

@@ -396,34 +396,126 @@ fn memory_outside_mounts(s: &mut String, r: &TopReport) {
     }
 }
 
+/// Who a cgroup belongs to: its pod, container and unit, or (when its path
+/// names none) the first of its processes.
+fn belongs_to(c: &super::CgroupTop) -> String {
+    let m = &c.memory;
+    let named = [
+        m.pod.as_ref().map(|p| format!("pod {p}")),
+        m.container
+            .as_ref()
+            .map(|p| format!("container {}", &p[..p.len().min(12)])),
+        m.unit.clone(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(", ");
+    if !named.is_empty() {
+        return named;
+    }
+    let first = c
+        .holds
+        .held_files
+        .iter()
+        .flat_map(|f| f.held_by.first())
+        .next();
+    match (first, c.holds.processes) {
+        (Some(h), n) if n > 1 => format!("pid {} ({}) and {} more", h.pid, h.comm, n - 1),
+        (Some(h), _) => format!("pid {} ({})", h.pid, h.comm),
+        (None, 0) => String::new(),
+        (None, n) => format!("{n} processes"),
+    }
+}
+
+/// A cgroup's line under the table: the mounts and largest files its
+/// processes hold, each file with a holder.
+fn holds_line(c: &super::CgroupTop) -> Option<String> {
+    let h = &c.holds;
+    if h.held_files.is_empty() {
+        return None;
+    }
+    let mounts: Vec<String> = h
+        .held_mounts
+        .iter()
+        .take(3)
+        .map(|m| {
+            format!(
+                "{} ({} {}, {})",
+                safe(&m.mountpoint),
+                m.files,
+                if m.files == 1 { "file" } else { "files" },
+                fmt_bytes(m.bytes)
+            )
+        })
+        .collect();
+    let files: Vec<String> = h
+        .held_files
+        .iter()
+        .take(3)
+        .map(|f| {
+            let how = f.held_by.first().map_or(String::new(), |b| {
+                let by = match b.fd {
+                    Some(fd) => format!("open by pid {} ({}) fd {fd}", b.pid, safe(&b.comm)),
+                    None => format!("mapped by pid {} ({})", b.pid, safe(&b.comm)),
+                };
+                if f.holders > 1 {
+                    format!("{by} and {} more", f.holders - 1)
+                } else {
+                    by
+                }
+            });
+            format!(
+                "{}{} ({}, {how})",
+                safe(&f.path),
+                if f.deleted { " (deleted)" } else { "" },
+                opt(f.bytes, "size unknown")
+            )
+        })
+        .collect();
+    let on = if mounts.is_empty() {
+        String::new()
+    } else {
+        format!(" on {}", mounts.join(", "))
+    };
+    Some(format!(
+        "{} holds{on}: {}",
+        safe(&c.memory.path),
+        files.join(", ")
+    ))
+}
+
 fn cgroups_table(s: &mut String, r: &TopReport) {
     if r.cgroups.is_empty() {
         return;
     }
     let _ = writeln!(s, "\n{}", paint(Tone::Strong, "cgroups charged with shmem"));
     let mut t = crate::render::table(&["cgroup", "shmem", "memory", "limit", "belongs to"]);
-    for c in r.cgroups.iter().take(10) {
-        let owner = [
-            c.pod.as_ref().map(|p| format!("pod {p}")),
-            c.container
-                .as_ref()
-                .map(|p| format!("container {}", &p[..p.len().min(12)])),
-            c.unit.clone(),
-        ]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(", ");
+    let shown = &r.cgroups[..r.cgroups.len().min(10)];
+    for c in shown {
+        let m = &c.memory;
         t.add_row(vec![
-            format!("{} (v{})", safe(&c.path), c.cgroup_version),
-            fmt_bytes(c.shmem_bytes),
-            opt(c.memory_current_bytes, "?"),
-            opt(c.memory_limit_bytes, "none"),
-            safe(&owner).into_owned(),
+            format!("{} (v{})", safe(&m.path), m.cgroup_version),
+            fmt_bytes(m.shmem_bytes),
+            opt(m.memory_current_bytes, "?"),
+            opt(m.memory_limit_bytes, "none"),
+            safe(&belongs_to(c)).into_owned(),
         ]);
     }
     crate::render::fit_to_terminal(&mut t);
     let _ = writeln!(s, "{t}");
+    let lines: Vec<String> = shown.iter().filter_map(holds_line).collect();
+    for l in &lines {
+        prose(s, "  ", None, l);
+    }
+    prose(
+        s,
+        "  ",
+        Some(Tone::Dim),
+        "A cgroup is linked to the RAM-backed files its processes hold open (`tmpfsctl explain PATH --cgroup CGROUP` \
+         also reads what they map); files they wrote and closed stay charged to it, but the kernel does not say \
+         which (each mount's largest files are above).",
+    );
 }
 
 fn shmem_summary(s: &mut String, r: &TopReport) {

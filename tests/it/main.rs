@@ -31,6 +31,7 @@ mod tmpfiles_flock;
 mod tmpfiles_real;
 mod top;
 mod top_blind;
+mod top_cgroups;
 mod top_live;
 mod top_prom;
 mod workspace;

@@ -66,7 +66,7 @@ fn two_owners_a_deleted_open_file_and_its_holder() {
     let out = tmpfsctl(&["top", "--json", m.path.to_str().unwrap()]);
     assert!(out.status.success(), "{out:?}");
     let v = json(&out);
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     assert_eq!(
         v["mounts"].as_array().unwrap().len(),
         1,
