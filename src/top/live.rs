@@ -5,8 +5,9 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -67,15 +68,13 @@ enum Wake {
     Quit,
 }
 
-/// Wait up to `d` for a key.
-fn wait_for_key(d: Duration, stop: &Interrupt) -> Wake {
+/// Wait up to `d` for a key on `fd` (the terminal), until `stop` is set.
+fn wait_for_key(fd: RawFd, d: Duration, stop: &AtomicBool) -> Wake {
     let end = Instant::now() + d;
-    let fd = std::io::stdin().as_raw_fd();
-    while !stop.is_set() {
+    while !stop.load(Ordering::Relaxed) {
+        // Keys are looked at even when the interval is already over (a
+        // snapshot slower than the interval): otherwise `q` is never read.
         let left = end.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Wake::Refresh;
-        }
         let mut pfd = libc::pollfd {
             fd,
             events: libc::POLLIN,
@@ -102,6 +101,8 @@ fn wait_for_key(d: Duration, stop: &Interrupt) -> Wake {
             if keys.first() != Some(&0x1b) {
                 return Wake::Keys(keys.to_vec());
             }
+        } else if left.is_zero() {
+            return Wake::Refresh;
         }
     }
     Wake::Quit
@@ -148,6 +149,8 @@ fn press(view: &mut render::View, key: u8, r: &super::TopReport) {
 pub fn run(ctx: &Context, paths: &[PathBuf], q: &TopQuery) -> Result<ExitCode> {
     // A second Ctrl-C must not skip the terminal restore: one flag, one way out.
     let stop = Interrupt::install(false)?;
+    let stopped = stop.flag();
+    let stdin = std::io::stdin().as_raw_fd();
     let _term = Cbreak::enter();
     let mut prev: HashMap<String, (Instant, u64)> = HashMap::new();
     let mut view = render::View::default();
@@ -169,7 +172,11 @@ pub fn run(ctx: &Context, paths: &[PathBuf], q: &TopQuery) -> Result<ExitCode> {
             out.write_all(frame.as_bytes())?;
             out.flush()?;
             drop(out);
-            match wait_for_key(next.saturating_duration_since(Instant::now()), &stop) {
+            match wait_for_key(
+                stdin,
+                next.saturating_duration_since(Instant::now()),
+                &stopped,
+            ) {
                 Wake::Refresh => continue 'snapshots,
                 Wake::Quit => break 'snapshots,
                 // Redraw the same snapshot at once: a key answers now, not at the next refresh.
@@ -182,4 +189,29 @@ pub fn run(ctx: &Context, paths: &[PathBuf], q: &TopQuery) -> Result<ExitCode> {
     } else {
         ExitCode::Ok
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_typed_during_a_slow_snapshot_is_read_though_the_interval_is_over() {
+        let (r, mut w) = std::io::pipe().unwrap();
+        w.write_all(b"q").unwrap();
+        let stop = AtomicBool::new(false);
+        assert!(matches!(
+            wait_for_key(r.as_raw_fd(), Duration::ZERO, &stop),
+            Wake::Quit
+        ));
+        w.write_all(b"i").unwrap();
+        assert!(matches!(
+            wait_for_key(r.as_raw_fd(), Duration::ZERO, &stop),
+            Wake::Keys(k) if k == b"i"
+        ));
+        assert!(matches!(
+            wait_for_key(r.as_raw_fd(), Duration::ZERO, &stop),
+            Wake::Refresh
+        ));
+    }
 }
