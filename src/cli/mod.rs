@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive). Each command's arguments live next to
 //! the code that implements it; this file only lists the commands.
 
+pub mod advise;
 pub mod bench;
 pub mod docs;
 pub mod explain;
@@ -62,7 +63,7 @@ pub enum Command {
     /// Start $SHELL in a private, size-capped RAM scratch dir
     Shell(workspace::ShellArgs),
     /// Tell me what to do with tmpfs on this machine
-    Advise(crate::advise::AdviseArgs),
+    Advise(advise::AdviseArgs),
     /// Where RAM-backed storage goes: per mount, owner, directory, process, cgroup
     Top(top::TopArgs),
     /// Why a write at PATH fails or would fail, and what tmpfiles will delete there

@@ -103,6 +103,35 @@ pub fn store_for(
     }
 }
 
+/// What `tmpfsctl persist` is asked: one of its subcommands.
+#[derive(Debug, Clone)]
+pub enum PersistRequest {
+    Enable(admin::EnableRequest),
+    Sync(SyncRequest),
+    Restore(RestoreRequest),
+    Status(status::StatusRequest),
+    Verify(verify::VerifyRequest),
+    Disable(admin::DisableRequest),
+}
+
+/// `tmpfsctl persist`: each subcommand says what it did as it goes (text,
+/// or `--json`).
+impl crate::render::report::Request for PersistRequest {
+    type Report = crate::render::report::Shown;
+
+    fn run(&self, ctx: &Context) -> Result<Self::Report> {
+        let code = match self {
+            PersistRequest::Enable(r) => admin::enable_cmd(ctx, r)?,
+            PersistRequest::Sync(r) => sync_cmd(ctx, r)?,
+            PersistRequest::Restore(r) => restore_cmd(ctx, r)?,
+            PersistRequest::Status(r) => status::status_cmd(ctx, r)?,
+            PersistRequest::Verify(r) => verify::verify_cmd(ctx, r)?,
+            PersistRequest::Disable(r) => admin::disable_cmd(ctx, r)?,
+        };
+        Ok(crate::render::report::Shown(code))
+    }
+}
+
 pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;

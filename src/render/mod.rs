@@ -4,6 +4,7 @@ pub mod color;
 pub mod exposition;
 pub mod fit;
 pub mod html;
+pub mod report;
 pub mod term;
 
 use std::io::{IsTerminal, Write};
