@@ -10,7 +10,7 @@ use crate::persist::admin::{DisableRequest, EnableRequest};
 use crate::persist::status::StatusRequest;
 use crate::persist::verify::VerifyRequest;
 use crate::persist::{PersistRequest, RestoreRequest, SyncRequest, parse_duration, registry};
-use crate::render::report::Output;
+use crate::render::report::{Format, Output};
 use crate::units::Size;
 
 #[derive(Debug, clap::Args)]
@@ -216,9 +216,20 @@ fn size_text(s: Size) -> String {
 }
 
 impl PersistArgs {
-    /// Each subcommand prints what it did as it goes.
+    /// What the subcommand did, as text or `--json`; `status --prom FILE`
+    /// writes its metrics too (`-`: on stdout instead).
     pub fn output(&self) -> Output {
-        Output::nothing()
+        let (json, prom) = match &self.cmd {
+            PersistCmd::Enable(a) => (a.json, None),
+            PersistCmd::Sync(a) => (a.json, None),
+            PersistCmd::Restore(a) => (a.json, None),
+            PersistCmd::Status(a) => (a.json, a.prom.as_ref()),
+            PersistCmd::Verify(a) => (a.json, None),
+            PersistCmd::Disable(a) => (a.json, None),
+        };
+        Output::stdout(Format::TEXT)
+            .or_when(json, "--json", Format::JSON)
+            .export("--prom", Format::PROM, prom)
     }
 
     pub fn request(&self) -> anyhow::Result<PersistRequest> {
@@ -249,7 +260,6 @@ impl PersistArgs {
                     before: a.before.clone(),
                     force: a.force,
                     yes: a.yes,
-                    json: a.json,
                 })
             }
             PersistCmd::Sync(a) => PersistRequest::Sync(SyncRequest {
@@ -258,7 +268,6 @@ impl PersistArgs {
                 keep: a.keep.map(|k| k.max(1)),
                 allow_empty: a.allow_empty,
                 registry,
-                json: a.json,
             }),
             PersistCmd::Restore(a) => PersistRequest::Restore(RestoreRequest {
                 dir: a.dir.clone(),
@@ -274,20 +283,16 @@ impl PersistArgs {
                 store: a.store.clone(),
                 interval_s: a.interval,
                 registry,
-                json: a.json,
-                prom: a.prom.clone(),
             }),
             PersistCmd::Verify(a) => PersistRequest::Verify(VerifyRequest {
                 dir: a.dir.clone(),
                 store: a.store.clone(),
                 registry,
-                json: a.json,
             }),
             PersistCmd::Disable(a) => PersistRequest::Disable(DisableRequest {
                 dir: a.dir.clone(),
                 registry,
                 yes: a.yes,
-                json: a.json,
             }),
         })
     }
