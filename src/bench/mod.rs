@@ -38,7 +38,7 @@ pub use suite::{Options, need, run_suite, run_suite_with};
 pub use workload::{CacheWant, Op, Preset, Scale, Sync, Workload, preset, temp_file_workloads};
 
 use crate::context::Context;
-use crate::render::report::{Format, Report, Request, json, text};
+use crate::render::report::Request;
 
 use crate::sys::signals::Interrupted;
 
@@ -95,52 +95,6 @@ pub enum BenchOutcome {
         a_path: PathBuf,
         b_path: PathBuf,
     },
-}
-
-impl Report for BenchOutcome {
-    fn render(&self, f: Format) -> Option<Result<Vec<u8>>> {
-        match self {
-            BenchOutcome::Measured(r) => match f {
-                Format::TEXT => text(render::table(r)),
-                Format::JSON => Some(json(r)),
-                Format::CSV => text(render::csv(r)),
-                Format::MARKDOWN => text(render::markdown(r)),
-                Format::HTML => text(html::html(r)),
-                _ => None,
-            },
-            BenchOutcome::Compared {
-                a,
-                b,
-                a_path,
-                b_path,
-            } => match f {
-                Format::TEXT => text(compare::text(a, b, a_path, b_path)),
-                Format::HTML => text(compare::html(a, b, a_path, b_path)),
-                _ => None,
-            },
-        }
-    }
-
-    /// Warnings the table did not already explain under itself.
-    fn after(&self, stdout: Option<Format>) -> String {
-        let BenchOutcome::Measured(r) = self else {
-            return String::new();
-        };
-        let table_shown = stdout == Some(Format::TEXT);
-        let mut out = String::new();
-        for w in &r.warnings {
-            if !table_shown || !notes::CODES.contains(&w.code.as_str()) {
-                let tag =
-                    crate::render::color::paint_err(crate::render::color::Tone::Warn, "warning:");
-                out.push_str(&crate::render::paragraph(
-                    "",
-                    &format!("{tag} {}", w.message),
-                ));
-                out.push('\n');
-            }
-        }
-        out
-    }
 }
 
 fn load(p: &Path) -> Result<BenchReport> {

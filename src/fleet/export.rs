@@ -1,15 +1,9 @@
-//! The per-host CSV `fleet analyze --export-csv` writes, and `fleet
-//! analyze`'s report in each of its formats (written by the one
-//! `render::report::Output`, checked before any input is read).
+//! The per-host CSV `fleet analyze --export-csv` writes.
 
 use anyhow::Result;
 
-use super::Analyzed;
 use super::fit::{self, FitParams, Recommendation};
 use super::ingest::Fleet;
-use crate::context::ExitCode;
-use crate::render::report::{self, Format, Report};
-use crate::render::term::safe;
 
 /// The CSV header: the input figures first, under the names `fleet analyze`
 /// reads back, so the file is itself a valid input.
@@ -31,31 +25,6 @@ pub const CSV_HEADER: [&str; 16] = [
     "fits_inodes",
     "fits_recommended_with_headroom",
 ];
-
-impl Report for Analyzed {
-    fn render(&self, f: Format) -> Option<Result<Vec<u8>>> {
-        let r = &self.report;
-        match f {
-            Format::TEXT => report::text(super::render::text(r)),
-            Format::JSON => Some(report::json(r)),
-            Format::MARKDOWN => report::text(super::render::markdown(r)),
-            Format::HTML => report::text(super::render::html(r)),
-            Format::CSV => Some(hosts_csv(&self.fleet, &self.fit, &r.recommendation)),
-            _ => None,
-        }
-    }
-
-    /// Short of the target share: the problem the user asked about.
-    fn exit_code(&self) -> ExitCode {
-        ExitCode::problem_if(self.report.below_target)
-    }
-
-    fn after(&self, _stdout: Option<Format>) -> String {
-        let dups = self.report.input.duplicate_examples.iter().take(3);
-        dups.map(|d| format!("tmpfsctl: note: duplicate host: {}\n", safe(d)))
-            .collect()
-    }
-}
 
 /// One row per host: figures (empty when the input lacked one) and, per fit
 /// model, `true`/`false` (empty: not evaluated). The statistics are in the
