@@ -1,4 +1,7 @@
-//! Sizes as people and tmpfs write them (`512M`, `2G`, `50%`) and as we print them.
+//! Sizes as people and tmpfs write them (`512M`, `2G`, `50%`) and as we print them;
+//! durations as every command takes them (`30s`, `10min`, `1h30m`, `0.5s`, `500ms`, `90`).
+
+use std::time::Duration;
 
 use thiserror::Error;
 
@@ -241,6 +244,182 @@ pub fn fmt_ns(ns: f64) -> String {
     }
 }
 
+/// Why a duration was refused; each names the input and how to write it.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum DurationError {
+    #[error(
+        "duration {0:?} is not a duration; write a number with a unit, e.g. 30s, 10min, 1h30m, \
+         0.5s or 500ms (a number alone is seconds)"
+    )]
+    Syntax(String),
+    #[error(
+        "duration {input:?}: unknown unit {unit:?}; use ms, s, m (or min), h, d, w or y, \
+         e.g. 10min or 1h30m"
+    )]
+    UnknownUnit { input: String, unit: String },
+    #[error(
+        "duration {input:?}: {number} has no unit; give every part one, e.g. 1h30m (only a \
+         number alone, like 90, is seconds)"
+    )]
+    MissingUnit { input: String, number: String },
+    #[error("duration {0:?} is too long")]
+    Overflow(String),
+    #[error("duration {0:?} is zero; give a positive duration, e.g. 30s or 10min")]
+    Zero(String),
+    #[error("duration {0:?} is not a whole number of seconds; give e.g. 1s, 90s or 2min")]
+    NotWhole(String),
+}
+
+const NS_PER_S: u128 = 1_000_000_000;
+
+/// Nanoseconds in one of a unit; the words are those persist, bench and
+/// fleet accepted before they shared this grammar. `y` is 365 days (what
+/// `fleet --window` always meant; systemd's year, 365.25 days, is read by
+/// `sys::tmpfiles` for its own files).
+fn unit_ns(unit: &str) -> Option<u128> {
+    Some(match unit {
+        "ms" | "msec" | "millisecond" | "milliseconds" => 1_000_000,
+        "s" | "sec" | "secs" | "second" | "seconds" => NS_PER_S,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60 * NS_PER_S,
+        "h" | "hr" | "hrs" | "hour" | "hours" => 3600 * NS_PER_S,
+        "d" | "day" | "days" => 86_400 * NS_PER_S,
+        "w" | "week" | "weeks" => 7 * 86_400 * NS_PER_S,
+        "y" | "year" | "years" => 365 * 86_400 * NS_PER_S,
+        _ => return None,
+    })
+}
+
+/// One number of a duration as written: its text, and whether it carries
+/// an exponent (`1e3`, read as a float; else read exactly).
+fn scan_number(b: &[u8], mut i: usize, first: bool) -> (usize, bool) {
+    if first && b.get(i) == Some(&b'+') {
+        i += 1;
+    }
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+    }
+    let mut j = i;
+    if matches!(b.get(j), Some(b'e' | b'E')) {
+        j += 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        if b.get(j).is_some_and(u8::is_ascii_digit) {
+            while b.get(j).is_some_and(u8::is_ascii_digit) {
+                j += 1;
+            }
+            return (j, true);
+        }
+    }
+    (i, false)
+}
+
+/// `number` (digits, an optional fraction) times `unit` nanoseconds,
+/// exactly (to the nanosecond) unless it has an exponent.
+fn term_ns(number: &str, exponent: bool, unit: u128) -> Option<u128> {
+    let number = number.strip_prefix('+').unwrap_or(number);
+    if exponent {
+        let v: f64 = number.parse().ok()?;
+        let ns = v * unit as f64;
+        return (0.0..1e38).contains(&ns).then_some(ns as u128);
+    }
+    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+    let whole = if int.is_empty() {
+        0
+    } else {
+        int.parse::<u128>().ok()?.checked_mul(unit)?
+    };
+    // Digits beyond the 18th are below a nanosecond for every unit.
+    let frac = &frac[..frac.len().min(18)];
+    let part = if frac.is_empty() {
+        0
+    } else {
+        frac.parse::<u128>().ok()? * unit / 10u128.pow(frac.len() as u32)
+    };
+    whole.checked_add(part)
+}
+
+/// A duration as every command takes it: one or more parts, each a number
+/// and a unit (`30s`, `10min`, `1h30m`, `1h 30m`, `2 hours`, `0.5s`,
+/// `500ms`, `1.5m`, `7d`, `2w`), or a number alone, which is seconds (`90`,
+/// `0.5`). Units: ms, s, m, h, d, w, y and their words (sec, min, hour,
+/// day, week, year, with plurals); lower case.
+pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
+    let syntax = || DurationError::Syntax(input.to_string());
+    let s = input.trim();
+    let b = s.as_bytes();
+    if b.is_empty() {
+        return Err(syntax());
+    }
+    let mut total: u128 = 0;
+    let mut i = 0;
+    let mut first = true;
+    while i < b.len() {
+        let start = i;
+        let (end, exponent) = scan_number(b, i, first);
+        let number = &s[start..end];
+        if !number.bytes().any(|c| c.is_ascii_digit()) {
+            return Err(syntax());
+        }
+        i = end;
+        while b.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        let u0 = i;
+        while b.get(i).is_some_and(u8::is_ascii_alphabetic) {
+            i += 1;
+        }
+        let unit = &s[u0..i];
+        let ns = if unit.is_empty() {
+            if !(first && i == b.len()) {
+                return Err(match b.get(i) {
+                    Some(c) if !c.is_ascii_digit() => syntax(),
+                    _ => DurationError::MissingUnit {
+                        input: input.to_string(),
+                        number: number.to_string(),
+                    },
+                });
+            }
+            NS_PER_S
+        } else {
+            unit_ns(unit).ok_or_else(|| DurationError::UnknownUnit {
+                input: input.to_string(),
+                unit: unit.to_string(),
+            })?
+        };
+        let overflow = || DurationError::Overflow(input.to_string());
+        total = term_ns(number, exponent, ns)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(overflow)?;
+        while b.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        first = false;
+    }
+    let secs =
+        u64::try_from(total / NS_PER_S).map_err(|_| DurationError::Overflow(input.into()))?;
+    Ok(Duration::new(secs, (total % NS_PER_S) as u32))
+}
+
+/// [`parse_duration`] for what counts whole seconds and cannot be zero
+/// (persist's sync interval, fleet's window and timeout).
+pub fn parse_seconds(input: &str) -> Result<u64, DurationError> {
+    let d = parse_duration(input)?;
+    if d.is_zero() {
+        return Err(DurationError::Zero(input.to_string()));
+    }
+    if d.subsec_nanos() != 0 {
+        return Err(DurationError::NotWhole(input.to_string()));
+    }
+    Ok(d.as_secs())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,5 +497,105 @@ mod tests {
         assert_eq!(fmt_count(9999), "9999");
         assert_eq!(fmt_count(3_085_510), "3.09M");
         assert_eq!(fmt_count(120_500), "120.5k");
+    }
+
+    fn d(s: &str) -> Result<Duration, DurationError> {
+        parse_duration(s)
+    }
+
+    /// Every form one of the four parsers this grammar replaced accepted
+    /// keeps its meaning: persist (`10min`, `600`, `2h30m`, `1d`, words,
+    /// spaces), bench (`500ms`, `2s`, `1.5`, `1m`, `0`, `1e3`), top (`2`,
+    /// `0.5`) and fleet (`7d`, `1h30m`, `90s`, `1w`, `1y`).
+    #[test]
+    fn durations_keep_every_form_the_old_parsers_took() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        for (text, want) in [
+            ("10min", s(600)),
+            ("600", s(600)),
+            ("2h30m", s(9000)),
+            ("1d", s(86_400)),
+            ("10 min", s(600)),
+            ("1h 30m", s(5400)),
+            ("3 hours 2 minutes", s(10_920)),
+            ("30secs", s(30)),
+            ("2hr", s(7200)),
+            ("500ms", ms(500)),
+            ("2s", s(2)),
+            ("1.5", ms(1500)),
+            ("1m", s(60)),
+            ("1.5m", s(90)),
+            ("0.2s", ms(200)),
+            ("0", s(0)),
+            ("2 s", s(2)),
+            (" 2s ", s(2)),
+            ("1e3", s(1000)),
+            ("1e-3s", ms(1)),
+            ("+2", s(2)),
+            (".5", ms(500)),
+            ("5.", s(5)),
+            ("2", s(2)),
+            ("0.5", ms(500)),
+            ("0.1", ms(100)),
+            ("7d", s(7 * 86_400)),
+            ("1h30m", s(5400)),
+            ("90s", s(90)),
+            ("1w", s(7 * 86_400)),
+            ("1y", s(365 * 86_400)),
+            ("30m1h", s(5400)),
+            ("18446744073709551615", s(u64::MAX)),
+        ] {
+            assert_eq!(d(text), Ok(want), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn bad_durations_name_the_input_and_the_fix() {
+        for bad in [
+            "", "soon", "-1", "fast", ".", "inf", "nan", "1h+30m", "1.2.3",
+        ] {
+            assert!(
+                matches!(d(bad), Err(DurationError::Syntax(_))),
+                "{bad:?}: {:?}",
+                d(bad)
+            );
+        }
+        for bad in ["3x", "10MIN", "1e", "2sm", "5 parsecs"] {
+            assert!(
+                matches!(d(bad), Err(DurationError::UnknownUnit { .. })),
+                "{bad:?}: {:?}",
+                d(bad)
+            );
+        }
+        for bad in ["1h30", "10min30", "1 2"] {
+            assert!(
+                matches!(d(bad), Err(DurationError::MissingUnit { .. })),
+                "{bad:?}: {:?}",
+                d(bad)
+            );
+        }
+        assert!(matches!(
+            d("99999999999999999999y"),
+            Err(DurationError::Overflow(_))
+        ));
+        assert!(matches!(d("1e400"), Err(DurationError::Overflow(_))));
+        let e = d("1h30").unwrap_err().to_string();
+        assert!(e.contains("\"1h30\"") && e.contains("1h30m"), "{e}");
+        let e = d("soon").unwrap_err().to_string();
+        assert!(e.contains("\"soon\"") && e.contains("10min"), "{e}");
+    }
+
+    #[test]
+    fn whole_positive_seconds() {
+        assert_eq!(parse_seconds("10min"), Ok(600));
+        assert_eq!(parse_seconds("1.5m"), Ok(90));
+        assert_eq!(parse_seconds("7"), Ok(7));
+        assert_eq!(parse_seconds("0s"), Err(DurationError::Zero("0s".into())));
+        assert_eq!(parse_seconds("0d"), Err(DurationError::Zero("0d".into())));
+        assert_eq!(
+            parse_seconds("0.5s"),
+            Err(DurationError::NotWhole("0.5s".into()))
+        );
     }
 }

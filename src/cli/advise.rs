@@ -34,7 +34,9 @@ pub struct AdviseArgs {
     #[arg(long, value_name = "URL")]
     pub prometheus: Option<String>,
     /// History window for --prometheus (e.g. 7d, 24h)
-    #[arg(long, value_name = "DURATION", default_value = "7d")]
+    // Checked by the one duration grammar, kept as written for the report.
+    #[arg(long, value_name = "DURATION", default_value = "7d",
+          value_parser = |s: &str| crate::units::parse_seconds(s).map(|_| s.to_string()))]
     pub window: String,
     /// This host's name in --history / its instance label in --prometheus (default: the hostname)
     #[arg(long, value_name = "NAME")]

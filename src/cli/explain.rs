@@ -7,10 +7,12 @@ use crate::explain::{ExplainQuery, Writer};
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  tmpfsctl explain /tmp\n  tmpfsctl explain /dev/shm/job --pid 4242\n  tmpfsctl explain /run/app --cgroup /system.slice/app.service --json\n\n\
-Causes, in the order they bind: read_only, bytes_full, inodes_full, quota, cgroup_memory, memory_pressure; \
-not_ram_backed when PATH is on a disk (then it is that disk that is full); ok when nothing binds.\n\
-Exit codes: 0 nothing binds, 1 something binds, 2 error."
+    after_help = format!(
+        "Examples:\n  tmpfsctl explain /tmp\n  tmpfsctl explain /dev/shm/job --pid 4242\n  tmpfsctl explain /run/app --cgroup /system.slice/app.service --json\n\n\
+         {}\n\
+         Exit codes: 0 nothing binds, 1 something binds, 2 error.",
+        crate::explain::help_list()
+    )
 )]
 pub struct ExplainArgs {
     /// The file or directory a write fails at (or would be made in)
@@ -25,7 +27,7 @@ pub struct ExplainArgs {
     /// Read tmpfiles.d rules from DIR instead of /etc, /run, /usr/local/lib and /usr/lib tmpfiles.d (repeat; first wins by name)
     #[arg(long = "tmpfiles-dir", value_name = "DIR")]
     pub tmpfiles_dirs: Vec<PathBuf>,
-    /// Print a JSON document (schema_version 1)
+    /// Print a JSON document (schema_version 3)
     #[arg(long)]
     pub json: bool,
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::fleet::analyze::{AnalyzeOptions, DEFAULT_BUCKETS};
 use crate::fleet::prom::PromOptions;
 use crate::fleet::{
-    AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams, parse_duration,
+    AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams,
 };
 use crate::render::report::{Format, Output};
 use crate::units::{self, Size};
@@ -129,7 +129,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "URL", conflicts_with = "files")]
     pub prometheus: Option<String>,
     /// Window for the peak (max_over_time) with --prometheus
-    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = units::parse_seconds)]
     pub window: u64,
     /// With --prometheus: use the latest value instead of the peak over --window
     #[arg(long, requires = "prometheus")]
@@ -138,7 +138,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "LABEL", default_value = "instance")]
     pub host_label: String,
     /// HTTP timeout for --prometheus
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = units::parse_seconds)]
     pub timeout: u64,
     /// Print the PromQL queries (to stderr) as they run
     #[arg(long, short)]

@@ -9,7 +9,7 @@ use crate::mounts::plan::Boot;
 use crate::persist::admin::{DisableRequest, EnableRequest};
 use crate::persist::status::StatusRequest;
 use crate::persist::verify::VerifyRequest;
-use crate::persist::{PersistRequest, RestoreRequest, SyncRequest, parse_duration, registry};
+use crate::persist::{PersistRequest, RestoreRequest, SyncRequest, registry};
 use crate::render::report::{Format, Output};
 use crate::units::Size;
 
@@ -56,10 +56,6 @@ pub enum PersistCmd {
     Verify(VerifyArgs),
 }
 
-fn duration(s: &str) -> Result<u64, String> {
-    parse_duration(s)
-}
-
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  sudo tmpfsctl persist enable /var/log --size 256M --yes\n  \
@@ -80,7 +76,7 @@ pub struct EnableArgs {
     #[arg(long)]
     pub force: bool,
     /// Time between timer syncs (10min, 1h, 600)
-    #[arg(long, value_name = "DURATION", default_value = "10min", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10min", value_parser = crate::units::parse_seconds)]
     pub interval: u64,
     /// Generations kept in the store (at least 1)
     #[arg(long, value_name = "N", default_value_t = crate::persist::DEFAULT_KEEP)]
@@ -168,7 +164,7 @@ pub struct StatusArgs {
     #[arg(long, value_name = "STORE")]
     pub store: Option<PathBuf>,
     /// The sync interval to judge staleness by [default: as enabled, else 10min]
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_seconds)]
     pub interval: Option<u64>,
     /// Also write node_exporter textfile metrics to FILE (atomically)
     #[arg(long, value_name = "FILE")]

@@ -35,7 +35,7 @@ pub struct TopArgs {
     /// (atomically; `-` for stdout) and exit
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
-    /// Seconds between refreshes
+    /// Time between refreshes: seconds (2, 0.5) or with a unit (500ms, 1m); 0.1 s to 1 h
     #[arg(short = 'd', long = "delay", value_name = "SECS", default_value = "2", value_parser = parse_interval)]
     pub delay: Duration,
     /// Rows per list (largest directories, processes)
@@ -44,13 +44,13 @@ pub struct TopArgs {
 }
 
 fn parse_interval(s: &str) -> Result<Duration, String> {
-    let v: f64 = s
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number of seconds; give e.g. 2 or 0.5"))?;
-    if !(0.1..=3600.0).contains(&v) {
-        return Err(format!("{s} s is out of range; give 0.1 to 3600 seconds"));
+    let d = crate::units::parse_duration(s).map_err(|e| e.to_string())?;
+    if !(Duration::from_millis(100)..=Duration::from_secs(3600)).contains(&d) {
+        return Err(format!(
+            "{s:?} is out of range; give 0.1 to 3600 seconds (e.g. 2, 0.5 or 500ms)"
+        ));
     }
-    Ok(Duration::from_secs_f64(v))
+    Ok(d)
 }
 
 impl TopArgs {

@@ -12,11 +12,103 @@ use crate::sys::statfs::FsStats;
 use crate::sys::{MemInfo, MountInfo, Sysroot, du};
 use crate::units::{fmt_bytes, fmt_count, tmpfs_size_option};
 
+/// What can stop a write, in the order the checks run and bind. Adding a
+/// cause: a variant here (in its place in [`CauseKind::ALL`]), its arm in
+/// [`CauseKind::check`] with the function that checks it, and its name in
+/// README.md's explain paragraph (a test holds the README to this order).
+/// The JSON carries [`CauseKind::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CauseKind {
+    ReadOnly,
+    NotRamBacked,
+    BytesFull,
+    InodesFull,
+    Quota,
+    CgroupMemory,
+    MemoryPressure,
+    /// Nothing binds: added by [`classify`] when no other cause binds.
+    Ok,
+}
+
+impl CauseKind {
+    /// Every cause in binding order: `classify` checks them in this order,
+    /// `explain --help` lists them in it.
+    pub const ALL: [CauseKind; 8] = [
+        CauseKind::ReadOnly,
+        CauseKind::NotRamBacked,
+        CauseKind::BytesFull,
+        CauseKind::InodesFull,
+        CauseKind::Quota,
+        CauseKind::CgroupMemory,
+        CauseKind::MemoryPressure,
+        CauseKind::Ok,
+    ];
+
+    /// The name in the JSON and the text.
+    pub fn name(self) -> &'static str {
+        match self {
+            CauseKind::ReadOnly => "read_only",
+            CauseKind::NotRamBacked => "not_ram_backed",
+            CauseKind::BytesFull => "bytes_full",
+            CauseKind::InodesFull => "inodes_full",
+            CauseKind::Quota => "quota",
+            CauseKind::CgroupMemory => "cgroup_memory",
+            CauseKind::MemoryPressure => "memory_pressure",
+            CauseKind::Ok => "ok",
+        }
+    }
+
+    /// What the human answer says first when this cause binds first.
+    pub fn verdict(self) -> &'static str {
+        match self {
+            CauseKind::MemoryPressure => {
+                "a write may succeed now, but this mount can grow past the RAM left"
+            }
+            CauseKind::CgroupMemory => "the next write gets its writer OOM-killed",
+            _ => "a write here fails",
+        }
+    }
+
+    /// This cause at `i`, when it applies (binding or not). RAM limits
+    /// are only checked on RAM-backed mounts; a disk has `not_ram_backed`.
+    fn check(self, i: &Inputs) -> Option<Cause> {
+        let ram = crate::sys::is_ram_backed(&i.mount.fstype);
+        match self {
+            CauseKind::ReadOnly => read_only_cause(i),
+            CauseKind::NotRamBacked if !ram => Some(disk_cause(i)),
+            CauseKind::BytesFull if ram => bytes_cause(i),
+            CauseKind::InodesFull if ram => inodes_cause(i),
+            CauseKind::Quota if ram => quota_cause(i),
+            CauseKind::CgroupMemory if ram => cgroup_cause(i),
+            CauseKind::MemoryPressure if ram => pressure_cause(i),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for CauseKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// The causes as `explain --help` lists them: every binding one in order.
+pub fn help_list() -> String {
+    let names: Vec<&str> = CauseKind::ALL
+        .iter()
+        .filter(|k| **k != CauseKind::Ok)
+        .map(|k| k.name())
+        .collect();
+    format!(
+        "Causes, in the order they bind: {}; ok when nothing binds. \
+         not_ram_backed: PATH is on a disk, and it is that disk that is full.",
+        names.join(", ")
+    )
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Cause {
-    /// bytes_full, inodes_full, quota, cgroup_memory, memory_pressure,
-    /// read_only, not_ram_backed, ok.
-    pub kind: String,
+    pub kind: CauseKind,
     pub binds: bool,
     pub detail: String,
     pub fix: String,
@@ -81,9 +173,9 @@ pub fn cgroup_checks(root: &Sysroot, writer: &[(Hierarchy, String)]) -> Vec<Cgro
     out
 }
 
-fn cause(kind: &str, binds: bool, detail: String, fix: String) -> Cause {
+fn cause(kind: CauseKind, binds: bool, detail: String, fix: String) -> Cause {
     Cause {
-        kind: kind.into(),
+        kind,
         binds,
         detail,
         fix,
@@ -165,7 +257,7 @@ fn disk_cause(i: &Inputs) -> Cause {
     );
     let Some(s) = i.stats else {
         return cause(
-            "not_ram_backed",
+            CauseKind::NotRamBacked,
             false,
             head,
             "nothing RAM-related to fix".into(),
@@ -190,7 +282,7 @@ fn disk_cause(i: &Inputs) -> Cause {
             )
         };
         cause(
-            "not_ram_backed",
+            CauseKind::NotRamBacked,
             true,
             format!("{head} It is that disk that is full: {what}."),
             format!(
@@ -199,7 +291,7 @@ fn disk_cause(i: &Inputs) -> Cause {
         )
     } else {
         cause(
-            "not_ram_backed",
+            CauseKind::NotRamBacked,
             false,
             format!(
                 "{head} That disk has {} of {} free and {} inodes free.",
@@ -239,7 +331,7 @@ fn quota_cause(i: &Inputs) -> Option<Cause> {
     let over_i = limit_i.is_some_and(|l| used_i >= l);
     (over_b || over_i).then(|| {
         cause(
-            "quota",
+            CauseKind::Quota,
             true,
             format!(
                 "uid {} holds {} in {} inodes on {}, at its default quota ({} bytes, {} inodes)",
@@ -275,7 +367,7 @@ fn cgroup_cause(i: &Inputs) -> Option<Cause> {
         "memory.max"
     };
     Some(cause(
-        "cgroup_memory",
+        CauseKind::CgroupMemory,
         true,
         format!(
             "the writer's cgroup {} (v{}) uses {} of its {} memory limit ({} left), {} of it shmem: tmpfs pages \
@@ -295,111 +387,122 @@ fn cgroup_cause(i: &Inputs) -> Option<Cause> {
     ))
 }
 
-/// Every check, binding ones first (in the order they would stop a write),
-/// then what does not bind; `ok` when nothing does.
+/// Every check in [`CauseKind::ALL`]'s order (the order they would stop a
+/// write); `ok` when none binds.
 pub fn classify(i: &Inputs) -> Vec<Cause> {
-    let m = i.mount;
-    let mp = m.mount_point.display().to_string();
-    // The fixes are commands to paste: the mount point quoted for a shell.
+    let mut out: Vec<Cause> = CauseKind::ALL.iter().filter_map(|k| k.check(i)).collect();
+    if !out.iter().any(|c| c.binds) {
+        out.push(ok_cause(i));
+    }
+    out
+}
+
+/// The mount point as shown, and quoted for a shell: fixes are commands to paste.
+fn mount_point(i: &Inputs) -> (String, String) {
+    let mp = i.mount.mount_point.display().to_string();
     let q = crate::render::term::shell_word(&mp);
-    let mut out = Vec::new();
-    if i.read_only {
-        out.push(cause(
-            "read_only",
-            true,
-            format!(
-                "{mp} ({}) is mounted read-only: every write fails with EROFS",
-                m.fstype
-            ),
-            format!("`mount -o remount,rw {q}` if it should be writable, or write somewhere else"),
-        ));
+    (mp, q)
+}
+
+fn read_only_cause(i: &Inputs) -> Option<Cause> {
+    if !i.read_only {
+        return None;
     }
-    if !crate::sys::is_ram_backed(&m.fstype) {
-        let d = disk_cause(i);
-        let binds = d.binds;
-        out.push(d);
-        if !binds && !i.read_only {
-            out.push(ok_cause(i));
-        }
-        return out;
+    let (mp, q) = mount_point(i);
+    Some(cause(
+        CauseKind::ReadOnly,
+        true,
+        format!(
+            "{mp} ({}) is mounted read-only: every write fails with EROFS",
+            i.mount.fstype
+        ),
+        format!("`mount -o remount,rw {q}` if it should be writable, or write somewhere else"),
+    ))
+}
+
+fn bytes_cause(i: &Inputs) -> Option<Cause> {
+    let ramfs = i.mount.fstype == "ramfs";
+    let s = i.stats.filter(|s| !ramfs && s.size_bytes > 0)?;
+    if !nearly_none(s.avail_bytes, s.size_bytes) {
+        return None;
     }
-    let ramfs = m.fstype == "ramfs";
-    if let Some(s) = i.stats.filter(|s| !ramfs && s.size_bytes > 0)
-        && nearly_none(s.avail_bytes, s.size_bytes)
-    {
-        let bigger = tmpfs_size_option(s.size_bytes.saturating_mul(2));
-        out.push(cause(
-            "bytes_full",
-            true,
-            format!(
-                "{mp} is full: {} of its {} size limit used, {} free",
-                fmt_bytes(s.used_bytes),
-                fmt_bytes(s.size_bytes),
-                fmt_bytes(s.avail_bytes)
-            ),
-            format!(
-                "`mount -o remount,size={bigger} {q}` (if RAM allows; to keep it after a reboot, the same size= in its \
-                 fstab line or mount unit), or delete the biggest consumers.{}",
-                consumers(i, false)
-            ),
-        ));
+    let (mp, q) = mount_point(i);
+    let bigger = tmpfs_size_option(s.size_bytes.saturating_mul(2));
+    Some(cause(
+        CauseKind::BytesFull,
+        true,
+        format!(
+            "{mp} is full: {} of its {} size limit used, {} free",
+            fmt_bytes(s.used_bytes),
+            fmt_bytes(s.size_bytes),
+            fmt_bytes(s.avail_bytes)
+        ),
+        format!(
+            "`mount -o remount,size={bigger} {q}` (if RAM allows; to keep it after a reboot, the same size= in its \
+             fstab line or mount unit), or delete the biggest consumers.{}",
+            consumers(i, false)
+        ),
+    ))
+}
+
+fn inodes_cause(i: &Inputs) -> Option<Cause> {
+    let s = i.stats.filter(|s| s.inodes_total > 0)?;
+    if !inodes_nearly_none(s.inodes_free, s.inodes_total) {
+        return None;
     }
-    if let Some(s) = i.stats.filter(|s| s.inodes_total > 0)
-        && inodes_nearly_none(s.inodes_free, s.inodes_total)
-    {
-        let free_bytes = if ramfs {
-            String::new()
-        } else {
-            format!(" while {} of bytes are free", fmt_bytes(s.avail_bytes))
-        };
-        out.push(cause(
-            "inodes_full",
-            true,
-            format!(
-                "{mp} has used {} of its {} inodes (nr_inodes){free_bytes}: creating a file fails with ENOSPC",
-                fmt_count(s.inodes_used),
-                fmt_count(s.inodes_total)
-            ),
-            format!(
-                "`mount -o remount,nr_inodes={} {q}` (and the same in its fstab line or unit), or delete many small files.{}",
-                s.inodes_total.saturating_mul(2),
-                consumers(i, true)
-            ),
-        ));
-    }
-    out.extend(quota_cause(i));
-    out.extend(cgroup_cause(i));
+    let (mp, q) = mount_point(i);
+    let free_bytes = if i.mount.fstype == "ramfs" {
+        String::new()
+    } else {
+        format!(" while {} of bytes are free", fmt_bytes(s.avail_bytes))
+    };
+    Some(cause(
+        CauseKind::InodesFull,
+        true,
+        format!(
+            "{mp} has used {} of its {} inodes (nr_inodes){free_bytes}: creating a file fails with ENOSPC",
+            fmt_count(s.inodes_used),
+            fmt_count(s.inodes_total)
+        ),
+        format!(
+            "`mount -o remount,nr_inodes={} {q}` (and the same in its fstab line or unit), or delete many small files.{}",
+            s.inodes_total.saturating_mul(2),
+            consumers(i, true)
+        ),
+    ))
+}
+
+fn pressure_cause(i: &Inputs) -> Option<Cause> {
+    let ramfs = i.mount.fstype == "ramfs";
     let could_grow = match i.stats {
-        Some(s) if !ramfs && s.size_bytes > 0 => Some(s.avail_bytes),
-        _ => None,
+        Some(s) if !ramfs && s.size_bytes > 0 => s.avail_bytes,
+        _ => return None,
     };
     let ram_left = i
         .mem
         .mem_available_bytes
         .saturating_add(i.mem.swap_free_bytes);
-    if let Some(g) = could_grow.filter(|&g| g > ram_left) {
-        out.push(cause(
-            "memory_pressure",
-            true,
-            format!(
-                "{mp} may still grow by {}, but only {} of RAM is available (MemAvailable {} + free swap {}): \
-                 its size limit is a promise RAM cannot keep; filling it pushes the system into swap or the OOM killer",
-                fmt_bytes(g),
-                fmt_bytes(ram_left),
-                fmt_bytes(i.mem.mem_available_bytes),
-                fmt_bytes(i.mem.swap_free_bytes)
-            ),
-            format!(
-                "lower its size (`mount -o remount,size={} {q}`, and the same size= in its fstab line or mount unit), \
-                 free memory, or add swap",
-                tmpfs_size_option((ram_left / 2 + s_used(i)) >> 20 << 20)
-            ),
-        ));
+    if could_grow <= ram_left {
+        return None;
     }
-    if out.is_empty() {
-        out.push(ok_cause(i));
-    }
-    out
+    let (mp, q) = mount_point(i);
+    Some(cause(
+        CauseKind::MemoryPressure,
+        true,
+        format!(
+            "{mp} may still grow by {}, but only {} of RAM is available (MemAvailable {} + free swap {}): \
+             its size limit is a promise RAM cannot keep; filling it pushes the system into swap or the OOM killer",
+            fmt_bytes(could_grow),
+            fmt_bytes(ram_left),
+            fmt_bytes(i.mem.mem_available_bytes),
+            fmt_bytes(i.mem.swap_free_bytes)
+        ),
+        format!(
+            "lower its size (`mount -o remount,size={} {q}`, and the same size= in its fstab line or mount unit), \
+             free memory, or add swap",
+            tmpfs_size_option((ram_left / 2 + s_used(i)) >> 20 << 20)
+        ),
+    ))
 }
 
 fn s_used(i: &Inputs) -> u64 {
@@ -438,7 +541,7 @@ fn ok_cause(i: &Inputs) -> Cause {
         fmt_bytes(i.mem.mem_available_bytes)
     ));
     cause(
-        "ok",
+        CauseKind::Ok,
         false,
         format!(
             "nothing binds at {}: {}",
@@ -497,7 +600,7 @@ mod tests {
         };
         classify(&i)
             .into_iter()
-            .map(|c| (c.kind, c.binds))
+            .map(|c| (c.kind.name().to_string(), c.binds))
             .collect()
     }
 
@@ -558,6 +661,56 @@ mod tests {
             big,
         );
         assert_eq!(c, vec![("ok".into(), false)]);
+    }
+
+    #[test]
+    fn json_names_stay_and_causes_come_in_the_enums_order() {
+        let names: Vec<String> = CauseKind::ALL
+            .iter()
+            .map(|k| serde_json::to_string(k).unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "\"read_only\"",
+                "\"not_ram_backed\"",
+                "\"bytes_full\"",
+                "\"inodes_full\"",
+                "\"quota\"",
+                "\"cgroup_memory\"",
+                "\"memory_pressure\"",
+                "\"ok\""
+            ]
+        );
+        // Everything binds at once: read-only, full in bytes and inodes, a
+        // cgroup at its limit, a size past the RAM left.
+        let t = mount("2 1 0:40 / /t ro - tmpfs tmpfs ro,size=8g");
+        let cg = CgroupCheck {
+            path: "/job".into(),
+            cgroup_version: 2,
+            shmem_bytes: 50 << 20,
+            memory_limit_bytes: Some(64 << 20),
+            memory_current_bytes: Some(63 << 20),
+        };
+        let all = kinds(&t, Some(&stats(8 << 30, 1000, 100, 0)), &[cg], true, 0);
+        let got: Vec<&str> = all.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            got,
+            [
+                "read_only",
+                "bytes_full",
+                "inodes_full",
+                "cgroup_memory",
+                "memory_pressure"
+            ]
+        );
+        let help = help_list();
+        let mut last = 0;
+        for k in CauseKind::ALL.iter().filter(|k| **k != CauseKind::Ok) {
+            let at = help.find(k.name()).unwrap();
+            assert!(at >= last, "{help}");
+            last = at;
+        }
     }
 
     #[test]

@@ -1,15 +1,18 @@
-//! What the next `systemd-tmpfiles --clean` would delete under a path, as
-//! tmpfiles decides it: the age rules that cover it, `x`/`X` exclusions, the
-//! newest of the chosen timestamps against the age, no mount crossed.
+//! What systemd-tmpfiles will do to a path: the lines that concern it,
+//! which of them systemd reads (a same-named file in an earlier directory
+//! hides a later one; a later line that conflicts with an earlier one for
+//! the same path is dropped), what the next timer's `--clean` deletes there
+//! (`age.rs`), what the boot's `--remove` deletes, and the directory flocks
+//! that keep a clean away.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::sys::Sysroot;
+use super::age::{self, Clean};
 use crate::sys::procfd::{self, Scan};
-use crate::sys::tmpfiles::{self, Age, Rule};
+use crate::sys::tmpfiles::{self, Config, Rule, glob_match, is_under};
+use crate::sys::{Sysroot, proc};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RuleOut {
@@ -25,6 +28,11 @@ pub struct RuleOut {
     /// `D`, `R`, `r`: what it covers is removed at every boot
     /// (`systemd-tmpfiles --remove` in systemd-tmpfiles-setup.service).
     pub removes_at_boot: bool,
+    /// `!`: read at boot only; the timer's clean ignores it.
+    pub boot_only: bool,
+    /// Why systemd does not use this line (null when it does): a same-named
+    /// file hides its file, or an earlier line for the path conflicts.
+    pub ignored: Option<String>,
     pub source: String,
     pub line: usize,
 }
@@ -47,39 +55,102 @@ pub struct Cleaned {
     pub open_by: Vec<OpenBy>,
 }
 
-/// At most this many entries are walked per rule: an answer, not a hang.
-const WALK_LIMIT: usize = 500_000;
-
-fn is_under(p: &str, dir: &str) -> bool {
-    p == dir || (p.starts_with(dir) && (dir == "/" || p.as_bytes().get(dir.len()) == Some(&b'/')))
+/// A directory whose contents the clean skips while a process holds a
+/// BSD flock on it (tmpfiles.d(5)).
+#[derive(Debug, Clone, Serialize)]
+pub struct FlockHeld {
+    pub path: String,
+    pub pid: u32,
+    pub comm: String,
 }
 
-/// The rules that concern `path`: age rules on it, above it or below it, and
-/// the exclusions among those places.
-pub fn applicable<'a>(rules: &'a [Rule], path: &str) -> Vec<&'a Rule> {
-    let mut seen_clean: Vec<&str> = Vec::new();
-    rules
+/// Everything tmpfiles does to one path.
+pub struct Answer {
+    pub rules: Vec<RuleOut>,
+    pub cleaned: Vec<Cleaned>,
+    pub removed_at_boot_by: Option<String>,
+    pub flock_protected: Vec<FlockHeld>,
+}
+
+/// The answer for `here` from the `*.conf` files in `dirs`.
+pub fn answer(root: &Sysroot, dirs: &[PathBuf], here: &str, scan: &Scan, now_ns: i128) -> Answer {
+    let (rules, _) = tmpfiles::load(root, dirs);
+    // The timer runs `systemd-tmpfiles --clean`; the boot runs
+    // `--create --remove --boot --exclude-prefix=/dev`.
+    let timer = Config::new(&rules, false);
+    let boot = Config::new(&rules, true);
+    let c = Clean::new(root, &timer, here, now_ns).run();
+    let cleaned = c
+        .doomed
         .iter()
-        .filter(|r| {
-            let related = is_under(path, &r.path)
-                || is_under(&r.path, path)
-                || tmpfiles::glob_match(&r.path, path);
-            if !related || !(r.cleans() || r.is_exclusion() || r.removes_at_boot()) {
-                return false;
-            }
-            // For one path, the first rule read wins (systemd warns about the rest).
-            if r.cleans() || r.removes_at_boot() {
-                if seen_clean.contains(&r.path.as_str()) {
-                    return false;
-                }
-                seen_clean.push(&r.path);
-            }
-            true
+        .map(|d| Cleaned {
+            path: d.path.clone(),
+            age_s: d.age_s,
+            bytes: d.bytes,
+            rule_age_s: d.rule_age_s,
+            open_by: procfd::holders(root, scan, d.dev, d.ino)
+                .into_iter()
+                .map(|(pid, comm)| OpenBy { pid, comm })
+                .collect(),
         })
-        .collect()
+        .collect();
+    let flock_protected = c
+        .locked
+        .iter()
+        .map(|l| FlockHeld {
+            path: l.path.clone(),
+            pid: l.pid,
+            comm: proc::name_or_unknown(root, l.pid),
+        })
+        .collect();
+    let mut out: Vec<RuleOut> = Vec::new();
+    for r in rules.iter().filter(|r| concerns(r, here)) {
+        let cfg = if r.boot_only { &boot } else { &timer };
+        let ignored = cfg
+            .dropped
+            .iter()
+            .find(|(d, _)| d == r)
+            .map(|(_, won)| format!("a conflicting line for the same path comes first: {won}"));
+        // An X shows the age it takes from the directory rule around it.
+        let used = cfg
+            .globs
+            .iter()
+            .chain(&cfg.items)
+            .find(|u| *u == r || (u.kind == 'X' && u.source == r.source && u.line == r.line));
+        out.push(rule_out(used.unwrap_or(r), ignored));
+    }
+    for (r, winner) in tmpfiles::overridden(root, dirs)
+        .into_iter()
+        .filter(|(r, _)| concerns(r, here))
+    {
+        let why = format!(
+            "its file is hidden by {}, which has the same name",
+            winner.display()
+        );
+        out.push(rule_out(&r, Some(why)));
+    }
+    Answer {
+        rules: out,
+        cleaned,
+        removed_at_boot_by: removed_at_boot(root, &boot, here).map(Rule::describe),
+        flock_protected,
+    }
 }
 
-pub fn rule_out(r: &Rule) -> RuleOut {
+/// A line matters to `path` when it cleans, excludes or removes at boot
+/// something on the way to `path`, `path` itself or below it.
+fn concerns(r: &Rule, path: &str) -> bool {
+    if !(r.cleans() || r.is_exclusion() || r.removes_at_boot()) {
+        return false;
+    }
+    is_under(&r.path, path)
+        || Path::new(path).ancestors().any(|a| {
+            let a = a.to_string_lossy();
+            r.path == a || glob_match(&r.path, &a)
+        })
+}
+
+pub fn rule_out(r: &Rule, ignored: Option<String>) -> RuleOut {
     RuleOut {
         kind: r.kind.to_string(),
         path: r.path.clone(),
@@ -89,123 +160,76 @@ pub fn rule_out(r: &Rule) -> RuleOut {
             .age
             .as_ref()
             .map(|a| a.by.names().into_iter().map(String::from).collect()),
-        removes_at_boot: r.removes_at_boot(),
+        removes_at_boot: r.removes_at_boot() && !is_under(&r.path, "/dev"),
+        boot_only: r.boot_only,
+        ignored,
         source: r.source.clone(),
         line: r.line,
     }
 }
 
-/// Seconds since the newest of the timestamps `age` looks at.
-fn age_of(md: &std::fs::Metadata, age: &Age, now: i64) -> i64 {
-    let by = &age.by;
-    let (a, c, m) = if md.is_dir() {
-        (by.dir_atime, by.dir_ctime, by.dir_mtime)
-    } else {
-        (by.file_atime, by.file_ctime, by.file_mtime)
-    };
-    let newest = [(a, md.atime()), (c, md.ctime()), (m, md.mtime())]
-        .into_iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, t)| t)
-        .max()
-        .unwrap_or(i64::MIN / 2);
-    now - newest
-}
-
-/// The rule that removes `path` (or, for a directory, its contents) at
-/// every boot: a `D` on it or above it, an `R`/`r` on it or above it.
-pub fn removed_at_boot<'a>(rules: &[&'a Rule], path: &str) -> Option<&'a Rule> {
-    rules.iter().copied().find(|r| {
-        r.removes_at_boot() && (is_under(path, &r.path) || tmpfiles::glob_match(&r.path, path))
-    })
-}
-
-/// Entries under `limit_to` the age rules would delete now.
-pub fn will_be_cleaned(
-    root: &Sysroot,
-    rules: &[&Rule],
-    limit_to: &str,
-    scan: &Scan,
-    now: i64,
-) -> Vec<Cleaned> {
-    let excl: Vec<&Rule> = rules.iter().copied().filter(|r| r.is_exclusion()).collect();
-    let mut out = Vec::new();
-    for r in rules.iter().filter(|r| r.cleans()) {
-        let Some(age) = &r.age else { continue };
-        let top = PathBuf::from(&r.path);
-        let Ok(top_md) = std::fs::symlink_metadata(root.path(&top)) else {
-            continue;
-        };
-        if !top_md.is_dir() {
-            continue;
-        }
-        let dev = top_md.dev();
-        let mut stack: Vec<(PathBuf, usize)> = vec![(top.clone(), 0)];
-        let mut walked = 0usize;
-        while let Some((dir, depth)) = stack.pop() {
-            let Ok(rd) = std::fs::read_dir(root.path(&dir)) else {
-                continue;
-            };
-            for e in rd.flatten() {
-                walked += 1;
-                if walked > WALK_LIMIT {
-                    break;
-                }
-                let p = dir.join(e.file_name());
-                let ps = p.to_string_lossy();
-                // Only what lies on the way to, or under, the asked path.
-                if !is_under(&ps, limit_to) && !is_under(limit_to, &ps) {
-                    continue;
-                }
-                if excl
-                    .iter()
-                    .any(|x| x.kind == 'x' && excluded_x(&x.path, &p, &top))
-                {
-                    continue;
-                }
-                let Ok(md) = e.path().symlink_metadata() else {
-                    continue;
-                };
-                if md.dev() != dev {
-                    continue; // tmpfiles does not cross into other mounts
-                }
-                let skip_self = excl
-                    .iter()
-                    .any(|x| x.kind == 'X' && tmpfiles::glob_match(&x.path, &ps));
-                if md.is_dir() {
-                    stack.push((p, depth + 1));
-                    continue;
-                }
-                if skip_self || (age.below_top_only && depth == 0) || !is_under(&ps, limit_to) {
-                    continue;
-                }
-                let a = age_of(&md, age, now);
-                if a > age.seconds as i64 {
-                    let open_by = procfd::holders(root, scan, md.dev(), md.ino())
-                        .into_iter()
-                        .map(|(pid, comm)| OpenBy { pid, comm })
-                        .collect();
-                    out.push(Cleaned {
-                        path: ps.into_owned(),
-                        age_s: a as u64,
-                        bytes: md.blocks() * 512,
-                        rule_age_s: age.seconds,
-                        open_by,
-                    });
-                }
-            }
-        }
+/// The line whose `--remove` at boot deletes `path` (a directory under `D`:
+/// its contents). `D` empties its directory and `R` removes what its glob
+/// matches, neither entering another mount; `r` removes a file or an empty
+/// directory only (a full one stays: rmdir fails). `x`/`X` protect nothing.
+pub fn removed_at_boot<'c>(root: &Sysroot, cfg: &'c Config, path: &str) -> Option<&'c Rule> {
+    if is_under(path, "/dev") {
+        return None;
     }
-    out.sort_by(|a, b| b.age_s.cmp(&a.age_s).then_with(|| a.path.cmp(&b.path)));
-    out.dedup_by(|a, b| a.path == b.path);
-    out
+    let ancestors: Vec<String> = Path::new(path)
+        .ancestors()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let d = cfg
+        .items
+        .iter()
+        .filter(|r| r.kind == 'D')
+        .find(|r| is_under(path, &r.path) && !mount_between(root, &r.path, path));
+    let big_r = || {
+        cfg.globs.iter().filter(|r| r.kind == 'R').find(|r| {
+            ancestors
+                .iter()
+                .any(|a| glob_match(&r.path, a) && !mount_between(root, a, path))
+        })
+    };
+    let small_r = || {
+        cfg.globs
+            .iter()
+            .filter(|r| r.kind == 'r')
+            .find(|r| glob_match(&r.path, path) && removable(root, path))
+    };
+    d.or_else(big_r).or_else(small_r)
 }
 
-/// `x PATTERN` protects what it matches and everything below.
-fn excluded_x(pattern: &str, p: &Path, top: &Path) -> bool {
-    p.ancestors()
-        .take_while(|a| a.starts_with(top) && *a != top)
-        .any(|a| tmpfiles::glob_match(pattern, &a.to_string_lossy()))
+/// A mount root strictly below `top`, on the way to `path` or `path` itself:
+/// rm_rf does not enter it.
+fn mount_between(root: &Sysroot, top: &str, path: &str) -> bool {
+    Path::new(path)
+        .ancestors()
+        .map(|a| a.to_string_lossy().into_owned())
+        .take_while(|a| a.as_str() != top && is_under(a, top))
+        .any(|a| is_mount_root(root, &a))
+}
+
+fn is_mount_root(root: &Sysroot, p: &str) -> bool {
+    use rustix::fs::{AtFlags, StatxAttributes, StatxFlags};
+    rustix::fs::statx(
+        rustix::fs::CWD,
+        root.path(p),
+        AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT,
+        StatxFlags::BASIC_STATS,
+    )
+    .is_ok_and(|s| s.stx_attributes.contains(StatxAttributes::MOUNT_ROOT))
+}
+
+/// What `remove(3)` can delete: anything but a directory with entries.
+fn removable(root: &Sysroot, path: &str) -> bool {
+    let p = root.path(path);
+    match std::fs::symlink_metadata(&p) {
+        Ok(m) if m.is_dir() => age::names_noatime(root, path).is_empty(),
+        Ok(_) => true,
+        Err(_) => false,
+    }
 }
 
 /// When systemd will next run the cleaning, when it can say.
@@ -231,57 +255,44 @@ pub fn next_clean(root: &Sysroot) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn rule(kind: char, path: &str, age: Option<&str>) -> Rule {
-        Rule {
-            kind,
-            path: path.into(),
-            age: age.and_then(|a| tmpfiles::parse_age(a).unwrap()),
-            age_field: age.map(String::from),
-            source: "t".into(),
-            line: 1,
-        }
-    }
-
     #[test]
     fn old_files_go_new_and_excluded_ones_stay() {
         let t = tempfile::tempdir().unwrap();
         let base = t.path().to_string_lossy().into_owned();
-        for f in ["old", "new", "keep/old2", "sub/old3"] {
+        for f in ["old", "new", "keep/old2", "sub/old3", ".dot"] {
             let p = t.path().join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, b"x").unwrap();
         }
-        let status = |f: &str, when: &str| {
+        for f in ["old", "keep/old2", "sub/old3", ".dot"] {
             let ok = std::process::Command::new("touch")
-                .args(["-h", "-d", when])
+                .args(["-h", "-m", "-d", "20 days ago"])
                 .arg(t.path().join(f))
                 .status()
                 .unwrap()
                 .success();
             assert!(ok);
-        };
-        for f in ["old", "keep/old2", "sub/old3"] {
-            status(f, "20 days ago");
         }
-        let rules = vec![
-            rule('D', &base, Some("am:10d")),
-            rule('x', &format!("{base}/kee?"), None),
-        ];
-        let refs: Vec<&Rule> = applicable(&rules, &base);
-        assert_eq!(refs.len(), 2);
+        let conf = format!("d {base} - - - m:10d\nx {base}/kee?\n");
+        let (rules, _) = tmpfiles::parse(&conf, "t.conf");
+        let cfg = Config::new(&rules, false);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
-            .as_secs() as i64;
-        let got = will_be_cleaned(&Sysroot::default(), &refs, &base, &Scan::default(), now);
-        let names: Vec<&str> = got.iter().map(|c| c.path.as_str()).collect();
-        assert_eq!(names.len(), 2, "{names:?}");
-        assert!(names.iter().any(|n| n.ends_with("/old")));
-        assert!(names.iter().any(|n| n.ends_with("/sub/old3")));
-        assert!(got.iter().all(|c| c.age_s > 19 * 86_400));
+            .as_nanos() as i128;
+        let root = Sysroot::default();
+        let got = Clean::new(&root, &cfg, &base, now).run();
+        let mut names: Vec<&str> = got.doomed.iter().map(|c| c.path.as_str()).collect();
+        names.sort();
+        let want: Vec<String> = [".dot", "old", "sub/old3"]
+            .iter()
+            .map(|f| format!("{base}/{f}"))
+            .collect();
+        assert_eq!(names, want);
+        assert!(got.doomed.iter().all(|c| c.age_s > 19 * 86_400));
         // Asked about a subdirectory: only what is under it.
         let sub = format!("{base}/sub");
-        let got = will_be_cleaned(&Sysroot::default(), &refs, &sub, &Scan::default(), now);
-        assert_eq!(got.len(), 1);
+        let got = Clean::new(&root, &cfg, &sub, now).run();
+        assert_eq!(got.doomed.len(), 1);
     }
 }

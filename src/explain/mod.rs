@@ -2,6 +2,7 @@
 //! limit that binds first, with its numbers and its fix), and what the next
 //! tmpfiles clean would delete there.
 
+mod age;
 mod causes;
 mod clean;
 mod render;
@@ -15,11 +16,14 @@ use crate::context::Context;
 use crate::sys::cgroup::{self, Hierarchy};
 use crate::sys::{self, Sysroot, procfd, statfs, tmpfiles};
 
-pub use causes::{Cause, CgroupCheck};
-pub use clean::{Cleaned, RuleOut};
+pub use causes::{Cause, CauseKind, CgroupCheck, help_list};
+pub use clean::{Cleaned, FlockHeld, RuleOut};
 
-/// 2: `largest_files` and `hidden_below` are new.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 2: `largest_files` and `hidden_below` are new. 3: `flock_protected`,
+/// `tmpfiles_rules[].boot_only` and `.ignored` are new; `age_by` names
+/// btime and the directory defaults systemd applies; `will_be_cleaned`
+/// lists directories too.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Whose cgroup pays for the write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +84,9 @@ pub struct ExplainReport {
     pub will_be_removed_at_boot: bool,
     /// That rule, as `TYPE PATH (FILE:LINE)`; null when none.
     pub removed_at_boot_by: Option<String>,
+    /// Directories on the way to PATH or below it that the clean skips,
+    /// with everything in them, while a process holds a flock on them.
+    pub flock_protected: Vec<FlockHeld>,
     /// `systemctl show systemd-tmpfiles-clean.timer`'s next run; null without systemd.
     pub tmpfiles_clean_next: Option<String>,
 }
@@ -244,15 +251,11 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
     } else {
         q.tmpfiles_dirs.clone()
     };
-    let (rules, _) = tmpfiles::load(root, &dirs);
     let here = resolved.to_string_lossy().into_owned();
-    let applicable = clean::applicable(&rules, &here);
-    let now = std::time::SystemTime::now()
+    let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let will_be_cleaned = clean::will_be_cleaned(root, &applicable, &here, &scan, now);
-    let boot = clean::removed_at_boot(&applicable, &here)
-        .map(|r| format!("{} {} ({}:{})", r.kind, r.path, r.source, r.line));
+        .map_or(0, |d| d.as_nanos() as i128);
+    let tmp = clean::answer(root, &dirs, &here, &scan, now_ns);
 
     let ramfs = m.fstype == "ramfs";
     Ok(ExplainReport {
@@ -286,10 +289,11 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         hidden_below,
         hidden_below_unknown,
         largest_files: largest,
-        tmpfiles_rules: applicable.iter().map(|r| clean::rule_out(r)).collect(),
-        will_be_cleaned,
-        will_be_removed_at_boot: boot.is_some(),
-        removed_at_boot_by: boot,
+        tmpfiles_rules: tmp.rules,
+        will_be_cleaned: tmp.cleaned,
+        will_be_removed_at_boot: tmp.removed_at_boot_by.is_some(),
+        removed_at_boot_by: tmp.removed_at_boot_by,
+        flock_protected: tmp.flock_protected,
         tmpfiles_clean_next: clean::next_clean(root),
     })
 }
@@ -297,12 +301,7 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
 /// The uid a write would be charged to for quotas: the writer's, else ours.
 fn writer_uid(root: &Sysroot, w: &Writer) -> u32 {
     if let Writer::Pid(pid) = w
-        && let Ok(t) = std::fs::read_to_string(root.path(format!("/proc/{pid}/status")))
-        && let Some(uid) = t
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|v| v.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
+        && let Some(uid) = sys::proc::euid(root, *pid)
     {
         return uid;
     }

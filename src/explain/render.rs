@@ -31,18 +31,10 @@ impl Report for ExplainReport {
 
 pub fn text(r: &ExplainReport) -> String {
     let mut s = String::new();
-    let first = r.causes.iter().find(|c| c.binds).map(|c| c.kind.as_str());
-    let verdict = if first == Some("memory_pressure") {
-        paint(
-            Tone::Bad,
-            "a write may succeed now, but this mount can grow past the RAM left",
-        )
-    } else if first == Some("cgroup_memory") {
-        paint(Tone::Bad, "the next write gets its writer OOM-killed")
-    } else if r.binds {
-        paint(Tone::Bad, "a write here fails")
-    } else {
-        paint(Tone::Good, "a write here succeeds")
+    let first = r.causes.iter().find(|c| c.binds).map(|c| c.kind);
+    let verdict = match first {
+        Some(k) => paint(Tone::Bad, k.verdict()),
+        None => paint(Tone::Good, "a write here succeeds"),
     };
     let line = format!(
         "{}: {} ({} at {})",
@@ -54,9 +46,9 @@ pub fn text(r: &ExplainReport) -> String {
     prose(&mut s, "", None, &line);
     for (n, c) in r.causes.iter().enumerate() {
         let tag = if c.binds {
-            paint(Tone::Bad, &c.kind)
+            paint(Tone::Bad, c.kind.name())
         } else {
-            paint(Tone::Strong, &c.kind)
+            paint(Tone::Strong, c.kind.name())
         };
         let lead = if n == 0 && c.binds {
             "binds first"
@@ -130,8 +122,18 @@ pub fn text(r: &ExplainReport) -> String {
             } else {
                 ""
             };
+            let only = if t.boot_only && t.age.is_some() {
+                " (boot only: the timer's clean ignores it)"
+            } else {
+                ""
+            };
+            let ignored = t
+                .ignored
+                .as_ref()
+                .map(|w| format!(" — not used: {}", safe(w)))
+                .unwrap_or_default();
             let line = format!(
-                "{} {}{age}{boot} ({}:{})",
+                "{} {}{age}{boot}{only} ({}:{}){ignored}",
                 t.kind,
                 safe(&t.path),
                 safe(&t.source),
@@ -164,6 +166,15 @@ pub fn text(r: &ExplainReport) -> String {
                 prose(&mut s, "    ", None, &line);
             }
         }
+    }
+    for l in &r.flock_protected {
+        let line = format!(
+            "{} is not cleaned, nor anything in it, while pid {} ({}) holds a flock on it: systemd-tmpfiles skips a locked directory",
+            safe(&l.path),
+            l.pid,
+            safe(&l.comm)
+        );
+        prose(&mut s, "  ", Some(Tone::Warn), &line);
     }
     match &r.tmpfiles_clean_next {
         Some(n) => {

@@ -185,40 +185,6 @@ fn walk_spinner(paths: &[PathBuf]) -> indicatif::ProgressBar {
     pb
 }
 
-/// Prometheus-style duration: `7d`, `12h`, `90m`, `1w`, `1h30m`.
-pub fn parse_duration(s: &str) -> Result<u64, String> {
-    let err = || format!("{s:?} is not a duration; write e.g. 7d, 12h, 30m or 1h30m");
-    let mut total: u64 = 0;
-    let mut num = String::new();
-    let mut any = false;
-    for c in s.trim().chars() {
-        if c.is_ascii_digit() {
-            num.push(c);
-            continue;
-        }
-        let mult = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86400,
-            'w' => 7 * 86400,
-            'y' => 365 * 86400,
-            _ => return Err(err()),
-        };
-        let n: u64 = num.parse().map_err(|_| err())?;
-        total = n
-            .checked_mul(mult)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(err)?;
-        num.clear();
-        any = true;
-    }
-    if !num.is_empty() || !any || total == 0 {
-        return Err(err());
-    }
-    Ok(total)
-}
-
 /// Read all FILE arguments into one fleet.
 pub fn read_files(
     files: &[PathBuf],
@@ -353,20 +319,4 @@ fn analyze_fleet(a: &AnalyzeRequest) -> Result<Analyzed> {
         fleet,
         fit: opts.fit,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_in_prometheus_syntax() {
-        assert_eq!(parse_duration("7d"), Ok(7 * 86400));
-        assert_eq!(parse_duration("1h30m"), Ok(5400));
-        assert_eq!(parse_duration("90s"), Ok(90));
-        assert!(parse_duration("7").is_err());
-        assert!(parse_duration("0d").is_err());
-        assert!(parse_duration("3x").is_err());
-        assert!(parse_duration("").is_err());
-    }
 }

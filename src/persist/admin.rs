@@ -222,13 +222,13 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         ),
         req.yes,
     )?;
-    let store = Store::create(&store_path)?;
+    let store = store::create(&store_path)?;
     store::check_store(&store_path, &dir, &mounts)?;
     let trust = super::trust::record(store.fd(), req.allow_suid, req.allow_dev)?;
     let dfd = open_dir(&dir)?;
     let never = AtomicBool::new(false);
-    let rep = sync::sync(dfd.as_fd(), &store, req.keep, &never)?;
-    load::verify(&store, rep.generation)?;
+    let rep = sync::sync(dfd.as_fd(), &*store, req.keep, &never)?;
+    load::verify(&*store, rep.generation)?;
     if !already_tmpfs {
         let mut live = None;
         let allow = crate::sys::tmpfs::Allow {
@@ -237,7 +237,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         };
         mount::mount_dir(&dir, size.as_deref(), allow, |root| {
             let st = rustix::fs::fstat(root)?;
-            let (_, l) = load::load(&store, rep.generation, root)?;
+            let (_, l) = load::load(&*store, rep.generation, root)?;
             live = Some((l, st.st_dev));
             Ok(())
         })?;
@@ -350,7 +350,7 @@ fn sync_detach_catch_up(
     dir: &Path,
     top: &crate::sys::MountInfo,
     mounts: &[crate::sys::MountInfo],
-    store: &Store,
+    store: &dyn Store,
     keep: usize,
     never: &AtomicBool,
 ) -> Result<(u64, Vec<String>)> {
@@ -496,14 +496,14 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
         ),
         req.yes,
     )?;
-    let store = Store::open(&e.store)?;
+    let store = store::open(&e.store)?;
     super::trust::check_unchanged(&e.store, store.fd(), e.trust.as_ref())?;
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let mounted = mount::tmpfs_at(&mounts, &dir).is_some();
     let never = AtomicBool::new(false);
     let mut caught_up = Vec::new();
     let g = if let Some(top) = mount::tmpfs_at(&mounts, &dir) {
-        let (g, brought) = sync_detach_catch_up(&dir, top, &mounts, &store, e.keep, &never)?;
+        let (g, brought) = sync_detach_catch_up(&dir, top, &mounts, &*store, e.keep, &never)?;
         caught_up = brought;
         g
     } else {
@@ -513,13 +513,13 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
     };
     // DIR on disk now: make it the final tree, unless it already is.
     let dfd = open_dir(&dir)?;
-    let d = load::diff(dfd.as_fd(), &store, Some(g))?;
+    let d = load::diff(dfd.as_fd(), &*store, Some(g))?;
     let written_back = mounted || !d.is_empty();
     if !mounted && written_back {
         let _lock = store.lock()?;
         crate::sys::fs::clear_dir(dfd.as_fd())
             .with_context(|| format!("clearing {} on disk", safe_path(&dir)))?;
-        load::load(&store, g, dfd.as_fd())?;
+        load::load(&*store, g, dfd.as_fd())?;
         rustix::fs::syncfs(&dfd).context("flushing DIR on disk")?;
     }
     store.drop_live_index();

@@ -17,7 +17,7 @@ use rustix::fs::{AtFlags, FileType, Gid, Mode, OFlags, Timestamps, Uid};
 use super::content;
 use super::manifest::{Entry, Kind};
 use super::scan::{self, LiveIndex, Verdict, show};
-use super::store::{Store, object_rel};
+use super::store::Store;
 use crate::sys::fs::{self, Obj, os};
 
 /// The store's copy of something is missing or not what its manifest says;
@@ -83,7 +83,7 @@ impl Parents<'_> {
 
 /// Load generation `g` of `store` into the empty directory `dst`; returns
 /// what was loaded and the inode/ctime of each file for the live index.
-pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, LiveIndex)> {
+pub fn load(store: &dyn Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, LiveIndex)> {
     let (entries, _) = store.manifest(g)?;
     let mut rep = LoadReport {
         generation: g,
@@ -111,15 +111,15 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
             Kind::File => {
                 let Some(hash) = e.hash else {
                     bail!(Damaged(format!(
-                        "{}/manifest: {} has no content identity",
-                        store.path.join(super::store::gen_name(g)).display(),
+                        "{}: {} has no content identity",
+                        store.manifest_path(g).display(),
                         show(&e.path)
                     )));
                 };
                 let src = store.open_object(&hash).map_err(|err| {
                     Damaged(format!(
                         "{}: {err} (the content of {})",
-                        store.path.join(object_rel(&hash)).display(),
+                        store.object_path(&hash).display(),
                         show(&e.path)
                     ))
                 })?;
@@ -140,7 +140,7 @@ pub fn load(store: &Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, L
                 if h != hash || st.st_size as u64 != e.size {
                     bail!(Damaged(format!(
                         "{} does not match its manifest (the content of {}; damaged store)",
-                        store.path.join(object_rel(&hash)).display(),
+                        store.object_path(&hash).display(),
                         show(&e.path)
                     )));
                 }
@@ -257,7 +257,7 @@ impl Diff {
 
 /// Compare the tree under `dir` with generation `g`, exactly: a file whose
 /// stat says "maybe" is hashed.
-pub fn diff(dir: BorrowedFd<'_>, store: &Store, g: Option<u64>) -> Result<Diff> {
+pub fn diff(dir: BorrowedFd<'_>, store: &dyn Store, g: Option<u64>) -> Result<Diff> {
     let (entries, _) = match g {
         Some(g) => store.manifest(g)?,
         None => (Vec::new(), 0),
@@ -334,7 +334,7 @@ pub fn diff(dir: BorrowedFd<'_>, store: &Store, g: Option<u64>) -> Result<Diff> 
 
 /// Read every file of generation `g` back and compare with the manifest
 /// (after writing generation 1 from DIR on disk, before DIR is covered).
-pub fn verify(store: &Store, g: u64) -> Result<u64> {
+pub fn verify(store: &dyn Store, g: u64) -> Result<u64> {
     let (entries, _) = store.manifest(g)?;
     let mut buf = Vec::new();
     let mut n = 0;

@@ -134,8 +134,8 @@ impl crate::render::report::Request for PersistRequest {
 pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
-    let store = Store::open(&store_path)?;
-    let out = sync_checked(ctx, req, &dir, &store, entry.as_ref());
+    let store = store::open(&store_path)?;
+    let out = sync_checked(ctx, req, &dir, &*store, entry.as_ref());
     let rep = match out {
         Ok(r) => r,
         Err(e) if crate::sys::signals::is_interrupted(&e) => {
@@ -176,11 +176,11 @@ fn sync_checked(
     ctx: &Context,
     req: &SyncRequest,
     dir: &Path,
-    store: &Store,
+    store: &dyn Store,
     entry: Option<&registry::Registered>,
 ) -> Result<sync::SyncReport> {
     let (mounts, _) = ctx.sysroot.mountinfo()?;
-    store::check_store(&store.path, dir, &mounts)?;
+    store::check_store(store.path(), dir, &mounts)?;
     let keep = req.keep.or(entry.map(|e| e.keep)).unwrap_or(DEFAULT_KEEP);
     if entry.is_some() && mount::tmpfs_at(&mounts, dir).is_none() {
         // A persisted DIR without its tmpfs is the stale tree on disk (after
@@ -205,14 +205,14 @@ fn sync_checked(
 /// never restored (a failed boot): syncing it would start pruning the good
 /// generations. Every generation is looked at, not only `current` (which
 /// may be lost or damaged).
-fn refuse_empty_over_data(dir: &Path, store: &Store) -> Result<()> {
+fn refuse_empty_over_data(dir: &Path, store: &dyn Store) -> Result<()> {
     for g in store.generations()?.into_iter().rev() {
         if store.manifest(g).is_ok_and(|(m, _)| m.len() > 1) {
             bail!(
                 "{} is empty but {} holds {} with data; not syncing an empty directory over it \
                  (run `tmpfsctl persist restore {}`, or pass --allow-empty if emptying it was meant)",
                 safe_path(dir),
-                safe_path(&store.path),
+                safe_path(store.path()),
                 gen_name(g),
                 safe_path(dir)
             );
@@ -245,7 +245,7 @@ fn empty_trash_in_background(store: &Path) {
         }
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
     }
-    if let Ok(s) = Store::open(store) {
+    if let Ok(s) = store::open(store) {
         let _ = s.empty_trash(true);
     }
     // SAFETY: see above.
@@ -311,62 +311,5 @@ fn sync_notes(rep: &sync::SyncReport) {
             t.reason,
             gen_name(rep.generation)
         ));
-    }
-}
-
-/// `10min`, `600`, `30s`, `1h`, `2h30m`, `1d`: seconds.
-pub fn parse_duration(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let err = || format!("duration {s:?}: write e.g. 10min, 600s, 1h or 2h30m");
-    if t.is_empty() {
-        return Err(err());
-    }
-    if let Ok(n) = t.parse::<u64>() {
-        return Ok(n);
-    }
-    let mut total = 0u64;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let d = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        if d == 0 {
-            return Err(err());
-        }
-        let n: u64 = rest[..d].parse().map_err(|_| err())?;
-        rest = &rest[d..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let mult = match rest[..u].trim() {
-            "s" | "sec" | "secs" | "second" | "seconds" => 1,
-            "m" | "min" | "mins" | "minute" | "minutes" => 60,
-            "h" | "hr" | "hour" | "hours" => 3600,
-            "d" | "day" | "days" => 86400,
-            _ => return Err(err()),
-        };
-        rest = &rest[u..];
-        total = n
-            .checked_mul(mult)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(err)?;
-    }
-    if total == 0 {
-        return Err(format!("duration {s:?} is zero"));
-    }
-    Ok(total)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn durations() {
-        use super::parse_duration as p;
-        assert_eq!(p("10min"), Ok(600));
-        assert_eq!(p("600"), Ok(600));
-        assert_eq!(p("2h30m"), Ok(9000));
-        assert_eq!(p("1d"), Ok(86400));
-        assert!(p("soon").is_err());
-        assert!(p("0s").is_err());
     }
 }

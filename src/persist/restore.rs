@@ -12,7 +12,7 @@ use anyhow::{Context as _, Result, bail};
 
 use super::load::{self, LoadReport};
 use super::scan::LiveIndex;
-use super::store::{Store, gen_name};
+use super::store::{self, Store, gen_name};
 use super::{RestoreRequest, mount, open_dir, resolve_dir, store_for, trust};
 use crate::context::Context;
 use crate::render::term::{safe, safe_path};
@@ -34,12 +34,12 @@ pub struct RestoreReport {
 }
 
 /// Generations to try, newest first, and what was said finding them.
-fn order(store: &Store, asked: Option<u64>) -> Result<(Vec<u64>, Vec<String>)> {
+fn order(store: &dyn Store, asked: Option<u64>) -> Result<(Vec<u64>, Vec<String>)> {
     if let Some(g) = asked {
         if !store.generations()?.contains(&g) {
             bail!(
                 "--generation {g}: {} holds no {} (it holds {:?}; `tmpfsctl persist verify` lists them)",
-                safe_path(&store.path),
+                safe_path(store.path()),
                 gen_name(g),
                 store.generations()?
             );
@@ -50,7 +50,7 @@ fn order(store: &Store, asked: Option<u64>) -> Result<(Vec<u64>, Vec<String>)> {
     if store.current().unwrap_or(None).is_none() && !store.generations()?.is_empty() {
         notes.push(format!(
             "store {}: `current` is missing; looking for the newest generation that verifies",
-            store.path.display()
+            store.path().display()
         ));
     }
     Ok((store.candidates()?, notes))
@@ -58,7 +58,7 @@ fn order(store: &Store, asked: Option<u64>) -> Result<(Vec<u64>, Vec<String>)> {
 
 /// The first generation of `gens` whose manifest reads and whose objects
 /// exist with their sizes; what was wrong with the ones before it.
-fn first_sound(store: &Store, gens: &[u64], notes: &mut Vec<String>) -> Option<usize> {
+fn first_sound(store: &dyn Store, gens: &[u64], notes: &mut Vec<String>) -> Option<usize> {
     for (i, &g) in gens.iter().enumerate() {
         match store.manifest(g) {
             Err(e) => notes.push(format!("{}: {e:#}", gen_name(g))),
@@ -77,7 +77,7 @@ fn first_sound(store: &Store, gens: &[u64], notes: &mut Vec<String>) -> Option<u
 /// Load the first of `gens` that loads whole into the empty `root`,
 /// emptying `root` again after one whose data turns out damaged.
 fn load_first(
-    store: &Store,
+    store: &dyn Store,
     gens: &[u64],
     root: BorrowedFd<'_>,
     notes: &mut Vec<String>,
@@ -98,7 +98,7 @@ fn load_first(
     bail!(
         "store {} holds no generation that verifies:\n  {}\n\
          nothing was restored; `tmpfsctl persist verify` lists the damage",
-        safe_path(&store.path),
+        safe_path(store.path()),
         notes
             .iter()
             .map(|n| safe(n).into_owned())
@@ -110,14 +110,14 @@ fn load_first(
 pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
-    let store = Store::open(&store_path)?;
+    let store = store::open(&store_path)?;
     let trust = entry
         .as_ref()
         .filter(|e| e.store == store_path)
         .and_then(|e| e.trust);
     trust::check_unchanged(&store_path, store.fd(), trust.as_ref())?;
     let _lock = store.lock()?;
-    let (gens, mut notes) = order(&store, req.generation)?;
+    let (gens, mut notes) = order(&*store, req.generation)?;
     if gens.is_empty() {
         bail!(
             "store {} holds no generation yet; run `tmpfsctl persist sync` first",
@@ -149,7 +149,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
             .unwrap_or_default();
         mount::mount_dir(&dir, size.as_deref(), allow, |root| {
             let st = rustix::fs::fstat(root)?;
-            out = Some((load_first(&store, &gens, root, &mut notes)?, st.st_dev));
+            out = Some((load_first(&*store, &gens, root, &mut notes)?, st.st_dev));
             Ok(())
         })?;
         if let Some(((g, l, live), dev)) = out {
@@ -160,13 +160,13 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         let dfd = open_dir(&dir)?;
         if !fs::names(dfd.as_fd())?.is_empty() {
             let mut probe = Vec::new();
-            let Some(i) = first_sound(&store, &gens, &mut probe) else {
+            let Some(i) = first_sound(&*store, &gens, &mut probe) else {
                 notes.extend(probe);
-                load_first(&store, &[], dfd.as_fd(), &mut notes)?;
+                load_first(&*store, &[], dfd.as_fd(), &mut notes)?;
                 bail!("no generation in {} verifies", safe_path(&store_path));
             };
             let g = gens[i];
-            let d = load::diff(dfd.as_fd(), &store, Some(g))?;
+            let d = load::diff(dfd.as_fd(), &*store, Some(g))?;
             if d.is_empty() {
                 rep.action = "unchanged";
                 rep.generation = g;
@@ -183,7 +183,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         // the store is created in it.
         trust::restrict_mount(dfd.as_fd(), trust.as_ref())?;
         let st = rustix::fs::fstat(&dfd)?;
-        let (g, l, live) = load_first(&store, &gens, dfd.as_fd(), &mut notes)?;
+        let (g, l, live) = load_first(&*store, &gens, dfd.as_fd(), &mut notes)?;
         store.write_live_index(g, st.st_dev, &live)?;
         rep.action = "loaded";
         (rep.generation, rep.files, rep.bytes) = (g, l.files, l.bytes);

@@ -12,7 +12,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::registry::{Registered, Registry};
-use super::store::Store;
+use super::store;
 use super::{DEFAULT_INTERVAL_S, DEFAULT_KEEP, load, mount, open_dir, resolve_dir, units};
 use crate::context::{Context, ExitCode};
 use crate::render::color::{Tone, paint};
@@ -114,7 +114,7 @@ fn judge(s: &mut DirStatus, e: &Registered) {
         // The tmpfs the last sync read, or the one the last restore filled.
         let known: Vec<u64> = [
             super::record::LastSync::load(&e.store).and_then(|r| r.dir_dev),
-            Store::open(&e.store)
+            store::open(&e.store)
                 .ok()
                 .and_then(|st| st.live_index_dev()),
         ]
@@ -181,7 +181,7 @@ fn judge(s: &mut DirStatus, e: &Registered) {
 const TIMER_SLACK_S: u64 = 60;
 
 fn fill(s: &mut DirStatus, e: &Registered, now_s: u64) -> Result<()> {
-    let store = Store::open(&e.store)?;
+    let store = store::open(&e.store)?;
     s.generations_kept = store.generations()?.len() as u64;
     let g = store.newest_complete()?;
     s.generation = g;
@@ -201,7 +201,7 @@ fn fill(s: &mut DirStatus, e: &Registered, now_s: u64) -> Result<()> {
         s.stale = age > 2 * e.interval_s;
     }
     let dfd = open_dir(&e.dir)?;
-    let d = load::diff(dfd.as_fd(), &store, g)?;
+    let d = load::diff(dfd.as_fd(), &*store, g)?;
     s.changed_files = Some(d.changed_files());
     s.changed_bytes = Some(d.changed_bytes);
     Ok(())

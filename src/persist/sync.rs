@@ -12,19 +12,17 @@
 //! not one instant (see docs/persist.md).
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
 use super::content;
-use super::manifest::{self, Entry, Kind};
+use super::manifest::{Entry, Kind};
 use super::scan::{self, Verdict, show};
-use super::store::{OBJECT_TMP, Store, gen_name, object_name};
+use super::store::{Id, NewGeneration, Store, gen_name};
 use crate::sys::fs::{self, Obj};
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -81,16 +79,13 @@ pub fn now_unix_ns() -> i128 {
 
 struct Ctx<'a> {
     src: BorrowedFd<'a>,
-    /// STORE/objects.
-    objects: BorrowedFd<'a>,
+    /// The generation being written: where copied content goes.
+    out: Box<dyn NewGeneration + 'a>,
     buf: Vec<u8>,
     cancel: &'a AtomicBool,
-    /// Objects this sync added (removed again if it fails).
-    created: Vec<String>,
-    tmp_seq: u64,
-    store: &'a Store,
+    store: &'a dyn Store,
     /// Objects found sound (present, right size) during this sync.
-    checked: HashSet<[u8; 16]>,
+    checked: HashSet<Id>,
 }
 
 enum Copied {
@@ -268,16 +263,11 @@ impl Ctx<'_> {
                 Err(Errno::NOENT) => return Ok(Copied::Gone),
                 Err(e) => return Err(e).with_context(|| format!("xattrs of {}", show(rel))),
             };
-            self.tmp_seq += 1;
-            let tmp = format!("{OBJECT_TMP}{}-{}", std::process::id(), self.tmp_seq);
-            let dst = rustix::fs::openat(
-                self.objects,
-                tmp.as_str(),
-                OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o600),
-            )
-            .with_context(|| format!("store: create the object for {}", show(rel)))?;
-            let hash = content::copy_hash(fd.as_fd(), &pre, Some(dst.as_fd()), &mut self.buf)
+            let dst = self
+                .out
+                .new_object()
+                .with_context(|| format!("store: create the object for {}", show(rel)))?;
+            let hash = content::copy_hash(fd.as_fd(), &pre, Some(dst.fd()), &mut self.buf)
                 .with_context(|| format!("copying {} into the store", show(rel)))?;
             write_barrier(&fd);
             let post = rustix::fs::fstat(&fd)?;
@@ -299,11 +289,11 @@ impl Ctx<'_> {
                 // adds after them), as long as it was when the copy began.
                 let now = rustix::fs::fstat(&fd)?;
                 let grew = now.st_ino == pre.st_ino && now.st_size >= pre.st_size;
-                if grew && same_bytes(fd.as_fd(), dst.as_fd(), pre.st_size as u64, &mut self.buf)? {
+                if grew && same_bytes(fd.as_fd(), dst.fd(), pre.st_size as u64, &mut self.buf)? {
                     how = How::Prefix(now.st_size as u64);
                 } else if attempt < TRIES {
                     drop(leased);
-                    let _ = rustix::fs::unlinkat(self.objects, tmp.as_str(), AtFlags::empty());
+                    self.out.drop_object(dst);
                     std::thread::sleep(Duration::from_millis(5 * attempt));
                     continue;
                 } else {
@@ -311,45 +301,15 @@ impl Ctx<'_> {
                 }
             }
             drop(leased);
-            if !matches!(how, How::Torn(_)) && is_online_journal(rel, dst.as_fd()) {
+            if !matches!(how, How::Torn(_)) && is_online_journal(rel, dst.fd()) {
                 how = How::Torn("a journal journald had open (online)");
             }
-            self.publish(&tmp, &hash)?;
-            drop(dst);
+            self.out.keep_object(dst, &hash)?;
             let mut e = scan::entry_from_stat(rel.to_vec(), &pre);
             e.hash = Some(hash);
             e.xattrs = xattrs;
             e.torn = matches!(how, How::Torn(_));
             return Ok(Copied::Done(e, how));
-        }
-    }
-
-    /// Give the finished temp object its name (its content identity). An
-    /// object of that name already holds the same content: it is kept (it
-    /// may be referenced and is durable) and the temp one dropped.
-    fn publish(&mut self, tmp: &str, h: &[u8; 16]) -> Result<()> {
-        let sub = format!("{:02x}", h[0]);
-        match rustix::fs::mkdirat(self.objects, sub.as_str(), Mode::from_raw_mode(0o700)) {
-            Ok(()) | Err(Errno::EXIST) => {}
-            Err(e) => return Err(e).context("store: mkdir in objects"),
-        }
-        let name = object_name(h);
-        match rustix::fs::renameat_with(
-            self.objects,
-            tmp,
-            self.objects,
-            name.as_str(),
-            RenameFlags::NOREPLACE,
-        ) {
-            Ok(()) => {
-                self.created.push(name);
-                Ok(())
-            }
-            Err(Errno::EXIST) => {
-                rustix::fs::unlinkat(self.objects, tmp, AtFlags::empty())?;
-                Ok(())
-            }
-            Err(e) => Err(e).context("store: naming an object"),
         }
     }
 
@@ -378,20 +338,14 @@ impl Ctx<'_> {
 /// Write a new generation of the tree under `src` into `store`.
 pub fn sync(
     src: BorrowedFd<'_>,
-    store: &Store,
+    store: &dyn Store,
     keep: usize,
     cancel: &AtomicBool,
 ) -> Result<SyncReport> {
     let t0 = Instant::now();
     ignore_sigio();
     let _lock = store.lock()?;
-    // A prune killed after moving a generation into the trash left the
-    // objects only it held: this sync's prune scans every object.
-    let full_prune = store.interrupted_prune();
-    let swept = store.sweep()?;
-    // What a previous prune left for a background emptier that did not run
-    // (killed with its service, say): freed now, before writing.
-    store.empty_trash(false)?;
+    let left = store.clear_leftovers()?;
     let resolved = store.resolve()?;
     let prev_gen = resolved.generation;
     let (prev_entries, _) = match prev_gen {
@@ -408,73 +362,42 @@ pub fn sync(
         None => Default::default(),
     };
     let g = store.next_gen()?;
-    let gname = gen_name(g);
-    let sfd = store.fd();
-    let objects = store.objects_fd()?;
+    let failed = |e: anyhow::Error| {
+        e.context(format!(
+            "sync failed; nothing switched, the store still holds {}",
+            prev_gen.map_or("no generation".to_string(), gen_name)
+        ))
+    };
     let mut cx = Ctx {
         src,
-        objects: objects.as_fd(),
+        out: store.begin(g).map_err(failed)?,
         buf: Vec::new(),
         cancel,
-        created: Vec::new(),
-        tmp_seq: 0,
         store,
         checked: HashSet::new(),
     };
-    let result = (|| -> Result<(Vec<Entry>, SyncReport)> {
-        rustix::fs::mkdirat(sfd, gname.as_str(), Mode::from_raw_mode(0o700))
-            .with_context(|| format!("store {}: mkdir {gname}", store.path.display()))?;
-        let (entries, mut rep) = write_entries(&mut cx, &scan, &prev_map, &live)?;
-        let bytes = manifest::encode(&entries, now_unix_ns());
-        let mf = rustix::fs::openat(
-            sfd,
-            format!("{gname}/manifest").as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )?;
-        let mut off = 0;
-        while off < bytes.len() {
-            off += rustix::io::pwrite(&mf, &bytes[off..], off as u64)?;
-        }
-        drop(mf);
-        // Every object, objects directory, the manifest and the generation
-        // directory made durable at once: syncfs(2) writes back and commits
-        // the store's filesystem in one journal commit and one cache flush
-        // (one fsync per file costs a flush each), and since Linux 5.8 it
-        // reports any writeback error on that filesystem since the store was
-        // opened, so an EIO is never missed.
-        rustix::fs::syncfs(sfd).context("flushing the store (syncfs)")?;
-        rep.skipped_mounts = scan.skipped_mounts.iter().map(|p| show(p)).collect();
+    let result = write_entries(&mut cx, &scan, &prev_map, &live).and_then(|(entries, rep)| {
+        cx.out.finish(&entries, now_unix_ns())?;
         Ok((entries, rep))
-    })();
+    });
     let (entries, mut rep) = match result {
         Ok(x) => x,
         Err(e) => {
-            // The previous generation was only ever read; remove the new
-            // one and the objects only it would have used, so a full disk is
-            // not fuller for the next try.
-            if let Ok(n) = CString::new(gname.clone()) {
-                let _ = fs::remove_tree(sfd, &n);
-            }
-            for o in &cx.created {
-                let _ = rustix::fs::unlinkat(&objects, o.as_str(), AtFlags::empty());
-            }
-            let _ = store.sweep();
-            return Err(e.context(format!(
-                "sync failed; nothing switched, the store still holds {}",
-                prev_gen.map_or("no generation".to_string(), gen_name)
-            )));
+            cx.out.abandon();
+            return Err(failed(e));
         }
     };
+    drop(cx);
+    rep.skipped_mounts = scan.skipped_mounts.iter().map(|p| show(p)).collect();
     store.switch(g)?;
-    let pruned = store.prune(keep, swept > 0 || full_prune)?;
+    let pruned = store.prune(keep, left.swept > 0 || left.interrupted_prune)?;
     rep.pruned = pruned.generations;
     rep.moved_aside = pruned.moved_aside;
     rep.notes = resolved.notes;
     rep.generation = g;
     rep.previous_generation = prev_gen;
     rep.entries = entries.len() as u64;
-    rep.swept_partials = swept;
+    rep.swept_partials = left.swept;
     rep.dir_dev = scan.dev;
     rep.duration_ns = t0.elapsed().as_nanos() as u64;
     Ok(rep)

@@ -3,7 +3,7 @@
 //! in the store is found before a restore needs it. Each object is hashed
 //! once however many generations share it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
@@ -13,11 +13,10 @@ use serde::Serialize;
 
 use super::registry::Registry;
 use super::scan::show;
-use super::store::{Store, gen_name, object_rel};
+use super::store::{self, Store, gen_name};
 use super::{content, resolve_dir, store_for};
 use crate::context::{Context, ExitCode};
 use crate::render::term::{safe, safe_path};
-use crate::sys::fs;
 
 #[derive(Debug, Clone)]
 pub struct VerifyRequest {
@@ -73,7 +72,7 @@ fn check(dir: PathBuf, store_path: PathBuf) -> StoreVerdict {
         damaged: Vec::new(),
         problems: Vec::new(),
     };
-    let store = match Store::open(&store_path) {
+    let store = match store::open(&store_path) {
         Ok(s) => s,
         Err(e) => {
             v.problems.push(format!("{e:#}"));
@@ -88,13 +87,13 @@ fn check(dir: PathBuf, store_path: PathBuf) -> StoreVerdict {
     if v.current.is_none() && !v.generations.is_empty() {
         v.problems.push(format!(
             "{}: missing; a sync or restore uses the newest generation that verifies",
-            store_path.join("current").display()
+            store.current_path().display()
         ));
     }
     if v.current.is_some_and(|c| !v.generations.contains(&c)) {
         v.problems.push(format!(
             "{} names a generation that is not there",
-            store_path.join("current").display()
+            store.current_path().display()
         ));
     }
     // Object identity -> its problem (None: sound), each read once.
@@ -106,7 +105,7 @@ fn check(dir: PathBuf, store_path: PathBuf) -> StoreVerdict {
             Err(e) => {
                 v.damaged.push(Damage {
                     generation: g,
-                    store_path: store_path.join(gen_name(g)).join("manifest"),
+                    store_path: store.manifest_path(g),
                     file: String::new(),
                     problem: format!("{:#}", e.root_cause()),
                 });
@@ -119,7 +118,7 @@ fn check(dir: PathBuf, store_path: PathBuf) -> StoreVerdict {
             let problem = seen
                 .entry(h)
                 .or_insert_with(|| {
-                    let p = object_check(&store, &h, e.size, &mut buf);
+                    let p = object_check(&*store, &h, e.size, &mut buf);
                     v.objects_checked += 1;
                     v.bytes_checked += e.size;
                     p
@@ -129,7 +128,7 @@ fn check(dir: PathBuf, store_path: PathBuf) -> StoreVerdict {
                 sound = false;
                 v.damaged.push(Damage {
                     generation: g,
-                    store_path: store_path.join(object_rel(&h)),
+                    store_path: store.object_path(&h),
                     file: show(&e.path),
                     problem,
                 });
@@ -139,11 +138,11 @@ fn check(dir: PathBuf, store_path: PathBuf) -> StoreVerdict {
             v.sound_generations.push(g);
         }
     }
-    v.unreferenced_objects = unreferenced(&store, &seen.keys().copied().collect());
+    v.unreferenced_objects = store.unreferenced_objects(&seen.keys().copied().collect());
     v
 }
 
-fn object_check(store: &Store, h: &[u8; 16], size: u64, buf: &mut Vec<u8>) -> Option<String> {
+fn object_check(store: &dyn Store, h: &[u8; 16], size: u64, buf: &mut Vec<u8>) -> Option<String> {
     if let Some(p) = store.object_problem(h, size) {
         return Some(p);
     }
@@ -157,26 +156,6 @@ fn object_check(store: &Store, h: &[u8; 16], size: u64, buf: &mut Vec<u8>) -> Op
         Ok(_) => Some("its content does not hash to its name (damaged on disk)".into()),
         Err(e) => Some(format!("reading it failed: {e}")),
     }
-}
-
-fn unreferenced(store: &Store, referenced: &HashSet<[u8; 16]>) -> u64 {
-    let Ok(objects) = store.objects_fd() else {
-        return 0;
-    };
-    let mut n = 0;
-    for sub in fs::names(objects.as_fd()).unwrap_or_default() {
-        let Ok(d) = fs::open_dir_beneath(objects.as_fd(), sub.to_bytes()) else {
-            continue;
-        };
-        for name in fs::names(d.as_fd()).unwrap_or_default() {
-            let known = super::manifest::unhex(&name.to_string_lossy())
-                .ok()
-                .and_then(|b| <[u8; 16]>::try_from(b.as_slice()).ok())
-                .is_some_and(|h| referenced.contains(&h));
-            n += u64::from(!known);
-        }
-    }
-    n
 }
 
 pub fn verify_cmd(_ctx: &Context, req: &VerifyRequest) -> Result<VerifyReport> {

@@ -57,6 +57,23 @@ pub fn stat(root: &Sysroot, pid: u32) -> Option<Stat> {
     Stat::parse(&std::fs::read(root.path(format!("/proc/{pid}/stat"))).ok()?)
 }
 
+/// The effective uid of `pid` (the second figure of /proc/PID/status's
+/// `Uid:` line: the one files and quotas are charged to); None when gone.
+pub fn euid(root: &Sysroot, pid: u32) -> Option<u32> {
+    let t = std::fs::read_to_string(root.path(format!("/proc/{pid}/status"))).ok()?;
+    status_euid(&t)
+}
+
+fn status_euid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 /// The numeric entries of /proc: every process, sorted.
 pub fn pids(root: &Sysroot) -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir(root.path("/proc")) else {
@@ -83,6 +100,58 @@ pub fn name(root: &Sysroot, pid: u32) -> Option<String> {
 /// [`name`], or "?" for a process that is gone.
 pub fn name_or_unknown(root: &Sysroot, pid: u32) -> String {
     name(root, pid).unwrap_or_else(|| "?".into())
+}
+
+/// A BSD `flock(2)` lock held on a file, as /proc/locks lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flock {
+    /// The process that took it (it stays while any copy of the fd is open).
+    pub pid: u32,
+    pub major: u32,
+    pub minor: u32,
+    pub ino: u64,
+}
+
+/// The flocks held now (waiters left out); empty when /proc/locks is unreadable.
+pub fn flocks(root: &Sysroot) -> Vec<Flock> {
+    std::fs::read_to_string(root.path("/proc/locks"))
+        .map(|t| parse_flocks(&t))
+        .unwrap_or_default()
+}
+
+/// `1: FLOCK  ADVISORY  WRITE 4385 fe:00:5359437 0 EOF`: the device in hex,
+/// the inode in decimal; a `->` line waits for the lock and holds nothing.
+fn parse_flocks(text: &str) -> Vec<Flock> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.get(1) != Some(&"FLOCK") {
+                return None;
+            }
+            let mut dev = f.get(5)?.split(':');
+            Some(Flock {
+                pid: f.get(4)?.parse().ok()?,
+                major: u32::from_str_radix(dev.next()?, 16).ok()?,
+                minor: u32::from_str_radix(dev.next()?, 16).ok()?,
+                ino: dev.next()?.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// The paths of the unix sockets some process has bound (/proc/net/unix):
+/// a socket file listed there is alive.
+pub fn unix_socket_paths(root: &Sysroot) -> std::collections::HashSet<String> {
+    std::fs::read_to_string(root.path("/proc/net/unix"))
+        .map(|t| {
+            t.lines()
+                .skip(1)
+                .filter_map(|l| l.split_whitespace().nth(7))
+                .filter(|p| p.starts_with('/'))
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A process as noted by something it leaves behind (a progress note, a
@@ -192,5 +261,43 @@ mod tests {
         assert!(alive_since(&root, me.pid, now));
         assert!(!alive_since(&root, me.pid, 1), "started after 1970");
         assert!(pids(&root).contains(&me.pid));
+        assert_eq!(
+            euid(&root, me.pid),
+            Some(rustix::process::geteuid().as_raw())
+        );
+        assert_eq!(euid(&root, dead), None);
+    }
+
+    #[test]
+    fn flocks_are_read_with_hex_devices_and_waiters_left_out() {
+        let t = "1: FLOCK  ADVISORY  WRITE 4385 fe:00:5359437 0 EOF\n\
+                 1: -> FLOCK  ADVISORY  WRITE 4390 fe:00:5359437 0 EOF\n\
+                 2: POSIX  ADVISORY  WRITE 77 00:2a:12 0 EOF\n\
+                 3: FLOCK  ADVISORY  READ 12 00:2a:99 0 EOF\n";
+        let l = parse_flocks(t);
+        assert_eq!(
+            l,
+            [
+                Flock {
+                    pid: 4385,
+                    major: 0xfe,
+                    minor: 0,
+                    ino: 5359437
+                },
+                Flock {
+                    pid: 12,
+                    major: 0,
+                    minor: 42,
+                    ino: 99
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn the_effective_uid_is_the_second_figure() {
+        let status = "Name:\tx\nUmask:\t0022\nUid:\t1000\t0\t0\t0\nGid:\t5\t5\t5\t5\n";
+        assert_eq!(status_euid(status), Some(0));
+        assert_eq!(status_euid("Name:\tx\n"), None);
     }
 }

@@ -284,8 +284,15 @@ fn tmpfiles_rule_lists_the_old_file_and_who_holds_it() {
     ]);
     assert_eq!(code, Some(0), "{v:#}");
     let r = v["tmpfiles_rules"].as_array().unwrap();
-    assert_eq!(r.len(), 2, "{r:#?}");
+    // The hidden file's line is shown too, saying which file hides it.
+    assert_eq!(r.len(), 3, "{r:#?}");
     assert_eq!(r[0]["age_s"], 864_000);
+    assert!(r[0]["ignored"].is_null() && r[1]["ignored"].is_null());
+    let hidden = r[2]["ignored"].as_str().unwrap();
+    assert!(
+        r[2]["age"] == "1s" && hidden.contains(rules.path().join("test.conf").to_str().unwrap()),
+        "{r:#?}"
+    );
     let gone: Vec<&str> = v["will_be_cleaned"]
         .as_array()
         .unwrap()

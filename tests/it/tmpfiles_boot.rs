@@ -86,7 +86,11 @@ fn boot_removal_and_age_letters_match_systemd_tmpfiles() {
         .find(|r| r["type"] == "e")
         .unwrap();
     assert_eq!(rule["age"], "am:10d");
-    assert_eq!(rule["age_by"], serde_json::json!(["atime", "mtime"]));
+    // No upper-case letter: directories are aged by systemd's default.
+    assert_eq!(
+        rule["age_by"],
+        serde_json::json!(["atime", "mtime", "dir atime", "dir btime", "dir mtime"])
+    );
     let text = String::from_utf8_lossy(
         &tmpfsctl(&[
             "explain",
@@ -97,7 +101,10 @@ fn boot_removal_and_age_letters_match_systemd_tmpfiles() {
         .stdout,
     )
     .into_owned();
-    assert!(text.contains("age 10d (atime, mtime)"), "{text}");
+    assert!(
+        text.contains("age 10d (atime, mtime, dir atime, dir btime, dir mtime)"),
+        "{text}"
+    );
 
     let Ok(st) = Command::new("systemd-tmpfiles")
         .arg("--remove")

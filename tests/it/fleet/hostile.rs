@@ -13,7 +13,7 @@ fn systemd_example_units_verify_and_their_command_runs() {
         .find_map(|l| l.strip_prefix("ExecStart="))
         .unwrap();
     let args: Vec<&str> = exec.split_whitespace().collect();
-    assert_eq!(args[0], "/usr/local/bin/tmpfsctl");
+    assert_eq!(args[0], "/usr/bin/tmpfsctl");
     // Run the unit's command line with our binary and the output in a temp dir.
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("tmpfsctl.prom");
@@ -46,7 +46,7 @@ fn systemd_example_units_verify_and_their_command_runs() {
     }
     std::fs::write(
         d.path().join("tmpfsctl-collect.service"),
-        service.replace("/usr/local/bin/tmpfsctl", env!("CARGO_BIN_EXE_tmpfsctl")),
+        service.replace("/usr/bin/tmpfsctl", env!("CARGO_BIN_EXE_tmpfsctl")),
     )
     .unwrap();
     std::fs::write(d.path().join("tmpfsctl-collect.timer"), timer).unwrap();
