@@ -6,9 +6,7 @@ use std::path::PathBuf;
 
 use crate::fleet::analyze::{AnalyzeOptions, DEFAULT_BUCKETS};
 use crate::fleet::prom::PromOptions;
-use crate::fleet::{
-    AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams,
-};
+use crate::fleet::{AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams};
 use crate::render::report::{Format, Output};
 use crate::units::{self, Size};
 
