@@ -89,7 +89,8 @@ pub struct BenchArgs {
     pub compare: Option<Vec<PathBuf>>,
 }
 
-/// fio-like knobs for one custom workload (`--rw` and friends).
+// fio-like knobs for one custom workload (`--rw` and friends). (A plain
+// comment: as a doc comment it would replace the about of `bench`.)
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct CustomArgs {
     /// Custom workload: seq-write, rewrite, seq-read, rand-read, rand-write, small-files, metadata
@@ -118,7 +119,8 @@ pub struct CustomArgs {
     pub runtime: Option<Duration>,
 }
 
-/// Where the report goes besides (or instead of) the terminal table.
+// Where the report goes besides (or instead of) the terminal table. (A plain
+// comment: as a doc comment it would replace the about of `bench`.)
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct OutputArgs {
     /// Print the JSON report (schema_version 2) on stdout instead of the table

@@ -96,7 +96,8 @@ pub fn man(a: &ManArgs) -> Result<ExitCode> {
             );
         }
         let mut paths = vec![Vec::new()];
-        let root = Cli::command();
+        let mut root = Cli::command();
+        root.build();
         collect_paths(&root, &mut Vec::new(), &mut paths);
         for p in &paths {
             let file = dir.join(format!("{}.1", find(p)?.get_name()));
@@ -143,7 +144,10 @@ mod tests {
     #[test]
     fn man_pages_exist_for_every_command() {
         let mut paths = Vec::new();
-        collect_paths(&Cli::command(), &mut Vec::new(), &mut paths);
+        let mut root = Cli::command();
+        root.build();
+        collect_paths(&root, &mut Vec::new(), &mut paths);
+        assert!(paths.iter().any(|p| p.len() > 1), "{paths:?}");
         assert!(paths.iter().any(|p| p == &["apply".to_string()]));
         for p in paths {
             let page = String::from_utf8(render_man(&p).unwrap()).unwrap();

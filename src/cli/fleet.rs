@@ -284,6 +284,7 @@ mod tests {
     fn help_names_the_survey_format_by_what_it_is() {
         use clap::CommandFactory;
         let mut c = crate::cli::Cli::command();
+        c.build();
         let help = c
             .find_subcommand_mut("fleet")
             .and_then(|f| f.find_subcommand_mut("analyze"))

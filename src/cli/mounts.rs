@@ -26,7 +26,8 @@ fn parse_inodes(s: &str) -> Result<u64, String> {
     parse_count(s).map_err(|e| e.to_string())
 }
 
-/// The directory and where its configuration lives.
+// The directory and where its configuration lives. (A plain comment: as a
+// doc comment it would replace the about of the commands that flatten it.)
 #[derive(Debug, Clone, clap::Args)]
 pub struct TargetArgs {
     /// The directory to put on tmpfs, e.g. /tmp
@@ -43,7 +44,8 @@ pub struct TargetArgs {
     pub json: bool,
 }
 
-/// Mount options (all optional: plan recommends what is not given).
+// Mount options (all optional: plan recommends what is not given). (A plain
+// comment: as a doc comment it would replace the about of plan and apply.)
 #[derive(Debug, Clone, clap::Args)]
 pub struct MountOptArgs {
     /// Size limit: 512M, 2G, 50% (of RAM); never below what DIR holds now

@@ -49,7 +49,8 @@ Starts $SHELL (or /bin/sh) in the scratch; `cd -` goes back to where you were. E
 the scratch is gone when the shell exits, unless --keep. See `tmpfsctl run --help` for how the
 scratch is made and what the exit status means.";
 
-/// Options shared by `run` and `shell`.
+// Options shared by `run` and `shell`. (A plain comment: as a doc comment it
+// would replace their about, their arguments being defined late.)
 #[derive(Debug, Clone, clap::Args)]
 pub struct ScratchOpts {
     /// Size cap: 512M, 2G (binary units) or 10% of RAM [default: 50% of MemAvailable]

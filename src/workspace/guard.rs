@@ -142,10 +142,13 @@ fn guard_main(a: &Args) -> ! {
     // SAFETY: the descriptors are open in this process (its table is a copy
     // of tmpfsctl's at clone) until the close_range calls below, which keep them.
     let fd = |n: RawFd| unsafe { BorrowedFd::borrow_raw(n) };
-    // A session (and process group) of its own: `kill -9 -PGID` or
-    // `timeout -s KILL` aimed at tmpfsctl's group must not take the guard
-    // along, or CMD's daemons, cgroup and scratch would outlive it.
-    let _ = rustix::process::setsid();
+    // A process group of its own: `kill -9 -PGID` or `timeout -s KILL`
+    // aimed at tmpfsctl's group must not take the guard along, or CMD's
+    // daemons, cgroup and scratch would outlive it. Not a session: the
+    // terminal's signals reach only its foreground group and the guard
+    // blocks them anyway, and a new session costs a scheduler autogroup
+    // (about 1% of a short run).
+    let _ = rustix::process::setpgid(None, None);
     // No signal from the terminal or tmpfsctl's process group may stop the
     // guard; only SIGKILL can. The raw call: glibc's wrapper could set errno.
     let all: u64 = !0;

@@ -20,6 +20,7 @@ mod scratch;
 mod summary;
 mod supervise;
 mod tree;
+mod vspawn;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

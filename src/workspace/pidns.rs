@@ -252,8 +252,16 @@ fn init_main(cmd: &mut Command, new_user: bool, report: &OwnedFd, life: &OwnedFd
         None,
     )
     .is_ok();
-    let child = match cmd.spawn() {
-        Ok(c) => c.id() as i32,
+    // Started without a copy of the init's memory (see `vspawn`); by fork
+    // where the kernel cannot.
+    let started = super::vspawn::Prepared::new(cmd).map_err(super::vspawn::SpawnError::Failed);
+    let started = match started.and_then(|p| super::vspawn::spawn(&p, None, None)) {
+        Err(super::vspawn::SpawnError::Unsupported) => cmd.spawn().map(|c| c.id() as i32),
+        Err(super::vspawn::SpawnError::Failed(e)) => Err(e),
+        Ok(pid) => Ok(pid),
+    };
+    let child = match started {
+        Ok(c) => c,
         Err(e) => {
             let errno = e.raw_os_error().unwrap_or(libc::EINVAL).to_ne_bytes();
             write_all(report, &[b'E', errno[0], errno[1], errno[2], errno[3]]);

@@ -16,7 +16,7 @@
 //!   tmpfsctl ends normally it writes one byte and the guard exits; when it
 //!   dies any other way the pipe reads EOF and the guard kills the cgroup and
 //!   removes it. The guard is what makes kill -9 of tmpfsctl take CMD's
-//!   daemons along; it runs in a session of its own, so a SIGKILL sent to
+//!   daemons along; it runs in a process group of its own, so a SIGKILL sent to
 //!   tmpfsctl's whole process group (`timeout -s KILL`) does not reach it.
 //!
 //! Without a usable cgroup v2 (an unprivileged user without a delegated
@@ -39,6 +39,7 @@ use super::guard::{self, KILL_WAIT, wait_empty};
 use super::pidns;
 pub use super::procs::Leftover;
 use super::procs::{CloneArgs, read_comm, single_threaded};
+use super::vspawn;
 
 /// Prefix of the per-run cgroups, followed by tmpfsctl's pid.
 const CGROUP_PREFIX: &str = "tmpfsctl-run-";
@@ -157,11 +158,18 @@ impl Tree {
                 Ok(())
             });
         }
+        // Born in the cgroup: moving a process into one takes a lock whose
+        // writer waits for an RCU grace period, 10-20 ms per run.
+        let cg_fd = self.cgroup.as_ref().map(|cg| cg.dir.as_raw_fd());
+        let prepared = vspawn::Prepared::new(cmd)?;
+        match vspawn::spawn(&prepared, cg_fd, Some(parent.as_raw_nonzero().get())) {
+            Ok(pid) => return Ok(pid),
+            Err(vspawn::SpawnError::Failed(e)) => return Err(e),
+            Err(vspawn::SpawnError::Unsupported) => {}
+        }
         let Some(cg) = &self.cgroup else {
             return Ok(cmd.spawn()?.id() as i32);
         };
-        // Born in the cgroup: moving a process into one takes a lock whose
-        // writer waits for an RCU grace period, 10-20 ms per run.
         if single_threaded() {
             match clone_into(&cg.dir, cmd) {
                 Err(Clone3::Unsupported) => {}
@@ -458,6 +466,12 @@ fn kill_and_remove(path: &Path) -> (Vec<Leftover>, Option<String>) {
 }
 
 fn end_cgroup(cg: &Cgroup, out: &mut Ended) {
+    // Usually CMD left nothing: then the cgroup goes with one rmdir, which
+    // the kernel refuses while any process or child cgroup is in it.
+    let procs = std::fs::read(cg.path.join("cgroup.procs")).unwrap_or_default();
+    if procs.is_empty() && std::fs::remove_dir(&cg.path).is_ok() {
+        return;
+    }
     let (killed, err) = kill_and_remove(&cg.path);
     out.killed = killed;
     out.notes.extend(err);
