@@ -19,6 +19,8 @@ pub mod workspace;
 
 use anyhow::Result;
 
+use render::report::{Output, Report, Request};
+
 pub use context::{Context, ExitCode};
 
 /// Run one parsed command line; returns the exit code for success paths.
@@ -57,23 +59,37 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode> {
     };
     use cli::Command;
     match cli.command {
-        Command::Status(a) => status::run(&ctx, &a.query(), a.json),
-        Command::Bench(a) => bench::run(&ctx, &a.request()?),
-        Command::Collect(a) => fleet::collect_cmd(&ctx, &a.request()),
+        Command::Status(a) => command(&ctx, a.output(), || Ok(a.query())),
+        Command::Bench(a) => command(&ctx, a.output(), || a.request()),
+        Command::Collect(a) => command(&ctx, a.output(), || Ok(a.request())),
         Command::Fleet(a) => match a.command {
-            cli::fleet::FleetCommand::Analyze(a) => fleet::analyze_cmd(&a.request()),
+            cli::fleet::FleetCommand::Analyze(a) => command(&ctx, a.output(), || Ok(a.request())),
         },
-        Command::Plan(a) => mounts::plan_cmd(&ctx, &a.request()),
-        Command::Apply(a) => mounts::apply(&ctx, &a.request()),
-        Command::Revert(a) => mounts::revert(&ctx, &a.request()),
-        Command::Run(a) => workspace::run(&ctx, &a.request()?),
-        Command::Shell(a) => workspace::run(&ctx, &a.request()),
-        Command::Advise(a) => advise::run(&ctx, &a),
-        Command::Top(a) => top::run(&ctx, &a.query()),
-        Command::Explain(a) => explain::run(&ctx, &a.query()),
-        Command::Persist(a) => a.run(&ctx),
+        Command::Plan(a) => command(&ctx, a.output(), || Ok(a.request())),
+        Command::Apply(a) => command(&ctx, a.output(), || Ok(a.request())),
+        Command::Revert(a) => command(&ctx, a.output(), || Ok(a.request())),
+        Command::Run(a) => command(&ctx, Output::nothing(), || a.request()),
+        Command::Shell(a) => command(&ctx, Output::nothing(), || Ok(a.request())),
+        Command::Advise(a) => command(&ctx, a.output(), || Ok(a.request())),
+        Command::Top(a) => command(&ctx, a.output(), || Ok(a.query())),
+        Command::Explain(a) => command(&ctx, a.output(), || Ok(a.query())),
+        Command::Persist(a) => command(&ctx, a.output(), || a.request()),
         Command::Completions(a) => cli::docs::completions(&a),
         Command::Man(a) => cli::docs::man(&a),
         Command::Help(a) => cli::docs::help(&a),
     }
+}
+
+/// Every command the same way: where its report goes is checked first (a
+/// typo in a file name costs nothing), then its request is built and run,
+/// then the report is written as the command line chose.
+fn command<Q: Request>(
+    ctx: &Context,
+    output: Output,
+    request: impl FnOnce() -> Result<Q>,
+) -> Result<ExitCode> {
+    output.check()?;
+    let report = request()?.run(ctx)?;
+    output.write(&report)?;
+    Ok(report.exit_code())
 }

@@ -18,7 +18,7 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::bench::{self, BenchReport, Scale};
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
 use crate::fleet::{self, FitParams, HostFit, HostRecord};
 use crate::mounts::{self, plan};
 use crate::sys;
@@ -26,50 +26,28 @@ use crate::units::Size;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  tmpfsctl advise                 # about /tmp: ~30 s as root, ~15 s otherwise\n  \
-tmpfsctl advise --quick /var/tmp\n  tmpfsctl advise --history /var/log/tmpfsctl/*.jsonl\n  \
-tmpfsctl advise --prometheus http://prometheus:9090 --host web1:9100\n\n\
-Reads the machine and measures in private scratch directories; it never changes the system.\n\
-Exit codes: 0 nothing to change, 1 a change is recommended, 2 error."
-)]
-pub struct AdviseArgs {
-    /// The directory to advise about
-    #[arg(value_name = "DIR", default_value = "/tmp")]
+/// What `advise` is asked: the plain request `cli::advise` builds.
+#[derive(Debug, Clone, Default)]
+pub struct AdviseRequest {
+    /// The directory to advise about.
     pub dir: PathBuf,
-    /// Measure for under 10 s (smaller files, fewer runs)
-    #[arg(long, conflicts_with_all = ["thorough", "no_bench"])]
+    /// Measure for under 10 s (smaller files, fewer runs).
     pub quick: bool,
-    /// Run the full default bench suite (about a minute)
-    #[arg(long, conflicts_with = "no_bench")]
+    /// Run the full default bench suite.
     pub thorough: bool,
-    /// Do not measure; decide from sizes alone
-    #[arg(long)]
+    /// Do not measure; decide from sizes alone.
     pub no_bench: bool,
-    /// Earlier `tmpfsctl collect` snapshots of this host: the peak usage in them is used
-    #[arg(long, value_name = "FILE", num_args = 1..)]
+    /// Earlier `collect` snapshots of this host: their peak usage is used.
     pub history: Vec<PathBuf>,
-    /// Prometheus (or compatible) base URL: the peak usage over --window is used
-    #[arg(long, value_name = "URL")]
+    /// Prometheus base URL: the peak usage over `window` is used.
     pub prometheus: Option<String>,
-    /// History window for --prometheus (e.g. 7d, 24h)
-    // Checked by the one duration grammar, kept as written for the report.
-    #[arg(long, value_name = "DURATION", default_value = "7d",
-          value_parser = |s: &str| crate::units::parse_seconds(s).map(|_| s.to_string()))]
+    /// History window for `prometheus` (e.g. 7d), as written: the command
+    /// line checked it with the one duration grammar.
     pub window: String,
-    /// This host's name in --history / its instance label in --prometheus (default: the hostname)
-    #[arg(long, value_name = "NAME")]
+    /// This host's name in `history` / its instance label in Prometheus.
     pub host: Option<String>,
-    /// Print a JSON document (schema_version 1) instead of text
-    #[arg(long)]
-    pub json: bool,
-    /// DIR holds secrets: advise noswap where there is swap (never without this flag)
-    #[arg(long)]
+    /// DIR holds secrets: advise noswap where there is swap.
     pub secrets: bool,
-    /// Also write a self-contained HTML report (with the measurement charts) to FILE
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
 }
 
 /// The whole answer, as printed with --json.
@@ -166,7 +144,7 @@ fn hostname() -> String {
 }
 
 /// Peak usage of this host from history files or Prometheus.
-fn history_peak(args: &AdviseArgs, dir: &Path) -> Result<Option<(u64, Option<u64>, String)>> {
+fn history_peak(args: &AdviseRequest, dir: &Path) -> Result<Option<(u64, Option<u64>, String)>> {
     let host = args.host.clone().unwrap_or_else(hostname);
     if !args.history.is_empty() {
         let opts = fleet::ingest::IngestOptions {
@@ -248,7 +226,7 @@ fn bench_targets(
     Ok((PathBuf::from("/dev/shm"), dir.to_path_buf(), None))
 }
 
-fn scale_and_options(args: &AdviseArgs) -> (Vec<bench::Workload>, bench::Options) {
+fn scale_and_options(args: &AdviseRequest) -> (Vec<bench::Workload>, bench::Options) {
     let mut o = bench::Options {
         latency: false,
         // stderr only: with --json on stdout the bar still shows on a terminal.
@@ -286,7 +264,7 @@ fn scale_and_options(args: &AdviseArgs) -> (Vec<bench::Workload>, bench::Options
     (bench::temp_file_workloads(scale), o)
 }
 
-pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
+pub fn gather(ctx: &Context, args: &AdviseRequest) -> Result<Advice> {
     let facts = mounts::gather_facts(ctx, &mounts::Target::dir(&args.dir))?;
     let dir = facts.dir.clone();
     let shown = dir.display().to_string();
@@ -436,7 +414,7 @@ pub fn gather(ctx: &Context, args: &AdviseArgs) -> Result<Advice> {
 /// said in `notes`.
 fn measure(
     ctx: &Context,
-    args: &AdviseArgs,
+    args: &AdviseRequest,
     facts: &mounts::Facts,
     ram_backed: bool,
     notes: &mut Vec<String>,
@@ -656,20 +634,12 @@ fn refuse_as_plan_does(c: &mut Commands, v: &Verdict, p: &plan::Plan) {
     };
 }
 
-pub fn run(ctx: &Context, args: &AdviseArgs) -> Result<ExitCode> {
-    if let Some(h) = &args.html {
-        crate::sys::atomic::check_writable("--html", h)?;
+/// `tmpfsctl advise`: exit 0 when nothing should change, 1 when a change
+/// is recommended.
+impl crate::render::report::Request for AdviseRequest {
+    type Report = Advice;
+
+    fn run(&self, ctx: &Context) -> Result<Advice> {
+        gather(ctx, self)
     }
-    let advice = gather(ctx, args)?;
-    if let Some(h) = &args.html {
-        crate::sys::atomic::AtomicWrite::report("--html")
-            .write(h, render::html(&advice).as_bytes())
-            .with_context(|| format!("writing {}", h.display()))?;
-    }
-    if args.json {
-        crate::render::print_json(&advice)?;
-    } else {
-        print!("{}", render::text(&advice));
-    }
-    Ok(advice.verdict.kind.exit_code())
 }

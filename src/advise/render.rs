@@ -3,7 +3,9 @@
 use std::fmt::Write;
 
 use super::Advice;
+use crate::context::ExitCode;
 use crate::render::html_escape as esc;
+use crate::render::report::{self, Format, Report};
 use crate::units::{fmt_bytes, fmt_count};
 
 /// Green when nothing needs doing, yellow when a change is recommended,
@@ -163,6 +165,21 @@ fn huge_line(r: &super::HugeRow) -> String {
         Outcome::NoInterval => "not shown either way",
     };
     format!("{}: {:.2}× ({interval}): {said}", r.label, r.ratio)
+}
+
+impl Report for Advice {
+    fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
+        match f {
+            Format::TEXT => report::text(text(self)),
+            Format::JSON => Some(report::json(self)),
+            Format::HTML => report::text(html(self)),
+            _ => None,
+        }
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        self.verdict.kind.exit_code()
+    }
 }
 
 pub fn text(a: &Advice) -> String {

@@ -28,7 +28,6 @@ mod tests;
 #[cfg(test)]
 mod tests_marks;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -38,24 +37,21 @@ pub use report::{BenchReport, BenchResult, SCHEMA_VERSION};
 pub use suite::{Options, need, run_suite, run_suite_with};
 pub use workload::{CacheWant, Op, Preset, Scale, Sync, Workload, preset, temp_file_workloads};
 
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
+use crate::render::report::Request;
 
 use crate::sys::signals::Interrupted;
 
 /// What `tmpfsctl bench` is asked to do.
 #[derive(Debug, Clone)]
 pub enum BenchRequest {
-    /// Measure the workloads on the targets and write the report.
+    /// Measure the workloads on the targets.
     Measure(Box<Measure>),
-    /// Show two saved `--json` reports side by side (and write them as HTML).
-    Compare {
-        a: PathBuf,
-        b: PathBuf,
-        html: Option<PathBuf>,
-    },
+    /// Show two saved `--json` reports side by side.
+    Compare { a: PathBuf, b: PathBuf },
 }
 
-/// A measuring run: where, what, how, and where the report goes.
+/// A measuring run: where, what and how.
 #[derive(Debug, Clone)]
 pub struct Measure {
     /// Directories (or private tmpfs mounts with options) to compare; empty =
@@ -63,50 +59,15 @@ pub struct Measure {
     pub targets: Vec<target::TargetSpec>,
     pub workloads: Vec<Workload>,
     pub options: Options,
-    pub outputs: Outputs,
-}
-
-/// Files the report is written to besides (or instead of) the terminal
-/// table; "-" is stdout.
-#[derive(Debug, Clone, Default)]
-pub struct Outputs {
-    /// The JSON report on stdout instead of the table.
-    pub json_stdout: bool,
-    pub json: Option<PathBuf>,
-    pub csv: Option<PathBuf>,
-    pub markdown: Option<PathBuf>,
-    pub html: Option<PathBuf>,
-    /// A directory for one SVG file per chart.
+    /// A directory for one SVG file per chart (not one file, so not an
+    /// export of the report: written by the run itself).
     pub svg: Option<PathBuf>,
 }
 
-impl Outputs {
-    /// Every path writable and at most one output on stdout: checked before
-    /// anything is measured, so a typo costs a second, not a whole suite.
+impl Measure {
+    /// The SVG directory writable: checked before anything is measured, so
+    /// a typo costs a second, not a whole suite.
     pub fn check(&self) -> Result<()> {
-        let files = [
-            ("--export-json", &self.json),
-            ("--export-csv", &self.csv),
-            ("--export-markdown", &self.markdown),
-            ("--html", &self.html),
-        ];
-        let mut stdout: Vec<&str> = Vec::new();
-        if self.json_stdout {
-            stdout.push("--json");
-        }
-        for (what, p) in files {
-            let Some(p) = p else { continue };
-            if p == Path::new("-") {
-                stdout.push(what);
-            } else {
-                crate::sys::atomic::check_writable(what, p)?;
-            }
-        }
-        anyhow::ensure!(
-            stdout.len() <= 1,
-            "{} all write to stdout; give all but one a file name",
-            stdout.join(" and ")
-        );
         if let Some(d) = &self.svg {
             let probe = if d.exists() {
                 anyhow::ensure!(
@@ -124,60 +85,16 @@ impl Outputs {
     }
 }
 
-/// Write `text` to FILE (whole, via the shared atomic writer), or stdout for "-".
-fn emit(what: &str, dest: &Path, text: &[u8]) -> Result<()> {
-    if dest == Path::new("-") {
-        let mut out = std::io::stdout().lock();
-        out.write_all(text)?;
-        out.flush()?;
-        return Ok(());
-    }
-    // Reports are for reading by others too (a CI artifact, a web server).
-    crate::sys::atomic::AtomicWrite::report(what).write(dest, text)
-}
-
-fn output(out: &Outputs, r: &BenchReport) -> Result<()> {
-    let mut stdout_taken = out.json_stdout;
-    let mut json = serde_json::to_vec_pretty(r)?;
-    json.push(b'\n');
-    if out.json_stdout {
-        emit("--json", Path::new("-"), &json)?;
-    }
-    if let Some(p) = &out.json {
-        emit("--export-json", p, &json)?;
-        stdout_taken |= p == Path::new("-");
-    }
-    if let Some(p) = &out.csv {
-        emit("--export-csv", p, render::csv(r).as_bytes())?;
-        stdout_taken |= p == Path::new("-");
-    }
-    if let Some(p) = &out.markdown {
-        emit("--export-markdown", p, render::markdown(r).as_bytes())?;
-        stdout_taken |= p == Path::new("-");
-    }
-    if let Some(p) = &out.html {
-        emit("--html", p, html::html(r).as_bytes())?;
-        stdout_taken |= p == Path::new("-");
-    }
-    if let Some(d) = &out.svg {
-        html::write_svgs(r, d)?;
-    }
-    if !stdout_taken {
-        let mut out = std::io::stdout().lock();
-        out.write_all(render::table(r).as_bytes())?;
-        out.flush()?;
-    }
-    for w in &r.warnings {
-        // Explanations went under the table already.
-        if stdout_taken || !notes::CODES.contains(&w.code.as_str()) {
-            let tag = crate::render::color::paint_err(crate::render::color::Tone::Warn, "warning:");
-            eprintln!(
-                "{}",
-                crate::render::paragraph("", &format!("{tag} {}", w.message))
-            );
-        }
-    }
-    Ok(())
+/// What `bench` hands back: a measurement, or two side by side.
+#[derive(Debug)]
+pub enum BenchOutcome {
+    Measured(Box<BenchReport>),
+    Compared {
+        a: Box<BenchReport>,
+        b: Box<BenchReport>,
+        a_path: PathBuf,
+        b_path: PathBuf,
+    },
 }
 
 fn load(p: &Path) -> Result<BenchReport> {
@@ -198,21 +115,24 @@ fn load(p: &Path) -> Result<BenchReport> {
     Ok(r)
 }
 
-pub fn run(ctx: &Context, req: &BenchRequest) -> Result<ExitCode> {
+/// `tmpfsctl bench`: measure (or load two saved reports).
+impl Request for BenchRequest {
+    type Report = BenchOutcome;
+
+    fn run(&self, ctx: &Context) -> Result<BenchOutcome> {
+        run(ctx, self)
+    }
+}
+
+fn run(ctx: &Context, req: &BenchRequest) -> Result<BenchOutcome> {
     match req {
-        BenchRequest::Compare { a, b, html } => {
-            if let Some(h) = html {
-                crate::sys::atomic::check_writable("--html", h)?;
-            }
-            let (ra, rb) = (load(a)?, load(b)?);
-            print!("{}", compare::text(&ra, &rb, a, b));
-            if let Some(h) = html {
-                crate::sys::atomic::AtomicWrite::report("--html")
-                    .write(h, compare::html(&ra, &rb, a, b).as_bytes())?;
-            }
-            Ok(ExitCode::Ok)
-        }
-        BenchRequest::Measure(m) => measure(ctx, m),
+        BenchRequest::Compare { a, b } => Ok(BenchOutcome::Compared {
+            a: Box::new(load(a)?),
+            b: Box::new(load(b)?),
+            a_path: a.clone(),
+            b_path: b.clone(),
+        }),
+        BenchRequest::Measure(m) => measure(ctx, m).map(|r| BenchOutcome::Measured(Box::new(r))),
     }
 }
 
@@ -262,8 +182,8 @@ fn mount_targets(
     Ok((targets, private))
 }
 
-fn measure(ctx: &Context, m: &Measure) -> Result<ExitCode> {
-    m.outputs.check()?;
+fn measure(ctx: &Context, m: &Measure) -> Result<BenchReport> {
+    m.check()?;
     let (workloads, opts) = (&m.workloads, &m.options);
     let stop = Arc::clone(&opts.stop);
     use crate::sys::signals::Interrupt;
@@ -282,8 +202,10 @@ fn measure(ctx: &Context, m: &Measure) -> Result<ExitCode> {
     drop(private);
     match res {
         Ok(r) => {
-            output(&m.outputs, &r)?;
-            Ok(ExitCode::Ok)
+            if let Some(d) = &m.svg {
+                html::write_svgs(&r, d)?;
+            }
+            Ok(r)
         }
         Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
             Err(e.context("scratch directories removed, nothing left behind"))

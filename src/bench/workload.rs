@@ -23,7 +23,7 @@ const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 
 /// The operation a workload times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Op {
     /// Write `size` bytes in `bs` blocks into fresh file(s).
@@ -312,7 +312,7 @@ impl Scale {
 }
 
 /// The named workload sets (`--preset`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Preset {
     /// The default suite: streaming, random, small files, metadata

@@ -8,8 +8,9 @@ use anyhow::Result;
 
 use crate::bench::target::TargetSpec;
 use crate::bench::{
-    BenchRequest, CacheWant, Measure, Op, Options, Outputs, Preset, Scale, Sync, Workload, preset,
+    BenchRequest, CacheWant, Measure, Op, Options, Preset, Scale, Sync, Workload, preset,
 };
+use crate::render::report::{Format, Output};
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -283,18 +284,11 @@ impl BenchArgs {
         if let Some(files) = &self.compare
             && let [a, b] = files.as_slice()
         {
-            if let Some(h) = &self.out.html {
-                crate::sys::atomic::check_writable("--html", h)?;
-            }
             return Ok(BenchRequest::Compare {
                 a: a.clone(),
                 b: b.clone(),
-                html: self.out.html.clone(),
             });
         }
-        let outputs = self.out.outputs();
-        // A bad path or combination fails now, not after minutes of measuring.
-        outputs.check()?;
         Ok(BenchRequest::Measure(Box::new(Measure {
             targets: self
                 .targets
@@ -303,21 +297,27 @@ impl BenchArgs {
                 .collect::<Result<_>>()?,
             workloads: workloads_from_args(self)?,
             options: options_from_args(self)?,
-            outputs,
+            svg: self.out.svg.clone(),
         })))
     }
-}
 
-impl OutputArgs {
-    fn outputs(&self) -> Outputs {
-        Outputs {
-            json_stdout: self.json,
-            json: self.export_json.clone(),
-            csv: self.export_csv.clone(),
-            markdown: self.export_markdown.clone(),
-            html: self.html.clone(),
-            svg: self.svg.clone(),
+    /// Where the report goes: the table (or `--json`) on stdout, and the
+    /// files named; `--compare` writes its table and, with `--html`, a page.
+    pub fn output(&self) -> Output {
+        let o = &self.out;
+        if self.compare.is_some() {
+            return Output::stdout(Format::TEXT).export("--html", Format::HTML, o.html.as_ref());
         }
+        Output::stdout(Format::TEXT)
+            .or_when(o.json, "--json", Format::JSON)
+            .export("--export-json", Format::JSON, o.export_json.as_ref())
+            .export("--export-csv", Format::CSV, o.export_csv.as_ref())
+            .export(
+                "--export-markdown",
+                Format::MARKDOWN,
+                o.export_markdown.as_ref(),
+            )
+            .export("--html", Format::HTML, o.html.as_ref())
     }
 }
 

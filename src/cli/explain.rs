@@ -1,5 +1,6 @@
 //! `tmpfsctl explain` arguments.
 
+use crate::render::report::{Format, Output};
 use std::path::PathBuf;
 
 use crate::explain::{ExplainQuery, Writer};
@@ -41,7 +42,10 @@ impl ExplainArgs {
                 (None, None) => Writer::Caller,
             },
             tmpfiles_dirs: self.tmpfiles_dirs.clone(),
-            json: self.json,
         }
+    }
+
+    pub fn output(&self) -> Output {
+        Output::stdout(Format::TEXT).or_when(self.json, "--json", Format::JSON)
     }
 }

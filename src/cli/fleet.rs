@@ -5,11 +5,9 @@
 use std::path::PathBuf;
 
 use crate::fleet::analyze::{AnalyzeOptions, DEFAULT_BUCKETS};
-use crate::fleet::export::Exports;
 use crate::fleet::prom::PromOptions;
-use crate::fleet::{
-    AnalyzeOutput, AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams,
-};
+use crate::fleet::{AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams};
+use crate::render::report::{Format, Output};
 use crate::units::{self, Size};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -202,6 +200,19 @@ impl CollectArgs {
             host: self.host.clone(),
         }
     }
+
+    /// The snapshot in its format, on stdout or (`--output FILE`) only in FILE.
+    pub fn output(&self) -> Output {
+        let format = match self.format {
+            CollectFormatArg::Json => Format::JSON,
+            CollectFormatArg::Kirkland => crate::fleet::collect::KIRKLAND,
+            CollectFormatArg::Prom => Format::PROM,
+        };
+        match &self.output {
+            Some(f) => Output::nothing().export("--output", format, Some(f)),
+            None => Output::stdout(format),
+        }
+    }
 }
 
 impl AnalyzeArgs {
@@ -235,20 +246,23 @@ impl AnalyzeArgs {
                 buckets,
                 list: self.list,
             },
-            output: if self.json {
-                AnalyzeOutput::Json
-            } else if self.markdown {
-                AnalyzeOutput::Markdown
-            } else {
-                AnalyzeOutput::Text
-            },
-            exports: Exports {
-                json: self.export_json.clone(),
-                csv: self.export_csv.clone(),
-                markdown: self.export_markdown.clone(),
-                html: self.html.clone(),
-            },
         }
+    }
+
+    /// The report (text, `--json` or `--markdown`) on stdout, and the files
+    /// named besides.
+    pub fn output(&self) -> Output {
+        Output::stdout(Format::TEXT)
+            .or_when(self.json, "--json", Format::JSON)
+            .or_when(self.markdown, "--markdown", Format::MARKDOWN)
+            .export("--export-json", Format::JSON, self.export_json.as_ref())
+            .export("--export-csv", Format::CSV, self.export_csv.as_ref())
+            .export(
+                "--export-markdown",
+                Format::MARKDOWN,
+                self.export_markdown.as_ref(),
+            )
+            .export("--html", Format::HTML, self.html.as_ref())
     }
 }
 

@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive). Each command's arguments live next to
 //! the code that implements it; this file only lists the commands.
 
+pub mod advise;
 pub mod bench;
 pub mod docs;
 pub mod explain;
@@ -10,6 +11,7 @@ pub mod mounts;
 pub mod persist;
 pub mod status;
 pub mod top;
+mod values;
 pub mod workspace;
 
 use std::path::PathBuf;
@@ -67,7 +69,7 @@ pub enum Command {
     /// Start $SHELL in a private, size-capped RAM scratch dir
     Shell(workspace::ShellArgs),
     /// Tell me what to do with tmpfs on this machine
-    Advise(crate::advise::AdviseArgs),
+    Advise(advise::AdviseArgs),
     /// Where RAM-backed storage goes: per mount, owner, directory, process, cgroup
     Top(top::TopArgs),
     /// Why a write at PATH fails or would fail, and what tmpfiles will delete there
@@ -117,5 +119,32 @@ mod tests {
             missing.is_empty(),
             "arguments without a description: {missing:#?}"
         );
+    }
+
+    /// Only the command line knows clap: below it every entry point takes a
+    /// plain request, so another command, a test or an API can call it.
+    #[test]
+    fn no_clap_below_the_command_line() {
+        fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    if !p.ends_with("cli") {
+                        walk(&p, found);
+                    }
+                } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("main.rs") {
+                    let text = std::fs::read_to_string(&p).unwrap();
+                    for (i, l) in text.lines().enumerate() {
+                        if l.contains("clap::") || l.trim_start().starts_with("use clap") {
+                            found.push(format!("{}:{}: {}", p.display(), i + 1, l.trim()));
+                        }
+                    }
+                }
+            }
+        }
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        walk(&src, &mut found);
+        assert!(found.is_empty(), "clap used below src/cli: {found:#?}");
     }
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::mounts::plan::{self, Request};
 use crate::mounts::{ApplyRequest, PlanRequest, RevertRequest, Target};
+use crate::render::report::{Format, Output};
 use crate::units::{Size, parse_count, parse_size};
 
 const AFTER_PLAN: &str = "Examples:\n  tmpfsctl plan /tmp\n  tmpfsctl plan /tmp --size 4G --noexec --json\n  \
@@ -219,7 +220,18 @@ impl TargetArgs {
     }
 }
 
+impl TargetArgs {
+    /// The report as text, or `--json`; prose about the steps goes to stderr.
+    fn output(&self) -> Output {
+        Output::stdout(Format::TEXT).or_when(self.json, "--json", Format::JSON)
+    }
+}
+
 impl PlanArgs {
+    pub fn output(&self) -> Output {
+        self.target.output()
+    }
+
     pub fn request(&self) -> PlanRequest {
         let target = self.target.target();
         let mut opts = self.opts.request();
@@ -229,6 +241,10 @@ impl PlanArgs {
 }
 
 impl ApplyArgs {
+    pub fn output(&self) -> Output {
+        self.target.output()
+    }
+
     pub fn request(&self) -> ApplyRequest {
         let target = self.target.target();
         let mut opts = self.opts.request();
@@ -252,6 +268,10 @@ impl ApplyArgs {
 }
 
 impl RevertArgs {
+    pub fn output(&self) -> Output {
+        self.target.output()
+    }
+
     pub fn request(&self) -> RevertRequest {
         RevertRequest {
             target: self.target.target(),

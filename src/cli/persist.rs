@@ -8,7 +8,9 @@ use clap::Subcommand;
 use crate::mounts::plan::Boot;
 use crate::persist::admin::{DisableRequest, EnableRequest};
 use crate::persist::status::StatusRequest;
-use crate::persist::{RestoreRequest, SyncRequest, registry};
+use crate::persist::verify::VerifyRequest;
+use crate::persist::{PersistRequest, RestoreRequest, SyncRequest, registry};
+use crate::render::report::{Format, Output};
 use crate::units::Size;
 
 #[derive(Debug, clap::Args)]
@@ -210,92 +212,84 @@ fn size_text(s: Size) -> String {
 }
 
 impl PersistArgs {
-    pub fn run(&self, ctx: &crate::context::Context) -> anyhow::Result<crate::context::ExitCode> {
+    /// What the subcommand did, as text or `--json`; `status --prom FILE`
+    /// writes its metrics too (`-`: on stdout instead).
+    pub fn output(&self) -> Output {
+        let (json, prom) = match &self.cmd {
+            PersistCmd::Enable(a) => (a.json, None),
+            PersistCmd::Sync(a) => (a.json, None),
+            PersistCmd::Restore(a) => (a.json, None),
+            PersistCmd::Status(a) => (a.json, a.prom.as_ref()),
+            PersistCmd::Verify(a) => (a.json, None),
+            PersistCmd::Disable(a) => (a.json, None),
+        };
+        Output::stdout(Format::TEXT)
+            .or_when(json, "--json", Format::JSON)
+            .export("--prom", Format::PROM, prom)
+    }
+
+    pub fn request(&self) -> anyhow::Result<PersistRequest> {
         let registry = self.registry.clone();
-        match &self.cmd {
+        Ok(match &self.cmd {
             PersistCmd::Enable(a) => {
                 if a.keep == 0 {
                     anyhow::bail!("--keep 0: the store must keep at least the current generation");
                 }
-                crate::persist::admin::enable_cmd(
-                    ctx,
-                    &EnableRequest {
-                        dir: a.dir.clone(),
-                        store: a.store.clone(),
-                        size: a.size,
-                        interval_s: a.interval,
-                        keep: a.keep,
-                        boot: match a.persist {
-                            Some(old) => {
-                                super::mounts::deprecated("--persist", old);
-                                old
-                            }
-                            None => a.boot,
-                        },
-                        fstab: a.fstab.clone(),
-                        unit_dir: a.unit_dir.clone(),
-                        registry,
-                        allow_suid: a.allow_suid,
-                        allow_dev: a.allow_dev,
-                        before: a.before.clone(),
-                        force: a.force,
-                        yes: a.yes,
-                        json: a.json,
-                    },
-                )
-            }
-            PersistCmd::Sync(a) => crate::persist::sync_cmd(
-                ctx,
-                &SyncRequest {
+                PersistRequest::Enable(EnableRequest {
                     dir: a.dir.clone(),
                     store: a.store.clone(),
-                    keep: a.keep.map(|k| k.max(1)),
-                    allow_empty: a.allow_empty,
-                    registry,
-                    json: a.json,
-                },
-            ),
-            PersistCmd::Restore(a) => crate::persist::restore_cmd(
-                ctx,
-                &RestoreRequest {
-                    dir: a.dir.clone(),
-                    store: a.store.clone(),
-                    size: a.size.map(size_text),
-                    force: a.force,
-                    generation: a.generation,
-                    registry,
-                    json: a.json,
-                },
-            ),
-            PersistCmd::Status(a) => crate::persist::status::status_cmd(
-                ctx,
-                &StatusRequest {
-                    dir: a.dir.clone(),
-                    store: a.store.clone(),
+                    size: a.size,
                     interval_s: a.interval,
+                    keep: a.keep,
+                    boot: match a.persist {
+                        Some(old) => {
+                            super::mounts::deprecated("--persist", old);
+                            old
+                        }
+                        None => a.boot,
+                    },
+                    fstab: a.fstab.clone(),
+                    unit_dir: a.unit_dir.clone(),
                     registry,
-                    json: a.json,
-                    prom: a.prom.clone(),
-                },
-            ),
-            PersistCmd::Verify(a) => crate::persist::verify::verify_cmd(
-                ctx,
-                &crate::persist::verify::VerifyRequest {
-                    dir: a.dir.clone(),
-                    store: a.store.clone(),
-                    registry,
-                    json: a.json,
-                },
-            ),
-            PersistCmd::Disable(a) => crate::persist::admin::disable_cmd(
-                ctx,
-                &DisableRequest {
-                    dir: a.dir.clone(),
-                    registry,
+                    allow_suid: a.allow_suid,
+                    allow_dev: a.allow_dev,
+                    before: a.before.clone(),
+                    force: a.force,
                     yes: a.yes,
-                    json: a.json,
-                },
-            ),
-        }
+                })
+            }
+            PersistCmd::Sync(a) => PersistRequest::Sync(SyncRequest {
+                dir: a.dir.clone(),
+                store: a.store.clone(),
+                keep: a.keep.map(|k| k.max(1)),
+                allow_empty: a.allow_empty,
+                registry,
+            }),
+            PersistCmd::Restore(a) => PersistRequest::Restore(RestoreRequest {
+                dir: a.dir.clone(),
+                store: a.store.clone(),
+                size: a.size.map(size_text),
+                force: a.force,
+                generation: a.generation,
+                registry,
+                json: a.json,
+            }),
+            PersistCmd::Status(a) => PersistRequest::Status(StatusRequest {
+                dir: a.dir.clone(),
+                store: a.store.clone(),
+                interval_s: a.interval,
+                registry,
+            }),
+            PersistCmd::Verify(a) => PersistRequest::Verify(VerifyRequest {
+                dir: a.dir.clone(),
+                store: a.store.clone(),
+                registry,
+            }),
+            PersistCmd::Disable(a) => PersistRequest::Disable(DisableRequest {
+                dir: a.dir.clone(),
+                registry,
+                yes: a.yes,
+            }),
+        })
     }
 }

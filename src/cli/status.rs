@@ -1,5 +1,6 @@
 //! `tmpfsctl status` arguments.
 
+use crate::render::report::{Format, Output};
 use std::path::PathBuf;
 
 use crate::status::StatusQuery;
@@ -38,5 +39,9 @@ impl StatusArgs {
             all: self.all,
             du: self.du,
         }
+    }
+
+    pub fn output(&self) -> Output {
+        Output::stdout(Format::TEXT).or_when(self.json, "--json", Format::JSON)
     }
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::render::report::{Format, Output};
 use crate::top::{Mode, TopQuery};
 
 #[derive(Debug, clap::Args)]
@@ -58,14 +59,20 @@ impl TopArgs {
             paths: self.paths.clone(),
             top_n: usize::from(self.top),
             interval: self.delay,
-            prom: self.prom.clone(),
-            mode: if self.json {
-                Mode::Json
-            } else if self.once {
+            mode: if self.json || self.once || self.prom.is_some() {
                 Mode::Once
             } else {
                 Mode::Live
             },
+        }
+    }
+
+    /// The snapshot's table, `--json`, or with `--prom FILE` only the
+    /// metrics file (`-`: on stdout).
+    pub fn output(&self) -> Output {
+        match &self.prom {
+            Some(p) => Output::nothing().export("--prom", Format::PROM, Some(p)),
+            None => Output::stdout(Format::TEXT).or_when(self.json, "--json", Format::JSON),
         }
     }
 }

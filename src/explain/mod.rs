@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
 use crate::sys::cgroup::{self, Hierarchy};
 use crate::sys::{self, Sysroot, procfd, statfs, tmpfiles};
 
@@ -42,7 +42,6 @@ pub struct ExplainQuery {
     pub writer: Writer,
     /// tmpfiles.d directories to read instead of systemd's (highest priority first).
     pub tmpfiles_dirs: Vec<PathBuf>,
-    pub json: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -310,12 +309,10 @@ fn writer_uid(root: &Sysroot, w: &Writer) -> u32 {
 }
 
 /// `tmpfsctl explain`: exit 0 when nothing binds, 1 when something does.
-pub fn run(ctx: &Context, q: &ExplainQuery) -> Result<ExitCode> {
-    let r = gather(ctx, q)?;
-    if q.json {
-        crate::render::print_json(&r)?;
-    } else {
-        print!("{}", render::text(&r));
+impl crate::render::report::Request for ExplainQuery {
+    type Report = ExplainReport;
+
+    fn run(&self, ctx: &Context) -> Result<ExplainReport> {
+        gather(ctx, self)
     }
-    Ok(ExitCode::problem_if(r.binds))
 }

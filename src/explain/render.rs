@@ -4,13 +4,29 @@
 use std::fmt::Write;
 
 use super::ExplainReport;
+use crate::context::ExitCode;
 use crate::render::color::{Tone, paint};
+use crate::render::report::{self, Format, Report};
 use crate::render::term::safe;
 use crate::units::fmt_bytes;
 
 /// A line of prose wrapped to the terminal at words, as status wraps.
 fn prose(s: &mut String, indent: &str, tone: Option<Tone>, text: &str) {
     crate::render::push_paragraph(s, indent, tone, text);
+}
+
+impl Report for ExplainReport {
+    fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
+        match f {
+            Format::TEXT => report::text(text(self)),
+            Format::JSON => Some(report::json(self)),
+            _ => None,
+        }
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::problem_if(self.binds)
+    }
 }
 
 pub fn text(r: &ExplainReport) -> String {

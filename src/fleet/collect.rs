@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use crate::render::exposition::Exposition;
+use crate::render::report::{Format, Report};
 use crate::sys::{self, MemInfo, Sysroot};
 
 pub const SNAPSHOT_SCHEMA_VERSION: u32 = 1;
@@ -213,6 +214,22 @@ fn path_usage(root: &Sysroot, p: &Path, mounts: &[sys::MountInfo], now: i64) -> 
         own_mount,
         tmpfs_size_bytes: tmpfs_size,
     })
+}
+
+/// The 12-column /tmp survey TSV (Kirkland, 2016), sizes in KiB.
+pub const KIRKLAND: Format = Format::new("kirkland");
+
+/// A snapshot as `collect` writes it: one JSON line (what `fleet analyze`
+/// reads), the Kirkland TSV, or node_exporter textfile metrics.
+impl Report for Snapshot {
+    fn render(&self, f: Format) -> Option<Result<Vec<u8>>> {
+        match f {
+            Format::JSON => Some(render_json_line(self)),
+            KIRKLAND => Some(render_kirkland(self)),
+            Format::PROM => Some(render_prom(self)),
+            _ => None,
+        }
+    }
 }
 
 /// Compact JSON, one line, newline-terminated.

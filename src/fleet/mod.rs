@@ -17,7 +17,6 @@ pub mod render;
 pub mod stats;
 mod svg;
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
@@ -26,9 +25,9 @@ pub use collect::{HostName, Snapshot, snapshot};
 pub use fit::{FitParams, HostFit, host_fit};
 pub use ingest::{Fleet, HostRecord};
 
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
+use crate::render::report::Request;
 use crate::render::term::{safe, safe_path};
-use crate::sys::atomic::AtomicWrite;
 
 impl HostRecord {
     /// The figures `fit` needs from a snapshot, for the collected path `path`.
@@ -88,14 +87,6 @@ pub enum AnalyzeSource {
     Prometheus(prom::PromOptions),
 }
 
-/// How `fleet analyze` prints its report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AnalyzeOutput {
-    Text,
-    Markdown,
-    Json,
-}
-
 /// What `fleet analyze` is asked to do.
 #[derive(Debug, Clone)]
 pub struct AnalyzeRequest {
@@ -103,12 +94,18 @@ pub struct AnalyzeRequest {
     /// Which collected path is /tmp (JSON input; Prometheus has it in `PromOptions`).
     pub path: String,
     pub options: analyze::AnalyzeOptions,
-    pub output: AnalyzeOutput,
-    /// Files to write besides the report on stdout.
-    pub exports: export::Exports,
 }
 
-pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
+/// `tmpfsctl collect`: one snapshot, in the format the command line chose.
+impl Request for CollectRequest {
+    type Report = Snapshot;
+
+    fn run(&self, ctx: &Context) -> Result<Snapshot> {
+        collect(ctx, self)
+    }
+}
+
+fn collect(ctx: &Context, args: &CollectRequest) -> Result<Snapshot> {
     if args.format == CollectFormat::Kirkland && args.paths.len() != 1 {
         anyhow::bail!("--format kirkland has a single /tmp column; give exactly one --path");
     }
@@ -136,10 +133,6 @@ pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
         },
         (None, false) => HostName::Real,
     };
-    if let Some(f) = &args.output {
-        // Before the walk: a big tree takes a while, a typo should not.
-        crate::sys::atomic::check_writable("--output", f)?;
-    }
     let spinner = walk_spinner(&args.paths);
     let done = std::sync::atomic::AtomicBool::new(false);
     let snap = std::thread::scope(|s| {
@@ -167,20 +160,7 @@ pub fn collect_cmd(ctx: &Context, args: &CollectRequest) -> Result<ExitCode> {
             p.unreadable_dirs
         ));
     }
-    let data = match args.format {
-        CollectFormat::Json => collect::render_json_line(&snap)?,
-        CollectFormat::Kirkland => collect::render_kirkland(&snap)?,
-        CollectFormat::Prom => collect::render_prom(&snap)?,
-    };
-    match &args.output {
-        Some(f) => AtomicWrite::report("--output").write(f, &data)?,
-        None => {
-            let mut o = std::io::stdout().lock();
-            o.write_all(&data)?;
-            o.flush()?;
-        }
-    }
-    Ok(ExitCode::Ok)
+    Ok(snap)
 }
 
 /// What `collect` shows while it walks: on a terminal (stderr), a spinner
@@ -260,9 +240,25 @@ pub fn read_files(
     Ok((fleet, report))
 }
 
-/// `tmpfsctl fleet analyze`: read, deduplicate, analyze, print.
-pub fn analyze_cmd(a: &AnalyzeRequest) -> Result<ExitCode> {
-    a.exports.check()?;
+/// What `fleet analyze` hands back: the report, and the deduplicated hosts
+/// it was made from (for the per-host CSV).
+#[derive(Debug)]
+pub struct Analyzed {
+    pub report: analyze::FleetReport,
+    pub fleet: Fleet,
+    pub fit: FitParams,
+}
+
+/// `tmpfsctl fleet analyze`: read, deduplicate, analyze.
+impl Request for AnalyzeRequest {
+    type Report = Analyzed;
+
+    fn run(&self, _ctx: &Context) -> Result<Analyzed> {
+        analyze_fleet(self)
+    }
+}
+
+fn analyze_fleet(a: &AnalyzeRequest) -> Result<Analyzed> {
     let opts = &a.options;
     let (mut fleet, mut input, source) = match &a.source {
         AnalyzeSource::Prometheus(q) => {
@@ -318,23 +314,9 @@ pub fn analyze_cmd(a: &AnalyzeRequest) -> Result<ExitCode> {
         );
     }
     let report = analyze::analyze(&fleet, input, source, opts);
-    a.exports.write(&report, &fleet, &opts.fit)?;
-    drop(fleet);
-    let mut out = std::io::stdout().lock();
-    match a.output {
-        AnalyzeOutput::Json => {
-            drop(out);
-            crate::render::print_json(&report)?;
-        }
-        AnalyzeOutput::Markdown => out.write_all(render::markdown(&report).as_bytes())?,
-        AnalyzeOutput::Text => out.write_all(render::text(&report).as_bytes())?,
-    }
-    for d in report.input.duplicate_examples.iter().take(3) {
-        eprintln!("tmpfsctl: note: duplicate host: {}", safe(d));
-    }
-    Ok(if report.below_target {
-        ExitCode::Problem
-    } else {
-        ExitCode::Ok
+    Ok(Analyzed {
+        report,
+        fleet,
+        fit: opts.fit,
     })
 }

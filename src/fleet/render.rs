@@ -7,8 +7,11 @@ use crate::render::html_escape as esc;
 use crate::render::term::safe;
 use std::fmt::Write as _;
 
+use super::Analyzed;
 use super::analyze::FleetReport;
 use super::stats::Summary;
+use crate::context::ExitCode;
+use crate::render::report::{self, Format, Report};
 use crate::units::fmt_bytes;
 
 /// Said (in colour on a terminal) when no size reaches the target share.
@@ -286,6 +289,35 @@ pub fn fmt_secs(s: u64) -> String {
         format!("{}m", s / 60)
     } else {
         format!("{s}s")
+    }
+}
+
+impl Report for Analyzed {
+    fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
+        let r = &self.report;
+        match f {
+            Format::TEXT => report::text(text(r)),
+            Format::JSON => Some(report::json(r)),
+            Format::MARKDOWN => report::text(markdown(r)),
+            Format::HTML => report::text(html(r)),
+            Format::CSV => Some(super::export::hosts_csv(
+                &self.fleet,
+                &self.fit,
+                &r.recommendation,
+            )),
+            _ => None,
+        }
+    }
+
+    /// Short of the target share: the problem the user asked about.
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::problem_if(self.report.below_target)
+    }
+
+    fn after(&self, _stdout: Option<Format>) -> String {
+        let dups = self.report.input.duplicate_examples.iter().take(3);
+        dups.map(|d| format!("tmpfsctl: note: duplicate host: {}\n", safe(d)))
+            .collect()
     }
 }
 

@@ -14,7 +14,7 @@ use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{ApplyRequest, boot, copy, journal, live, render};
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
@@ -68,11 +68,11 @@ fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<Persist
 /// Run `apply` as asked; the report goes to stdout (text or JSON). Stopped
 /// by SIGINT/SIGTERM, it cleans up and its error says what state DIR is in
 /// (`run` makes that exit 130, not 2 as for a failure).
-pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ExitCode> {
+pub fn apply(ctx: &Context, args: &ApplyRequest) -> Result<ApplyReport> {
     apply_until(ctx, args, &Arc::new(AtomicBool::new(false)))
 }
 
-fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Result<ExitCode> {
+fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Result<ApplyReport> {
     require_root("apply")?;
     if !ctx.sysroot.is_live() {
         bail!("--sysroot is for `plan` only; apply changes the running system");
@@ -182,12 +182,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         follow_up: args.target.follow_up(),
         undo: None,
     };
-    if args.target.json {
-        crate::render::print_json(&report)?;
-    } else {
-        print!("{}", render::apply_text(&report));
-    }
-    Ok(ExitCode::Ok)
+    Ok(report)
 }
 
 /// Everything apply checks before its first change: the facts, the plan and

@@ -24,15 +24,15 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
+use crate::render::report::Request as Command;
 use crate::render::term::shell_path;
 use crate::units::Size;
 
-pub use apply::apply;
 pub use facts::{gather_facts, resolve_dir};
 pub use outcome::{ApplyReport, PersistResult};
 pub use plan::{Facts, Plan, PlanError, Request, plan};
-pub use revert::{RevertReport, revert};
+pub use revert::RevertReport;
 
 /// The directory to act on and where its configuration lives.
 #[derive(Debug, Clone, Default)]
@@ -109,18 +109,30 @@ pub fn parse_mode(s: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("mode {s:?} is not an octal mode such as 1777 or 0755"))
 }
 
-/// `tmpfsctl plan`: print the plan; exit 1 when apply would refuse.
-pub fn plan_cmd(ctx: &Context, req: &PlanRequest) -> Result<ExitCode> {
-    let facts = gather_facts(ctx, &req.target)?;
-    let p = plan::plan(&facts, &req.opts)?;
-    if req.target.json {
-        crate::render::print_json(&p)?;
-    } else {
-        print!("{}", render::plan_text(&p));
+/// `tmpfsctl plan`: the plan; exit 1 when apply would refuse.
+impl Command for PlanRequest {
+    type Report = Plan;
+
+    fn run(&self, ctx: &Context) -> Result<Plan> {
+        let facts = gather_facts(ctx, &self.target)?;
+        Ok(plan::plan(&facts, &self.opts)?)
     }
-    Ok(if p.blockers.is_empty() {
-        ExitCode::Ok
-    } else {
-        ExitCode::Problem
-    })
+}
+
+/// `tmpfsctl apply`.
+impl Command for ApplyRequest {
+    type Report = ApplyReport;
+
+    fn run(&self, ctx: &Context) -> Result<ApplyReport> {
+        apply::apply(ctx, self)
+    }
+}
+
+/// `tmpfsctl revert`.
+impl Command for RevertRequest {
+    type Report = RevertReport;
+
+    fn run(&self, ctx: &Context) -> Result<RevertReport> {
+        revert::revert(ctx, self)
+    }
 }

@@ -2,11 +2,49 @@
 
 use std::fmt::Write;
 
-use super::ApplyReport;
 use super::plan::{Boot, MountState, Plan};
+use super::{ApplyReport, RevertReport};
+use crate::context::ExitCode;
 use crate::render::color::{Tone, paint};
+use crate::render::report::{self, Format, Report};
 use crate::render::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
+
+impl Report for Plan {
+    fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
+        match f {
+            Format::TEXT => report::text(plan_text(self)),
+            Format::JSON => Some(report::json(self)),
+            _ => None,
+        }
+    }
+
+    /// Apply would refuse: a problem the user asked about.
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::problem_if(!self.blockers.is_empty())
+    }
+}
+
+impl Report for ApplyReport {
+    fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
+        match f {
+            Format::TEXT => report::text(apply_text(self)),
+            Format::JSON => Some(report::json(self)),
+            _ => None,
+        }
+    }
+}
+
+impl Report for RevertReport {
+    /// The text is what changed, a line each.
+    fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
+        match f {
+            Format::TEXT => report::text(self.changes.iter().map(|c| format!("{c}\n")).collect()),
+            Format::JSON => Some(report::json(self)),
+            _ => None,
+        }
+    }
+}
 
 pub fn plan_text(p: &Plan) -> String {
     let mut s = String::new();

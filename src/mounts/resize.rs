@@ -12,7 +12,7 @@ use super::facts::{gather_facts_at, read_fstab};
 use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Boot, Facts, OptionWhy, Persist, PersistAction, Plan};
 use super::{ApplyRequest, boot, live, render};
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
 use crate::render::term::shell_path;
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::statfs;
@@ -163,7 +163,7 @@ fn old_size(facts: &Facts, bytes: u64) -> Size {
         .unwrap_or(Size::Bytes(bytes))
 }
 
-pub(super) fn resize(ctx: &Context, args: &ApplyRequest, r: Size) -> Result<ExitCode> {
+pub(super) fn resize(ctx: &Context, args: &ApplyRequest, r: Size) -> Result<ApplyReport> {
     let (facts, opened) = gather_facts_at(ctx, &args.target)?;
     let dir = facts.dir.clone();
     let q = shell_path(&dir);
@@ -285,12 +285,7 @@ pub(super) fn resize(ctx: &Context, args: &ApplyRequest, r: Size) -> Result<Exit
         follow_up: follow,
         undo: Some(undo),
     };
-    if args.target.json {
-        crate::render::print_json(&report)?;
-    } else {
-        print!("{}", render::apply_text(&report));
-    }
-    Ok(ExitCode::Ok)
+    Ok(report)
 }
 
 fn write_config(config: &Config, dir: &Path) -> Result<PersistResult> {

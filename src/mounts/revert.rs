@@ -13,7 +13,7 @@ use super::facts::{fstab_file, mount_at, open_target, read_fstab, unit_dir};
 use super::outcome::PersistResult;
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{RevertRequest, boot, copy, live, plan};
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
 use crate::render::term::safe;
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::resolve::OpenedDir;
@@ -35,7 +35,7 @@ pub struct RevertReport {
 }
 
 /// Run `revert` as asked; what changed goes to stdout (text or JSON).
-pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
+pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<RevertReport> {
     require_root("revert")?;
     if !ctx.sysroot.is_live() {
         bail!("--sysroot is for `plan` only; revert changes the running system");
@@ -64,23 +64,18 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
             fstab_path.display(),
             dropin.display()
         );
-        if t.json {
-            crate::render::print_json(&RevertReport {
-                schema_version: plan::SCHEMA_VERSION,
-                dir: dir.display().to_string(),
-                was_mounted: false,
-                unmounted: false,
-                lazy: args.lazy,
-                copied_back: None,
-                fstab: None,
-                dropin: None,
-                busy: Vec::new(),
-                changes: vec![msg],
-            })?;
-        } else {
-            println!("{msg}");
-        }
-        return Ok(ExitCode::Ok);
+        return Ok(RevertReport {
+            schema_version: plan::SCHEMA_VERSION,
+            dir: dir.display().to_string(),
+            was_mounted: false,
+            unmounted: false,
+            lazy: args.lazy,
+            copied_back: None,
+            fstab: None,
+            dropin: None,
+            busy: Vec::new(),
+            changes: vec![msg],
+        });
     }
     let busy = if top.is_some() {
         refuse_unready(&mounts, &opened, args)?
@@ -163,14 +158,7 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<ExitCode> {
         busy,
         changes,
     };
-    if t.json {
-        crate::render::print_json(&report)?;
-    } else {
-        for c in &report.changes {
-            println!("{c}");
-        }
-    }
-    Ok(ExitCode::Ok)
+    Ok(report)
 }
 
 /// `--keep-data`: copy the tmpfs back to the directory underneath, take it

@@ -16,7 +16,7 @@ use anyhow::{Context as _, Result, bail};
 use super::registry::{Registered, Registry};
 use super::store::{Store, gen_name};
 use super::{load, mount, open_dir, resolve_dir, store, sync, units};
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
 use crate::render::confirm;
 use crate::render::term::safe_path;
 use crate::sys::atomic::AtomicWrite;
@@ -44,7 +44,6 @@ pub struct EnableRequest {
     /// Allow a `size` above RAM + swap.
     pub force: bool,
     pub yes: bool,
-    pub json: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -52,7 +51,6 @@ pub struct DisableRequest {
     pub dir: PathBuf,
     pub registry: PathBuf,
     pub yes: bool,
-    pub json: bool,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -168,7 +166,7 @@ fn install_boot(req: &EnableRequest, dir: &Path, boot: &BootSetup) -> Result<Vec
     r
 }
 
-pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
+pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
     if !rustix::process::geteuid().is_root() {
         bail!("`tmpfsctl persist enable` needs root: it mounts a tmpfs; run it with sudo");
     }
@@ -292,36 +290,36 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<ExitCode> {
         units_verified: boot.units_verified,
         fstab: (req.boot == Boot::Fstab).then(|| req.fstab.clone()),
     };
-    if req.json {
-        crate::render::print_json(&out)?;
-    } else {
-        println!(
-            "{} is {} with its durable copy in {}: {} ({} files, {}, written from disk and verified before mounting)",
-            safe_path(&dir),
-            if out.mounted {
-                "now on tmpfs"
-            } else {
-                "on tmpfs"
-            },
-            safe_path(&store_path),
-            gen_name(out.generation),
-            out.files,
-            fmt_bytes(out.bytes)
-        );
-        for u in &out.units {
-            println!("  wrote {}", safe_path(u));
-        }
-        if let Some(f) = &out.fstab {
-            println!("  added the tmpfs line to {}", safe_path(f));
-        }
-        if req.boot == Boot::None {
-            println!(
-                "  --boot none: no units; run `tmpfsctl persist sync {}` yourself (after a reboot: `persist restore`)",
-                safe_path(&dir)
-            );
-        }
+    Ok(out)
+}
+
+pub fn enable_text(out: &EnableReport) -> String {
+    let mut s = format!(
+        "{} is {} with its durable copy in {}: {} ({} files, {}, written from disk and verified before mounting)\n",
+        safe_path(&out.dir),
+        if out.mounted {
+            "now on tmpfs"
+        } else {
+            "on tmpfs"
+        },
+        safe_path(&out.store),
+        gen_name(out.generation),
+        out.files,
+        fmt_bytes(out.bytes)
+    );
+    for u in &out.units {
+        s.push_str(&format!("  wrote {}\n", safe_path(u)));
     }
-    Ok(ExitCode::Ok)
+    if let Some(f) = &out.fstab {
+        s.push_str(&format!("  added the tmpfs line to {}\n", safe_path(f)));
+    }
+    if out.persist == Boot::None.name() {
+        s.push_str(&format!(
+            "  --boot none: no units; run `tmpfsctl persist sync {}` yourself (after a reboot: `persist restore`)\n",
+            safe_path(&out.dir)
+        ));
+    }
+    s
 }
 
 /// Bytes DIR's regular files take on disk (st_blocks * 512), hard links
@@ -478,7 +476,7 @@ pub struct DisableReport {
     pub removed: Vec<PathBuf>,
 }
 
-pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
+pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport> {
     if !rustix::process::geteuid().is_root() {
         bail!("`tmpfsctl persist disable` needs root: it unmounts a tmpfs; run it with sudo");
     }
@@ -545,28 +543,33 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<ExitCode> {
         caught_up,
         removed,
     };
-    if req.json {
-        crate::render::print_json(&out)?;
-    } else {
-        if !out.caught_up.is_empty() {
-            println!(
-                "  caught up {} entries written after the last sync ({})",
-                out.caught_up.len(),
-                out.caught_up
-                    .iter()
-                    .take(5)
-                    .map(|p| crate::render::term::safe(p).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        println!(
-            "{}: {} is back on disk{}; the store {} is kept (delete it when you no longer need it)",
-            safe_path(&dir),
-            gen_name(g),
-            if mounted { ", tmpfs unmounted" } else { "" },
-            safe_path(&e.store)
-        );
+    Ok(out)
+}
+
+pub fn disable_text(out: &DisableReport) -> String {
+    let mut s = String::new();
+    if !out.caught_up.is_empty() {
+        s.push_str(&format!(
+            "  caught up {} entries written after the last sync ({})\n",
+            out.caught_up.len(),
+            out.caught_up
+                .iter()
+                .take(5)
+                .map(|p| crate::render::term::safe(p).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
-    Ok(ExitCode::Ok)
+    s.push_str(&format!(
+        "{}: {} is back on disk{}; the store {} is kept (delete it when you no longer need it)\n",
+        safe_path(&out.dir),
+        gen_name(out.generation),
+        if out.unmounted {
+            ", tmpfs unmounted"
+        } else {
+            ""
+        },
+        safe_path(&out.store)
+    ));
+    s
 }

@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod mount;
 pub mod record;
 pub mod registry;
+pub mod report;
 pub mod restore;
 pub use restore::restore_cmd;
 pub mod scan;
@@ -30,7 +31,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use rustix::fs::{Mode, OFlags};
 
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
 use crate::render::term::safe_path;
 use crate::sys::fs;
 use crate::units::fmt_bytes;
@@ -47,7 +48,6 @@ pub struct SyncRequest {
     pub keep: Option<usize>,
     pub allow_empty: bool,
     pub registry: PathBuf,
-    pub json: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -103,7 +103,35 @@ pub fn store_for(
     }
 }
 
-pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
+/// What `tmpfsctl persist` is asked: one of its subcommands.
+#[derive(Debug, Clone)]
+pub enum PersistRequest {
+    Enable(admin::EnableRequest),
+    Sync(SyncRequest),
+    Restore(RestoreRequest),
+    Status(status::StatusRequest),
+    Verify(verify::VerifyRequest),
+    Disable(admin::DisableRequest),
+}
+
+/// `tmpfsctl persist`: the subcommand's report.
+impl crate::render::report::Request for PersistRequest {
+    type Report = report::PersistReport;
+
+    fn run(&self, ctx: &Context) -> Result<Self::Report> {
+        use report::PersistReport as R;
+        Ok(match self {
+            PersistRequest::Enable(r) => R::Enabled(admin::enable_cmd(ctx, r)?),
+            PersistRequest::Sync(r) => R::Synced(sync_cmd(ctx, r)?),
+            PersistRequest::Restore(r) => R::Restored(restore_cmd(ctx, r)?),
+            PersistRequest::Status(r) => R::Status(status::status_cmd(ctx, r)?),
+            PersistRequest::Verify(r) => R::Verified(verify::verify_cmd(ctx, r)?),
+            PersistRequest::Disable(r) => R::Disabled(admin::disable_cmd(ctx, r)?),
+        })
+    }
+}
+
+pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
     let store = store::open(&store_path)?;
@@ -132,13 +160,16 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<ExitCode> {
         ..Default::default()
     }
     .save(&store_path);
-    report_sync(&dir, &store_path, &rep, req.json)?;
     if !rep.pruned.is_empty() {
         use std::io::Write;
         let _ = std::io::stdout().flush();
         empty_trash_in_background(&store_path);
     }
-    Ok(ExitCode::problem_if(!rep.torn.is_empty()))
+    Ok(report::Synced {
+        dir,
+        store: store_path,
+        report: rep,
+    })
 }
 
 fn sync_checked(
@@ -221,31 +252,32 @@ fn empty_trash_in_background(store: &Path) {
     unsafe { libc::_exit(0) }
 }
 
-fn report_sync(dir: &Path, store_path: &Path, rep: &sync::SyncReport, json: bool) -> Result<()> {
-    if json {
-        crate::render::print_json(rep)?;
-    } else {
-        println!(
-            "{}: {} written to {} ({} files, {}): {} changed file(s) copied ({}), {} unchanged shared, in {:.3} s",
-            safe_path(dir),
-            gen_name(rep.generation),
-            safe_path(store_path),
-            rep.files,
-            fmt_bytes(rep.bytes),
-            rep.copied_files,
-            fmt_bytes(rep.copied_bytes),
-            rep.shared_files,
-            rep.duration_ns as f64 / 1e9
+/// The line a sync prints.
+pub fn sync_text(dir: &Path, store_path: &Path, rep: &sync::SyncReport) -> String {
+    format!(
+        "{}: {} written to {} ({} files, {}): {} changed file(s) copied ({}), {} unchanged shared, in {:.3} s\n",
+        safe_path(dir),
+        gen_name(rep.generation),
+        safe_path(store_path),
+        rep.files,
+        fmt_bytes(rep.bytes),
+        rep.copied_files,
+        fmt_bytes(rep.copied_bytes),
+        rep.shared_files,
+        rep.duration_ns as f64 / 1e9
+    )
+}
+
+/// What a sync says on stderr after its line (not with `--json`, which
+/// holds it all).
+pub fn sync_after(rep: &sync::SyncReport) {
+    sync_notes(rep);
+    for p in &rep.skipped_mounts {
+        eprintln!(
+            "tmpfsctl: note: {} is another mount inside DIR; not synced",
+            crate::render::term::safe(p)
         );
-        sync_notes(rep);
-        for p in &rep.skipped_mounts {
-            eprintln!(
-                "tmpfsctl: note: {} is another mount inside DIR; not synced",
-                crate::render::term::safe(p)
-            );
-        }
     }
-    Ok(())
 }
 
 /// What a sync had to do besides copying: said on stderr, naming files.

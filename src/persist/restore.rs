@@ -14,7 +14,7 @@ use super::load::{self, LoadReport};
 use super::scan::LiveIndex;
 use super::store::{self, Store, gen_name};
 use super::{RestoreRequest, mount, open_dir, resolve_dir, store_for, trust};
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
 use crate::render::term::{safe, safe_path};
 use crate::sys::fs;
 use crate::units::fmt_bytes;
@@ -107,7 +107,7 @@ fn load_first(
     )
 }
 
-pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
+pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
     let store = store::open(&store_path)?;
@@ -162,7 +162,8 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
             let mut probe = Vec::new();
             let Some(i) = first_sound(&*store, &gens, &mut probe) else {
                 notes.extend(probe);
-                return load_first(&*store, &[], dfd.as_fd(), &mut notes).map(|_| ExitCode::Error);
+                load_first(&*store, &[], dfd.as_fd(), &mut notes)?;
+                bail!("no generation in {} verifies", safe_path(&store_path));
             };
             let g = gens[i];
             let d = load::diff(dfd.as_fd(), &*store, Some(g))?;
@@ -171,7 +172,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
                 rep.generation = g;
                 rep.skipped = notes;
                 rep.skipped.extend(probe);
-                return finish_restore(&rep, req.json);
+                return finish_restore(rep, req.json);
             }
             if !req.force {
                 refuse_overwrite(&dir, &store_path, g, &d)?;
@@ -188,7 +189,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<ExitCode> {
         (rep.generation, rep.files, rep.bytes) = (g, l.files, l.bytes);
     }
     rep.skipped = notes;
-    finish_restore(&rep, req.json)
+    finish_restore(rep, req.json)
 }
 
 fn refuse_overwrite(
@@ -220,24 +221,28 @@ fn refuse_overwrite(
     )
 }
 
-fn finish_restore(rep: &RestoreReport, json: bool) -> Result<ExitCode> {
-    if json {
-        crate::render::print_json(rep)?;
-        return Ok(ExitCode::Ok);
+/// Newer generations passed over go to stderr before the text report says
+/// it restored an older one ("see the warnings above"); JSON lists them.
+fn finish_restore(rep: RestoreReport, json: bool) -> Result<RestoreReport> {
+    if !json {
+        for n in &rep.skipped {
+            crate::render::color::eprint_warning(&format!("skipped {}", safe(n)));
+        }
     }
-    for n in &rep.skipped {
-        crate::render::color::eprint_warning(&format!("skipped {}", safe(n)));
-    }
+    Ok(rep)
+}
+
+pub fn text(rep: &RestoreReport) -> String {
     if rep.action == "unchanged" {
-        println!(
-            "{} already holds {} of {}; nothing to restore",
+        format!(
+            "{} already holds {} of {}; nothing to restore\n",
             safe_path(&rep.dir),
             gen_name(rep.generation),
             safe_path(&rep.store)
-        );
+        )
     } else {
-        println!(
-            "{}: {} restored from {} ({} files, {}){}{}",
+        format!(
+            "{}: {} restored from {} ({} files, {}){}{}\n",
             safe_path(&rep.dir),
             gen_name(rep.generation),
             safe_path(&rep.store),
@@ -253,7 +258,6 @@ fn finish_restore(rep: &RestoreReport, json: bool) -> Result<ExitCode> {
             } else {
                 " (the newest generation that verifies; see the warnings above)"
             }
-        );
+        )
     }
-    Ok(ExitCode::Ok)
 }

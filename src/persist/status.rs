@@ -4,6 +4,7 @@
 //! the syncs are keeping up (exit 1 when the last good sync is older than
 //! twice the interval, for monitoring).
 
+use std::fmt::Write as _;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
@@ -17,7 +18,6 @@ use crate::context::{Context, ExitCode};
 use crate::render::color::{Tone, paint};
 use crate::render::exposition::Exposition;
 use crate::render::term::{safe, safe_path};
-use crate::sys::atomic::AtomicWrite;
 use crate::units::fmt_bytes;
 
 #[derive(Debug, Clone)]
@@ -26,9 +26,6 @@ pub struct StatusRequest {
     pub store: Option<PathBuf>,
     pub interval_s: Option<u64>,
     pub registry: PathBuf,
-    pub json: bool,
-    /// Also write node_exporter textfile metrics here.
-    pub prom: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -210,7 +207,7 @@ fn fill(s: &mut DirStatus, e: &Registered, now_s: u64) -> Result<()> {
     Ok(())
 }
 
-pub fn status_cmd(ctx: &Context, req: &StatusRequest) -> Result<ExitCode> {
+pub fn status_cmd(ctx: &Context, req: &StatusRequest) -> Result<StatusReport> {
     let reg = Registry::load(&req.registry)?;
     let targets: Vec<Registered> = match &req.dir {
         Some(d) => {
@@ -257,16 +254,14 @@ pub fn status_cmd(ctx: &Context, req: &StatusRequest) -> Result<ExitCode> {
         schema_version: 1,
         dirs,
     };
-    if let Some(p) = &req.prom {
-        AtomicWrite::report("--prom").write(p, prom_text(&report).as_bytes())?;
+    Ok(report)
+}
+
+impl StatusReport {
+    /// Exit 1 when any directory is not syncing as it should.
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::problem_if(self.dirs.iter().any(|d| d.state != "ok"))
     }
-    if req.json {
-        crate::render::print_json(&report)?;
-    } else {
-        print_human(&report);
-    }
-    let bad = report.dirs.iter().any(|d| d.state != "ok");
-    Ok(ExitCode::problem_if(bad))
 }
 
 fn age(s: u64) -> String {
@@ -288,10 +283,13 @@ fn state_tone(state: &str) -> Tone {
     }
 }
 
-fn print_human(r: &StatusReport) {
+pub fn text(r: &StatusReport) -> String {
+    let mut s = String::new();
     if r.dirs.is_empty() {
-        println!("no persisted directories (`tmpfsctl persist enable DIR --store STORE` adds one)");
-        return;
+        s.push_str(
+            "no persisted directories (`tmpfsctl persist enable DIR --store STORE` adds one)\n",
+        );
+        return s;
     }
     let mut t = crate::render::table(&[
         "dir",
@@ -324,12 +322,13 @@ fn print_human(r: &StatusReport) {
         ]);
     }
     crate::render::fit_to_terminal(&mut t);
-    println!("{t}");
+    let _ = writeln!(s, "{t}");
     for d in &r.dirs {
         if let Some(f) = &d.fix {
-            println!("{}: {}", safe_path(&d.dir), safe(f));
+            let _ = writeln!(s, "{}: {}", safe_path(&d.dir), safe(f));
         }
     }
+    s
 }
 
 /// node_exporter textfile metrics (one sample per directory and metric).

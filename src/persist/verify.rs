@@ -4,6 +4,7 @@
 //! once however many generations share it.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
@@ -22,7 +23,6 @@ pub struct VerifyRequest {
     pub dir: Option<PathBuf>,
     pub store: Option<PathBuf>,
     pub registry: PathBuf,
-    pub json: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -158,7 +158,7 @@ fn object_check(store: &dyn Store, h: &[u8; 16], size: u64, buf: &mut Vec<u8>) -
     }
 }
 
-pub fn verify_cmd(_ctx: &Context, req: &VerifyRequest) -> Result<ExitCode> {
+pub fn verify_cmd(_ctx: &Context, req: &VerifyRequest) -> Result<VerifyReport> {
     let targets: Vec<(PathBuf, PathBuf)> = match &req.dir {
         Some(d) => {
             let dir = resolve_dir(d)?;
@@ -175,21 +175,24 @@ pub fn verify_cmd(_ctx: &Context, req: &VerifyRequest) -> Result<ExitCode> {
         schema_version: 1,
         stores: targets.into_iter().map(|(d, s)| check(d, s)).collect(),
     };
-    if req.json {
-        crate::render::print_json(&report)?;
-    } else {
-        print_human(&report);
-    }
-    let bad = report
-        .stores
-        .iter()
-        .any(|s| !s.damaged.is_empty() || !s.problems.is_empty());
-    Ok(ExitCode::problem_if(bad))
+    Ok(report)
 }
 
-fn print_human(r: &VerifyReport) {
+impl VerifyReport {
+    /// Exit 1 with a list of what is damaged.
+    pub fn exit_code(&self) -> ExitCode {
+        let bad = self
+            .stores
+            .iter()
+            .any(|s| !s.damaged.is_empty() || !s.problems.is_empty());
+        ExitCode::problem_if(bad)
+    }
+}
+
+pub fn text(r: &VerifyReport) -> String {
+    let mut out = String::new();
     if r.stores.is_empty() {
-        println!("no persisted directories to verify");
+        out.push_str("no persisted directories to verify\n");
     }
     for s in &r.stores {
         let state = if s.damaged.is_empty() && s.problems.is_empty() {
@@ -197,7 +200,8 @@ fn print_human(r: &VerifyReport) {
         } else {
             "DAMAGED"
         };
-        println!(
+        let _ = writeln!(
+            out,
             "{} -> {}: {state}: {} generation(s) {:?}, sound {:?}; {} objects ({}) read and hashed{}",
             safe_path(&s.dir),
             safe_path(&s.store),
@@ -216,10 +220,11 @@ fn print_human(r: &VerifyReport) {
             }
         );
         for p in &s.problems {
-            println!("  problem: {}", safe(p));
+            let _ = writeln!(out, "  problem: {}", safe(p));
         }
         for d in &s.damaged {
-            println!(
+            let _ = writeln!(
+                out,
                 "  damaged: {} ({}{}): {}",
                 safe_path(&d.store_path),
                 gen_name(d.generation),
@@ -232,4 +237,5 @@ fn print_human(r: &VerifyReport) {
             );
         }
     }
+    out
 }

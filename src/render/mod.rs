@@ -4,13 +4,13 @@ pub mod color;
 pub mod exposition;
 pub mod fit;
 pub mod html;
+pub mod report;
 pub mod term;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use comfy_table::{ContentArrangement, LineStyle, Table, presets};
-use serde::Serialize;
 
 pub fn stdout_is_tty() -> bool {
     std::io::stdout().is_terminal()
@@ -18,17 +18,6 @@ pub fn stdout_is_tty() -> bool {
 
 pub fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()
-}
-
-/// Pretty JSON with a trailing newline on stdout.
-pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
-    // Stdout is line-buffered: unbuffered, a document of 40 000 mounts was a
-    // million write(2) calls, most of `status`'s time.
-    let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
-    serde_json::to_writer_pretty(&mut out, value).context("writing JSON")?;
-    writeln!(out)?;
-    out.flush().context("writing JSON")?;
-    Ok(())
 }
 
 /// A table in the project's house style: light rules; on a terminal, wrapped

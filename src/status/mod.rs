@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
 use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, statfs, systemd};
 
 /// 2: a ramfs's `used_bytes`/`inodes_used` (and so `memory.ram_fs_used_bytes`)
@@ -760,15 +760,13 @@ fn overcommit(mounts: &[MountReport], mem: &MemoryReport) -> Option<String> {
     ))
 }
 
-/// `tmpfsctl status`: gather, then print as a table or (with `json`) JSON.
-pub fn run(ctx: &Context, q: &StatusQuery, json: bool) -> Result<ExitCode> {
-    let report = gather(ctx, q)?;
-    if json {
-        crate::render::print_json(&report)?;
-    } else {
-        print!("{}", render::text(&report));
+/// `tmpfsctl status`.
+impl crate::render::report::Request for StatusQuery {
+    type Report = StatusReport;
+
+    fn run(&self, ctx: &Context) -> Result<StatusReport> {
+        gather(ctx, self)
     }
-    Ok(ExitCode::Ok)
 }
 
 #[cfg(test)]

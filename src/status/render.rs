@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::{MountReport, StatusReport, UsageSource};
 use crate::render::color::{paint_fullness, warning_line, warnings_heading};
+use crate::render::report::{self, Format, Report};
 use crate::render::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
@@ -112,6 +113,16 @@ fn mounts_table(r: &StatusReport, layout: Layout) -> String {
         s.push('\n');
     }
     s
+}
+
+impl Report for StatusReport {
+    fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
+        match f {
+            Format::TEXT => report::text(text(self)),
+            Format::JSON => Some(report::json(self)),
+            _ => None,
+        }
+    }
 }
 
 pub fn text(r: &StatusReport) -> String {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
 use crate::sys::cgroup;
 use crate::sys::procfd::{self, Scan};
 use crate::sys::sysvshm::{self, ShmSegment};
@@ -34,8 +34,8 @@ pub use cgroups::{CgroupTop, HeldBy, HeldFile, HeldMount, Holdings, holdings_bel
 pub enum Mode {
     /// Refresh on a terminal until `q` (falls back to one snapshot when not a terminal).
     Live,
+    /// One snapshot (`--once`, `--json`, `--prom`).
     Once,
-    Json,
 }
 
 /// What `top` is asked: the plain request the CLI hands to [`run`].
@@ -47,8 +47,6 @@ pub struct TopQuery {
     pub top_n: usize,
     pub interval: Duration,
     pub mode: Mode,
-    /// Write one snapshot as node_exporter textfile metrics here (`-`: stdout) instead of printing it.
-    pub prom: Option<PathBuf>,
 }
 
 /// Directory levels below a mount point that get their own totals.
@@ -576,35 +574,37 @@ pub fn add_growth(now: &mut TopReport, prev: &HashMap<String, (Instant, u64)>, a
     }
 }
 
-/// `tmpfsctl top`.
-pub fn run(ctx: &Context, q: &TopQuery) -> Result<ExitCode> {
-    let paths = resolve_paths(&ctx.sysroot, &q.paths)?;
-    if let Some(dest) = &q.prom {
-        if dest != Path::new("-") {
-            crate::sys::atomic::check_writable("--prom", dest)?;
-        }
-        let report = snapshot(ctx, &paths, q.top_n)?;
-        prom::write(dest, &report)?;
-        return Ok(ExitCode::problem_if(
-            !report.paths_not_ram_backed.is_empty(),
-        ));
+/// What `top` hands back: one snapshot, or the live view's ending (it
+/// drew its own screens).
+#[derive(Debug)]
+pub enum TopOutcome {
+    Snapshot(Box<TopReport>),
+    Live(crate::render::report::Shown),
+}
+
+/// `tmpfsctl top`: the live view on a terminal, else one snapshot for
+/// `Output` to show (table, `--json`, `--prom`).
+impl crate::render::report::Request for TopQuery {
+    type Report = TopOutcome;
+
+    fn run(&self, ctx: &Context) -> Result<TopOutcome> {
+        run(ctx, self)
     }
+}
+
+fn run(ctx: &Context, q: &TopQuery) -> Result<TopOutcome> {
+    let paths = resolve_paths(&ctx.sysroot, &q.paths)?;
     let live = q.mode == Mode::Live
         && crate::render::stdout_is_tty()
         && std::io::IsTerminal::is_terminal(&std::io::stdin());
     if live {
-        return live::run(ctx, &paths, q);
+        return Ok(TopOutcome::Live(crate::render::report::Shown(live::run(
+            ctx, &paths, q,
+        )?)));
     }
-    let report = snapshot(ctx, &paths, q.top_n)?;
-    if q.mode == Mode::Json {
-        crate::render::print_json(&report)?;
-    } else {
-        print!("{}", render::text(&report));
-    }
-    // A PATH on disk is a problem the user asked about: top cannot show it.
-    Ok(ExitCode::problem_if(
-        !report.paths_not_ram_backed.is_empty(),
-    ))
+    Ok(TopOutcome::Snapshot(Box::new(snapshot(
+        ctx, &paths, q.top_n,
+    )?)))
 }
 
 #[cfg(test)]

@@ -8,13 +8,8 @@
 //! from the series (`deriv(tmpfsctl_mount_used_bytes[15m])`, and
 //! `predict_linear` for the time to full).
 
-use std::path::Path;
-
-use anyhow::Result;
-
 use super::TopReport;
 use crate::render::exposition::Exposition;
-use crate::sys::atomic::AtomicWrite;
 
 /// The labels that name a mount in every per-mount family. `mountpoint` and
 /// `fstype` are node_exporter's own names, so the two join without relabelling.
@@ -175,20 +170,4 @@ pub fn text(r: &TopReport) -> String {
     )
     .sample("tmpfsctl_top_timestamp_seconds", &[], r.taken_at_unix_s);
     e.finish()
-}
-
-/// Write the textfile to `dest` (`-`: stdout), replacing it atomically so
-/// node_exporter never reads half a file.
-pub fn write(dest: &Path, r: &TopReport) -> Result<()> {
-    let t = text(r);
-    if dest == Path::new("-") {
-        use std::io::Write as _;
-        let mut out = std::io::stdout().lock();
-        return match out.write_all(t.as_bytes()).and_then(|()| out.flush()) {
-            // A closed pipe (`| head`) is the reader's choice, not an error.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-            other => other.map_err(Into::into),
-        };
-    }
-    AtomicWrite::report("--prom").write(dest, t.as_bytes())
 }

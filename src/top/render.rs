@@ -4,9 +4,11 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::{MountTop, TopReport};
+use super::{MountTop, TopOutcome, TopReport};
+use crate::context::ExitCode;
 use crate::render::color::{Tone, paint, paint_fullness};
 use crate::render::fit;
+use crate::render::report::{self, Format, Report};
 use crate::render::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
@@ -552,6 +554,29 @@ fn detail(s: &mut String, r: &TopReport, mounts: &[&MountTop], view: &View) {
     memory_outside_mounts(s, r);
     cgroups_table(s, r);
     shmem_summary(s, r);
+}
+
+impl Report for TopOutcome {
+    fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
+        let TopOutcome::Snapshot(r) = self else {
+            // The live view drew its own screens.
+            return Some(Ok(Vec::new()));
+        };
+        match f {
+            Format::TEXT => report::text(text(r)),
+            Format::JSON => Some(report::json(r)),
+            Format::PROM => report::text(super::prom::text(r)),
+            _ => None,
+        }
+    }
+
+    /// A PATH on disk is a problem the user asked about: top cannot show it.
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            TopOutcome::Snapshot(r) => ExitCode::problem_if(!r.paths_not_ram_backed.is_empty()),
+            TopOutcome::Live(s) => s.exit_code(),
+        }
+    }
 }
 
 /// The whole report, as `top --once` prints it.

@@ -86,8 +86,18 @@ impl RunRequest {
     }
 }
 
+/// `tmpfsctl run` and `shell`: CMD's output and the summary (stderr, or
+/// `--json FILE|fd:N`) are shown as it runs; the exit code is CMD's.
+impl crate::render::report::Request for RunRequest {
+    type Report = crate::render::report::Shown;
+
+    fn run(&self, ctx: &Context) -> Result<Self::Report> {
+        run(ctx, self).map(crate::render::report::Shown)
+    }
+}
+
 /// Run the request's command in a new scratch and report; the exit code is CMD's.
-pub fn run(ctx: &Context, req: &RunRequest) -> Result<ExitCode> {
+fn run(ctx: &Context, req: &RunRequest) -> Result<ExitCode> {
     let checked = check(ctx, req)?;
     execute(req, checked)
 }

@@ -20,6 +20,7 @@ mod interface_warnings;
 mod manpages;
 mod mounts;
 mod mounts_guarded;
+mod outputs;
 mod persist;
 mod readme;
 mod reports;

@@ -27,6 +27,8 @@ mod guards;
 mod lifecycle;
 /// Stores another user could change, and persist's mount flags.
 mod trust;
+/// Every subcommand's JSON carries schema_version.
+mod versioned;
 
 fn show(o: &Output) -> String {
     format!(

@@ -18,7 +18,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// How a mount comes back at boot: the one answer `plan`, `apply` and
 /// `persist enable` share (`--boot`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Boot {
     /// A line in /etc/fstab (persist: plus its units)
@@ -40,13 +40,12 @@ impl Boot {
 }
 
 /// Transparent huge pages policy (tmpfs `huge=`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Huge {
     Never,
     Always,
     /// Also accepted as the kernel spells it: within_size
-    #[value(alias = "within_size")]
     WithinSize,
     Advise,
 }
@@ -62,7 +61,7 @@ impl Huge {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FsKind {
     Tmpfs,

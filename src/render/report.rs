@@ -1,0 +1,323 @@
+//! The one entry shape and the one output seam. Every command is a plain
+//! [`Request`] (no clap type: the command line builds it) whose `run`
+//! hands back a [`Report`];
+//! the command line builds one [`Output`] saying what stdout shows and which
+//! files are written besides; `Output::write` does it the same way for every
+//! command: `-` is stdout, at most one thing on stdout, no file named twice,
+//! files replaced atomically (`sys::atomic`), all checked before any work.
+//!
+//! A new format is one arm in a report's `render` (its text next to it in
+//! the capability's render code) and its flag in the command's `cli/` file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use crate::context::{Context, ExitCode};
+use crate::render::term::safe_path;
+use crate::sys::atomic::{AtomicWrite, check_writable};
+
+/// A format a report can be written in, by the name a user knows it by. The
+/// common ones are here; a format only one report has can be declared next
+/// to the code that renders it with [`Format::new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Format(&'static str);
+
+impl Format {
+    /// What a person reads on a terminal (tables, prose).
+    pub const TEXT: Format = Format("text");
+    /// The versioned document for machines (it carries `schema_version`).
+    pub const JSON: Format = Format("json");
+    pub const MARKDOWN: Format = Format("markdown");
+    pub const CSV: Format = Format("csv");
+    pub const HTML: Format = Format("html");
+    /// node_exporter textfile metrics.
+    pub const PROM: Format = Format("prom");
+
+    pub const fn new(name: &'static str) -> Format {
+        Format(name)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+/// What a command found or did, able to show itself in each format the
+/// command offers.
+pub trait Report {
+    /// The report in `format`; `None` when the command has no such format.
+    fn render(&self, format: Format) -> Option<Result<Vec<u8>>>;
+
+    /// How the command ends: 0, or 1 when it found the problem asked about.
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::Ok
+    }
+
+    /// What goes to stderr after the report, knowing what stdout showed
+    /// (`None`: nothing): notes a format other than text has no room for.
+    fn after(&self, _stdout: Option<Format>) -> String {
+        String::new()
+    }
+}
+
+/// What a command is asked, as a plain value: `run` does the work and hands
+/// back the report, printing nothing of it (what shows and where is the
+/// [`Output`]'s business). Another command, a test or a future API can run
+/// it without faking a command line.
+pub trait Request {
+    type Report: Report;
+
+    fn run(&self, ctx: &Context) -> Result<Self::Report>;
+}
+
+/// A command that showed all it had while it ran (a child's output, a live
+/// screen, a generated script): only its exit code is left.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown(pub ExitCode);
+
+impl Report for Shown {
+    /// Nothing more to show, in any format.
+    fn render(&self, _format: Format) -> Option<Result<Vec<u8>>> {
+        Some(Ok(Vec::new()))
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        self.0
+    }
+}
+
+/// The JSON form of every report: pretty, with a trailing newline.
+pub fn json<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    let mut v = serde_json::to_vec_pretty(value)?;
+    v.push(b'\n');
+    Ok(v)
+}
+
+/// Text already built as a `String`, as a render result.
+pub fn text(s: String) -> Option<Result<Vec<u8>>> {
+    Some(Ok(s.into_bytes()))
+}
+
+/// One file the report is written to besides stdout (`-`: stdout itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Export {
+    /// The option that named it, as the user typed it (`--export-csv`).
+    pub flag: &'static str,
+    pub format: Format,
+    pub path: PathBuf,
+}
+
+impl Export {
+    fn is_stdout(&self) -> bool {
+        self.path == Path::new("-")
+    }
+}
+
+/// Where a command's report goes: built from the command line, checked
+/// before the command does any work, written when it is done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// What stdout shows when no export takes it; `None`: nothing.
+    stdout: Option<Format>,
+    /// The option that chose `stdout` (`--json`), when one did: it and an
+    /// export to `-` cannot both have stdout.
+    chosen_by: Option<&'static str>,
+    exports: Vec<Export>,
+}
+
+impl Default for Output {
+    fn default() -> Self {
+        Output::stdout(Format::TEXT)
+    }
+}
+
+impl Output {
+    /// `format` on stdout unless a flag or an export to `-` says otherwise.
+    pub fn stdout(format: Format) -> Output {
+        Output {
+            stdout: Some(format),
+            chosen_by: None,
+            exports: Vec::new(),
+        }
+    }
+
+    /// Nothing on stdout (the command showed what it had while it ran, or
+    /// its report goes only to the files named).
+    pub fn nothing() -> Output {
+        Output {
+            stdout: None,
+            chosen_by: None,
+            exports: Vec::new(),
+        }
+    }
+
+    /// `format` on stdout when `flag` was given (`--json`, `--markdown`).
+    pub fn or_when(mut self, given: bool, flag: &'static str, format: Format) -> Output {
+        if given {
+            self.stdout = Some(format);
+            self.chosen_by = Some(flag);
+        }
+        self
+    }
+
+    /// Also write the report as `format` to `path`, when `flag` named one.
+    pub fn export(mut self, flag: &'static str, format: Format, path: Option<&PathBuf>) -> Output {
+        if let Some(p) = path {
+            self.exports.push(Export {
+                flag,
+                format,
+                path: p.clone(),
+            });
+        }
+        self
+    }
+
+    /// The format stdout will show, if any.
+    pub fn shows(&self) -> Option<Format> {
+        match self.exports.iter().find(|e| e.is_stdout()) {
+            Some(e) => Some(e.format),
+            None => self.stdout,
+        }
+    }
+
+    /// Whether stdout is for a machine (JSON): prose a command would show
+    /// while it runs then stays off stdout.
+    pub fn is_json(&self) -> bool {
+        self.shows() == Some(Format::JSON)
+    }
+
+    /// Fail (exit 2) now, not after minutes of work, when a file could not
+    /// be written (a missing directory, a directory given as the file, no
+    /// write permission), when one file is named by two options, or when two
+    /// options both want stdout.
+    pub fn check(&self) -> Result<()> {
+        for (i, e) in self.exports.iter().enumerate() {
+            if e.is_stdout() {
+                continue;
+            }
+            check_writable(e.flag, &e.path)?;
+            if let Some(other) = self.exports[..i].iter().find(|o| o.path == e.path) {
+                bail!(
+                    "{} and {} both name {}; give each output its own file",
+                    other.flag,
+                    e.flag,
+                    safe_path(&e.path)
+                );
+            }
+        }
+        let stdout: Vec<&str> = self
+            .chosen_by
+            .into_iter()
+            .chain(
+                self.exports
+                    .iter()
+                    .filter(|e| e.is_stdout())
+                    .map(|e| e.flag),
+            )
+            .collect();
+        if stdout.len() > 1 {
+            bail!(
+                "{} all write to stdout; give all but one a file name",
+                stdout.join(" and ")
+            );
+        }
+        Ok(())
+    }
+
+    /// Write `report` everywhere asked: the files (each replaced whole,
+    /// readable by others: reports are for sharing), then stdout, then what
+    /// the report has to say on stderr.
+    pub fn write(&self, report: &dyn Report) -> Result<()> {
+        for e in self.exports.iter().filter(|e| !e.is_stdout()) {
+            let data = rendered(report, e.flag, e.format)?;
+            AtomicWrite::report(e.flag).write(&e.path, &data)?;
+        }
+        let shows = self.shows();
+        if let Some(f) = shows {
+            let flag = self
+                .exports
+                .iter()
+                .find(|e| e.is_stdout())
+                .map_or(self.chosen_by.unwrap_or("stdout"), |e| e.flag);
+            let data = rendered(report, flag, f)?;
+            let mut out = std::io::stdout().lock();
+            match out.write_all(&data).and_then(|()| out.flush()) {
+                // A closed pipe (`| head`) is the reader's choice, not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                other => other?,
+            }
+        }
+        let after = report.after(shows);
+        if !after.is_empty() {
+            eprint!("{after}");
+        }
+        Ok(())
+    }
+}
+
+fn rendered(report: &dyn Report, flag: &str, format: Format) -> Result<Vec<u8>> {
+    match report.render(format) {
+        Some(r) => r,
+        None => bail!("{flag}: this report has no {} form", format.name()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Two;
+    impl Report for Two {
+        fn render(&self, f: Format) -> Option<Result<Vec<u8>>> {
+            match f {
+                Format::TEXT => text("t\n".into()),
+                Format::CSV => text("c\n".into()),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn an_export_to_dash_takes_stdout_from_the_default_only() {
+        let p = PathBuf::from("-");
+        let o = Output::stdout(Format::TEXT).export("--export-csv", Format::CSV, Some(&p));
+        assert_eq!(o.shows(), Some(Format::CSV));
+        o.check().unwrap();
+        let o = o.or_when(true, "--json", Format::JSON);
+        let e = o.check().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--json and --export-csv all write to stdout; give all but one a file name"
+        );
+    }
+
+    #[test]
+    fn one_file_named_twice_is_refused_naming_both_options() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("r.out");
+        let o = Output::stdout(Format::TEXT)
+            .export("--export-csv", Format::CSV, Some(&f))
+            .export("--html", Format::HTML, Some(&f));
+        let e = o.check().unwrap_err().to_string();
+        assert!(
+            e.starts_with("--export-csv and --html both name ") && e.contains("r.out"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn files_are_written_whole_and_a_missing_format_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("r.csv");
+        let o = Output::nothing().export("--export-csv", Format::CSV, Some(&f));
+        o.check().unwrap();
+        o.write(&Two).unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "c\n");
+        let o = Output::nothing().export("--html", Format::HTML, Some(&f));
+        let e = o.write(&Two).unwrap_err().to_string();
+        assert_eq!(e, "--html: this report has no html form");
+    }
+}
