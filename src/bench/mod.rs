@@ -14,6 +14,7 @@ pub mod html;
 mod html_table;
 mod leftover;
 pub mod notes;
+mod output;
 mod ratio;
 pub mod render;
 pub mod report;

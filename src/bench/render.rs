@@ -1,11 +1,9 @@
 //! Renderers of a [`BenchReport`]: terminal table, CSV, Markdown.
 //! Each is a pure function from the report to text.
 
-use super::BenchOutcome;
 use super::ratio::{SAME, fmt_ratio, interval_holds_one, ratio_pair};
 use super::report::{BenchReport, BenchResult};
 use super::workload::{Op, Workload};
-use crate::render::report::{Format, Report, json, text};
 use crate::units::{fmt_bytes, fmt_ns, fmt_rate};
 
 /// "12.3k IOPS", "1.52M ops/s".
@@ -238,52 +236,6 @@ pub fn summary_line(r: &BenchReport) -> String {
         },
         r.elapsed_ns as f64 / 1e9
     )
-}
-
-impl Report for BenchOutcome {
-    fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
-        match self {
-            BenchOutcome::Measured(r) => match f {
-                Format::TEXT => text(table(r)),
-                Format::JSON => Some(json(r)),
-                Format::CSV => text(csv(r)),
-                Format::MARKDOWN => text(markdown(r)),
-                Format::HTML => text(super::html::html(r)),
-                _ => None,
-            },
-            BenchOutcome::Compared {
-                a,
-                b,
-                a_path,
-                b_path,
-            } => match f {
-                Format::TEXT => text(super::compare::text(a, b, a_path, b_path)),
-                Format::HTML => text(super::compare::html(a, b, a_path, b_path)),
-                _ => None,
-            },
-        }
-    }
-
-    /// Warnings the table did not already explain under itself.
-    fn after(&self, stdout: Option<Format>) -> String {
-        let BenchOutcome::Measured(r) = self else {
-            return String::new();
-        };
-        let table_shown = stdout == Some(Format::TEXT);
-        let mut out = String::new();
-        for w in &r.warnings {
-            if !table_shown || !super::notes::CODES.contains(&w.code.as_str()) {
-                let tag =
-                    crate::render::color::paint_err(crate::render::color::Tone::Warn, "warning:");
-                out.push_str(&crate::render::paragraph(
-                    "",
-                    &format!("{tag} {}", w.message),
-                ));
-                out.push('\n');
-            }
-        }
-        out
-    }
 }
 
 /// The terminal table (plus the latency table).

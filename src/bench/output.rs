@@ -1,0 +1,52 @@
+//! How a bench outcome goes out in each format: the one place that picks a
+//! renderer per format, apart from the renderers so that they (the table,
+//! the HTML page, the A/B comparison) need not know each other.
+
+use super::{BenchOutcome, compare, html, notes, render};
+use crate::render::report::{Format, Report, json, text};
+
+impl Report for BenchOutcome {
+    fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
+        match self {
+            BenchOutcome::Measured(r) => match f {
+                Format::TEXT => text(render::table(r)),
+                Format::JSON => Some(json(r)),
+                Format::CSV => text(render::csv(r)),
+                Format::MARKDOWN => text(render::markdown(r)),
+                Format::HTML => text(html::html(r)),
+                _ => None,
+            },
+            BenchOutcome::Compared {
+                a,
+                b,
+                a_path,
+                b_path,
+            } => match f {
+                Format::TEXT => text(compare::text(a, b, a_path, b_path)),
+                Format::HTML => text(compare::html(a, b, a_path, b_path)),
+                _ => None,
+            },
+        }
+    }
+
+    /// Warnings the table did not already explain under itself.
+    fn after(&self, stdout: Option<Format>) -> String {
+        let BenchOutcome::Measured(r) = self else {
+            return String::new();
+        };
+        let table_shown = stdout == Some(Format::TEXT);
+        let mut out = String::new();
+        for w in &r.warnings {
+            if !table_shown || !notes::CODES.contains(&w.code.as_str()) {
+                let tag =
+                    crate::render::color::paint_err(crate::render::color::Tone::Warn, "warning:");
+                out.push_str(&crate::render::paragraph(
+                    "",
+                    &format!("{tag} {}", w.message),
+                ));
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
