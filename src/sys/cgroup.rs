@@ -126,7 +126,12 @@ pub fn read(root: &Sysroot, h: &Hierarchy, path: &str) -> Option<CgroupMemory> {
 
 /// The pids directly in a cgroup; empty when it cannot be read.
 pub fn procs(root: &Sysroot, h: &Hierarchy, path: &str) -> Vec<u32> {
-    let dir = root.path(h.mount_point.join(path.trim_start_matches('/')));
+    pids_at(&root.path(h.mount_point.join(path.trim_start_matches('/'))))
+}
+
+/// The pids directly in the cgroup directory `dir` (its `cgroup.procs`);
+/// empty when it cannot be read (gone, or not a cgroup).
+pub fn pids_at(dir: &std::path::Path) -> Vec<u32> {
     std::fs::read_to_string(dir.join("cgroup.procs"))
         .unwrap_or_default()
         .lines()

@@ -408,12 +408,8 @@ fn cgroup_dirs(dir: &Path) -> Vec<PathBuf> {
 
 fn pids_in(dirs: &[PathBuf]) -> Vec<i32> {
     dirs.iter()
-        .flat_map(|d| {
-            let text = std::fs::read_to_string(d.join("cgroup.procs")).unwrap_or_default();
-            text.lines()
-                .filter_map(|l| l.trim().parse::<i32>().ok())
-                .collect::<Vec<_>>()
-        })
+        .flat_map(|d| crate::sys::cgroup::pids_at(d))
+        .filter_map(|p| i32::try_from(p).ok())
         .collect()
 }
 
