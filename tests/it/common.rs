@@ -406,7 +406,8 @@ pub fn prometheus(dir: &Path, data: &Path, scrape: Option<u16>) -> Option<(Serve
     Some((srv, url))
 }
 
-pub fn query_has_result(url: &str, q: &str) -> bool {
+/// The instant-query URL of Prometheus at `url` for the PromQL `q`.
+pub fn query_url(url: &str, q: &str) -> String {
     let enc: String = q
         .bytes()
         .map(|b| {
@@ -417,7 +418,11 @@ pub fn query_has_result(url: &str, q: &str) -> bool {
             }
         })
         .collect();
-    http_get(&format!("{url}/api/v1/query?query={enc}"))
+    format!("{url}/api/v1/query?query={enc}")
+}
+
+pub fn query_has_result(url: &str, q: &str) -> bool {
+    http_get(&query_url(url, q))
         .map(|b| b.contains("\"result\":[{"))
         .unwrap_or(false)
 }

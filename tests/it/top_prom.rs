@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::{
-    Server, TestMount, df_bytes, df_inodes, free_port, http_get, prometheus, s, stderr, tmpfsctl,
-    wait_for,
+    Server, TestMount, df_bytes, df_inodes, free_port, http_get, prometheus, query_url, s, stderr,
+    tmpfsctl, wait_for,
 };
 use crate::require_root;
 use crate::top::hold_open;
@@ -284,17 +284,7 @@ fn promtool_accepts_the_textfile_and_the_alerting_rules_fire_on_recorded_series(
 
 /// Instant query; (labels, value) per series.
 fn query(url: &str, q: &str) -> Vec<(HashMap<String, String>, f64)> {
-    let enc: String = q
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect();
-    let Some(body) = http_get(&format!("{url}/api/v1/query?query={enc}")) else {
+    let Some(body) = http_get(&query_url(url, q)) else {
         return vec![];
     };
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
