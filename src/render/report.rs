@@ -191,9 +191,8 @@ impl Output {
 
     /// Fail (exit 2) now, not after minutes of work, when a file could not
     /// be written (a missing directory, a directory given as the file, no
-    /// write permission), when one file is named by two options (however each
-    /// spells it), or when two
-    /// options both want stdout.
+    /// write permission), when one file is named by two options (however
+    /// each spells it), or when two options both want stdout.
     pub fn check(&self) -> Result<()> {
         for (i, e) in self.exports.iter().enumerate() {
             if e.is_stdout() {
