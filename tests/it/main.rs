@@ -25,6 +25,7 @@ mod outputs_identity;
 mod persist;
 mod readme;
 mod reports;
+mod run_noshebang;
 mod status;
 mod status_usage;
 mod terminal;
