@@ -52,7 +52,7 @@ impl Tree {
 }
 
 fn assert_refused(o: &std::process::Output, first: &str, second: &str, case: &str) {
-    assert_eq!(o.status.code(), Some(2), "{case}: {}", stdout(&o));
+    assert_eq!(o.status.code(), Some(2), "{case}: {}", stdout(o));
     let e = stderr(o);
     assert!(
         e.contains(&format!("{first} and {second} both name")) && e.contains("r.out"),
