@@ -63,8 +63,8 @@ pub struct ScratchOpts {
     /// No summary line and no notes on stderr
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// Write the summary as JSON (schema_version 1) to FILE, - (stdout) or fd:N (a descriptor you opened)
-    #[arg(long, value_name = "FILE|-|fd:N")]
+    /// Write the summary as JSON (schema_version 1) to FILE, - (stdout) or fd:N
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Use a plain 0700 directory instead of a private mount (other processes of yours can see it; the cap is soft)
     #[arg(long)]
