@@ -13,7 +13,9 @@ use anyhow::{Result, bail};
 /// tmpfsctl starts (`run`'s CMD) must not hold it open or write to it.
 pub fn check_writable(what: &str, n: i32) -> Result<()> {
     if n == 0 {
-        bail!("{what} fd:0: descriptor 0 is standard input; give one opened for writing, e.g. fd:3 with `3>file`");
+        bail!(
+            "{what} fd:0: descriptor 0 is standard input; give one opened for writing, e.g. fd:3 with `3>file`"
+        );
     }
     // SAFETY: fcntl(F_GETFL) only reads the descriptor table; a number that
     // is not an open descriptor makes it fail with EBADF, which is the check.
@@ -45,7 +47,8 @@ pub fn file_identity(n: i32) -> Option<(u64, u64)> {
         return None;
     }
     let st = rustix::fs::fstat(borrowed(n)).ok()?;
-    let is_file = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile;
+    let is_file =
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile;
     is_file.then_some((st.st_dev, st.st_ino))
 }
 
@@ -91,7 +94,9 @@ mod tests {
         assert_eq!(id, (m.dev(), m.ino()));
 
         let r = std::fs::File::open(d.path().join("w")).unwrap();
-        let e = check_writable("--x", r.as_raw_fd()).unwrap_err().to_string();
+        let e = check_writable("--x", r.as_raw_fd())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not open for writing"), "{e}");
         let e = check_writable("--x", 987_654).unwrap_err().to_string();
         assert_eq!(
