@@ -359,6 +359,26 @@ mod tests {
     }
 
     #[test]
+    fn fd_1_counts_as_stdout_and_a_bad_descriptor_number_is_named() {
+        let one = PathBuf::from("fd:1");
+        let o = Output::stdout(Format::TEXT).export("--export-csv", Format::CSV, Some(&one));
+        assert_eq!(o.shows(), Some(Format::CSV));
+        o.check().unwrap();
+        let e = o.or_when(true, "--json", Format::JSON).check().unwrap_err();
+        assert!(e.to_string().contains("all write to stdout"), "{e}");
+        let bad = PathBuf::from("fd:x");
+        let e = Output::nothing()
+            .export("--html", Format::HTML, Some(&bad))
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--html fd:x: not a descriptor number") && e.contains("./fd:x"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn one_file_named_twice_is_refused_naming_both_options() {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("r.out");
