@@ -328,6 +328,26 @@ fn run_json_goes_through_the_same_checks() {
     );
     assert!(!marker.exists(), "CMD ran");
 
+    // A summary that cannot be written is said; the status stays CMD's.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = with_fd(
+        d.path(),
+        3,
+        &full,
+        &[
+            "run", "-q", "--size", "4M", "--json", "fd:3", "--", "sh", "-c", "exit 3",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--json fd:3: writing: No space left"),
+        "{}",
+        stderr(&o)
+    );
+
     // --json given twice is refused, not the last one silently winning.
     let o = bin()
         .args(["run", "--json", s(&js), "--json", "fd:1", "--", "touch", m])
