@@ -13,6 +13,8 @@ pub mod persist;
 pub mod render;
 pub mod status;
 pub mod sys;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod top;
 pub mod units;
 pub mod workspace;

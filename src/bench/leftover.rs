@@ -127,14 +127,7 @@ fn pid_namespace() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A process that has ended: a child, reaped.
-    fn dead_pid() -> u32 {
-        let mut c = std::process::Command::new("true").spawn().unwrap();
-        let pid = c.id();
-        c.wait().unwrap();
-        pid
-    }
+    use crate::test_support::dead_pid;
 
     #[test]
     fn tags_parse_back() {

@@ -218,13 +218,7 @@ pub fn recover_and_tell(given: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn dead_pid() -> u32 {
-        let mut c = std::process::Command::new("true").spawn().unwrap();
-        let pid = c.id();
-        c.wait().unwrap();
-        pid
-    }
+    use crate::test_support::dead_pid;
 
     #[test]
     fn a_killed_run_is_pending_and_the_next_run_sweeps_it() {
