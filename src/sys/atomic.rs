@@ -424,14 +424,7 @@ mod tests {
         use std::os::unix::fs::FileTypeExt;
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::test_support::mkfifo(&fifo, 0o600);
         let reader = {
             let fifo = fifo.clone();
             std::thread::spawn(move || std::fs::read(fifo).unwrap())
@@ -483,14 +476,7 @@ mod tests {
         assert!(!same_destination(&r, &link));
         // Two names of one FIFO take each write in turn: nothing to lose.
         let fifo = d.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::test_support::mkfifo(&fifo, 0o600);
         let fifo2 = d.path().join("fifo2");
         std::fs::hard_link(&fifo, &fifo2).unwrap();
         assert!(!same_destination(&fifo, &fifo2));

@@ -32,12 +32,7 @@ fn copies_a_tree_and_the_copy_compares_equal() {
     std::os::unix::fs::symlink("nowhere", src.join("dangling")).unwrap();
     std::fs::write(src.join(OsStr::from_bytes(b"odd \n\xff")), b"x").unwrap();
     std::fs::set_permissions(src.join("a/b"), std::fs::Permissions::from_mode(0o1777)).unwrap();
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        src.join("fifo"),
-        Mode::from_raw_mode(0o640),
-    )
-    .unwrap();
+    crate::test_support::mkfifo(&src.join("fifo"), 0o640);
     let cancel = AtomicBool::new(false);
     let (s, d) = (dirfd(&src), dirfd(&dst));
     let stats = copy_tree(s.as_fd(), d.as_fd(), true, &cancel, &|_| {}).unwrap();

@@ -120,14 +120,7 @@ fn generated_tree(d: &Path) {
     // A hard link right next to its twin at the top, too.
     std::fs::write(d.join("top"), vec![2u8; 50_000]).unwrap();
     std::fs::hard_link(d.join("top"), d.join("top2")).unwrap();
-    rustix::fs::mknodat(
-        CWD,
-        d.join("fifo").as_path(),
-        FileType::Fifo,
-        Mode::from_raw_mode(0o644),
-        0,
-    )
-    .unwrap();
+    crate::test_support::mkfifo(&d.join("fifo"), 0o644);
     let s = |target: &str, name: &str| std::os::unix::fs::symlink(target, d.join(name)).unwrap();
     s(".", "self");
     s("..", "up");
