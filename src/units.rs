@@ -221,6 +221,16 @@ pub fn fmt_count(n: u64) -> String {
     }
 }
 
+/// ` (42%)`: `part` as a share of `whole`, to follow a figure in a sentence;
+/// nothing when `whole` is 0 (no share to give).
+pub fn fmt_share(part: u64, whole: u64) -> String {
+    if whole > 0 {
+        format!(" ({:.0}%)", part as f64 * 100.0 / whole as f64)
+    } else {
+        String::new()
+    }
+}
+
 /// A size as a tmpfs `size=` option value: the largest exact unit (`2G`, `512M`, `1536k`).
 pub fn tmpfs_size_option(b: u64) -> String {
     for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "k")] {
@@ -423,6 +433,13 @@ pub fn parse_seconds(input: &str) -> Result<u64, DurationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_share_is_whole_percent_and_nothing_of_zero() {
+        assert_eq!(fmt_share(1, 3), " (33%)");
+        assert_eq!(fmt_share(2, 3), " (67%)");
+        assert_eq!(fmt_share(5, 0), "");
+    }
 
     #[test]
     fn parses_tmpfs_style_sizes() {

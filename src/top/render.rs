@@ -521,14 +521,7 @@ fn cgroups_table(s: &mut String, r: &TopReport) {
 }
 
 fn shmem_summary(s: &mut String, r: &TopReport) {
-    let pct = if r.shmem_bytes > 0 {
-        format!(
-            " ({:.0}%)",
-            r.accounted_bytes as f64 * 100.0 / r.shmem_bytes as f64
-        )
-    } else {
-        String::new()
-    };
+    let pct = crate::units::fmt_share(r.accounted_bytes, r.shmem_bytes);
     s.push('\n');
     let line = format!(
         "Shmem (meminfo): {}; attributed above: {}{pct}; unattributed: {}",

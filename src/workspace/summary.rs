@@ -96,14 +96,7 @@ pub fn status_of(st: ExitStatus) -> (u8, Option<i32>, Option<i32>) {
 
 /// The one-line human summary (stderr).
 pub fn summary_line(s: &RunSummary) -> String {
-    let pct = if s.size_bytes > 0 {
-        format!(
-            " ({:.0}%)",
-            s.peak_used_bytes as f64 * 100.0 / s.size_bytes as f64
-        )
-    } else {
-        String::new()
-    };
+    let pct = crate::units::fmt_share(s.peak_used_bytes, s.size_bytes);
     let how = match (s.exit_code, s.signal) {
         (Some(c), _) => format!("exit {c}"),
         (None, Some(n)) => format!("killed by {} (status {})", signal_name(n), s.status),
