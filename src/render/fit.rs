@@ -5,7 +5,7 @@
 //! paths, after `,` in option lists) rather than by comfy-table, which cuts
 //! words wherever the column ends.
 
-use comfy_table::{Cell, ColumnConstraint, ContentArrangement, Row, Table};
+use comfy_table::{Cell, ColumnConstraint, ContentArrangement, LineStyle, Row, Table, TableStyle};
 use unicode_width::UnicodeWidthStr;
 
 /// Display width of `s`, ignoring ANSI escape sequences (colour).
@@ -174,6 +174,17 @@ fn cut_at(s: &str, w: usize) -> usize {
     s.len()
 }
 
+/// The lines drawn between rows (above, under the header, between, below),
+/// as opposed to the edges of the lines that hold cells.
+fn rules(st: &mut TableStyle) -> [&mut LineStyle; 4] {
+    [
+        &mut st.top_border,
+        &mut st.header_separator,
+        &mut st.row_separator,
+        &mut st.bottom_border,
+    ]
+}
+
 /// Characters the table's borders take on a line of `visible` columns.
 fn borders(t: &Table, visible: usize) -> usize {
     let st = t.style();
@@ -299,12 +310,7 @@ pub fn fit_keeping_whole(t: &mut Table, term_width: usize, whole: &[usize]) {
             c.set_padding((0, 1));
         }
         let st = t.style_mut();
-        for line in [
-            &mut st.top_border,
-            &mut st.header_separator,
-            &mut st.row_separator,
-            &mut st.bottom_border,
-        ] {
+        for line in rules(st) {
             line.right = None;
         }
         st.header_lines.right = None;
@@ -315,12 +321,7 @@ pub fn fit_keeping_whole(t: &mut Table, term_width: usize, whole: &[usize]) {
         // Still too wide for its words: one space between columns and no
         // indent before cutting any word.
         let st = t.style_mut();
-        for line in [
-            &mut st.top_border,
-            &mut st.header_separator,
-            &mut st.row_separator,
-            &mut st.bottom_border,
-        ] {
+        for line in rules(st) {
             line.left = None;
             line.junction = None;
         }
