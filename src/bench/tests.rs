@@ -261,35 +261,22 @@ fn tiers_follow_cache_sizes_and_durability() {
     };
     let ws = preset(Preset::Iozone, Scale::DEFAULT);
     let get = |id: &str| ws.iter().find(|w| w.id == id).unwrap();
-    assert_eq!(
-        suite::tier(get("iozone-read-64k-4k"), true, "n/a", &host),
-        "cpu-cache"
-    );
-    assert_eq!(
-        suite::tier(get("iozone-read-16M-4k"), true, "n/a", &host),
-        "llc"
-    );
-    assert_eq!(
-        suite::tier(get("iozone-read-128M-4k"), true, "n/a", &host),
-        "ram"
-    );
-    assert_eq!(
-        suite::tier(get("iozone-read-128M-4k"), false, "cold", &host),
-        "device"
-    );
-    assert_eq!(
-        suite::tier(get("iozone-reread-128M-4k"), false, "warm", &host),
-        "page-cache"
-    );
-    assert_eq!(
-        suite::tier(get("iozone-write-64k-4k"), false, "n/a", &host),
-        "device"
-    );
-    // A small file reread from a disk sat in the page cache, not "cpu-cache".
-    assert_eq!(
-        suite::tier(get("iozone-reread-64k-4k"), false, "warm", &host),
-        "page-cache"
-    );
+    for (id, ram_backed, cache_state, want) in [
+        ("iozone-read-64k-4k", true, "n/a", "cpu-cache"),
+        ("iozone-read-16M-4k", true, "n/a", "llc"),
+        ("iozone-read-128M-4k", true, "n/a", "ram"),
+        ("iozone-read-128M-4k", false, "cold", "device"),
+        ("iozone-reread-128M-4k", false, "warm", "page-cache"),
+        ("iozone-write-64k-4k", false, "n/a", "device"),
+        // A small file reread from a disk sat in the page cache, not "cpu-cache".
+        ("iozone-reread-64k-4k", false, "warm", "page-cache"),
+    ] {
+        assert_eq!(
+            suite::tier(get(id), ram_backed, cache_state, &host),
+            want,
+            "{id}, ram-backed {ram_backed}, {cache_state}"
+        );
+    }
 }
 
 #[test]
