@@ -310,14 +310,12 @@ impl BenchArgs {
         }
         Output::stdout(Format::TEXT)
             .or_when(o.json, "--json", Format::JSON)
-            .export("--export-json", Format::JSON, o.export_json.as_ref())
-            .export("--export-csv", Format::CSV, o.export_csv.as_ref())
-            .export(
-                "--export-markdown",
-                Format::MARKDOWN,
+            .report_files(
+                o.export_json.as_ref(),
+                o.export_csv.as_ref(),
                 o.export_markdown.as_ref(),
+                o.html.as_ref(),
             )
-            .export("--html", Format::HTML, o.html.as_ref())
     }
 }
 

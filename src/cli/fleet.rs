@@ -255,14 +255,12 @@ impl AnalyzeArgs {
         Output::stdout(Format::TEXT)
             .or_when(self.json, "--json", Format::JSON)
             .or_when(self.markdown, "--markdown", Format::MARKDOWN)
-            .export("--export-json", Format::JSON, self.export_json.as_ref())
-            .export("--export-csv", Format::CSV, self.export_csv.as_ref())
-            .export(
-                "--export-markdown",
-                Format::MARKDOWN,
+            .report_files(
+                self.export_json.as_ref(),
+                self.export_csv.as_ref(),
                 self.export_markdown.as_ref(),
+                self.html.as_ref(),
             )
-            .export("--html", Format::HTML, self.html.as_ref())
     }
 }
 

@@ -224,6 +224,22 @@ impl Output {
         self
     }
 
+    /// The report files `bench` and `fleet analyze` both offer, in the order
+    /// they are written: `--export-json`, `--export-csv`,
+    /// `--export-markdown`, `--html`.
+    pub fn report_files(
+        self,
+        json: Option<&PathBuf>,
+        csv: Option<&PathBuf>,
+        markdown: Option<&PathBuf>,
+        html: Option<&PathBuf>,
+    ) -> Output {
+        self.export("--export-json", Format::JSON, json)
+            .export("--export-csv", Format::CSV, csv)
+            .export("--export-markdown", Format::MARKDOWN, markdown)
+            .export("--html", Format::HTML, html)
+    }
+
     /// The format stdout will show, if any.
     pub fn shows(&self) -> Option<Format> {
         match self.exports.iter().find(|e| e.is_stdout()) {
