@@ -230,6 +230,16 @@ impl TestCgroup {
         Some(cg)
     }
 
+    /// [`TestCgroup::new`], saying on stderr why there is none: the caller
+    /// then skips.
+    pub fn or_skip(limit: u64) -> Option<TestCgroup> {
+        let cg = TestCgroup::new(limit);
+        if cg.is_none() {
+            eprintln!("SKIP: no memory cgroup hierarchy can be written here");
+        }
+        cg
+    }
+
     /// Run `sh -c script` inside the cgroup and wait for it.
     pub fn run(&self, script: &str) {
         let procs = self.dir.join("cgroup.procs");
@@ -260,8 +270,7 @@ fn rand_suffix() -> u64 {
 fn a_cgroup_charged_with_tmpfs_pages_is_listed() {
     require_root!();
     let m = TestMount::tmpfs("size=128m");
-    let Some(cg) = TestCgroup::new(64 << 20) else {
-        eprintln!("SKIP: no memory cgroup hierarchy can be written here");
+    let Some(cg) = TestCgroup::or_skip(64 << 20) else {
         return;
     };
     let file = m.path.join("charged");

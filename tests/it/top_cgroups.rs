@@ -37,8 +37,7 @@ fn hold_in_cgroup(cg: &TestCgroup, file: &Path, mib: u32) -> Held {
 fn a_cgroup_row_and_explains_fix_name_the_file_its_process_holds() {
     require_root!();
     let m = TestMount::tmpfs("size=256m");
-    let Some(cg) = TestCgroup::new(64 << 20) else {
-        eprintln!("SKIP: no memory cgroup hierarchy can be written here");
+    let Some(cg) = TestCgroup::or_skip(64 << 20) else {
         return;
     };
     let mp = m.path.to_str().unwrap();
@@ -133,8 +132,7 @@ fn a_cgroup_row_and_explains_fix_name_the_file_its_process_holds() {
 fn explain_names_a_file_the_cgroup_only_maps() {
     require_root!();
     let m = TestMount::tmpfs("size=256m");
-    let Some(cg) = TestCgroup::new(64 << 20) else {
-        eprintln!("SKIP: no memory cgroup hierarchy can be written here");
+    let Some(cg) = TestCgroup::or_skip(64 << 20) else {
         return;
     };
     let mp = m.path.to_str().unwrap();
