@@ -80,18 +80,22 @@ impl World {
     }
 
     fn enable(&self) {
-        self.ok(&[
-            "persist",
-            "enable",
-            s(&self.dir),
-            "--store",
-            s(&self.store),
-            "--size",
-            "64M",
-            "--boot",
-            "none",
-            "--yes",
-        ]);
+        self.enable_ok(&["--size", "64M", "--boot", "none"]);
+    }
+
+    /// `persist enable DIR --store STORE ARGS --yes`: what every enable in
+    /// these tests runs, with what each one varies.
+    fn enable_at(&self, dir: &Path, store: &Path, args: &[&str]) -> Output {
+        let mut a = vec!["persist", "enable", s(dir), "--store", s(store), "--yes"];
+        a.extend(args);
+        self.run(&a)
+    }
+
+    /// [`World::enable_at`] for this world's DIR and STORE, which must succeed.
+    fn enable_ok(&self, args: &[&str]) -> Output {
+        let o = self.enable_at(&self.dir, &self.store, args);
+        assert!(o.status.success(), "enable {args:?}: {}", show(&o));
+        o
     }
 
     fn sync(&self) -> Output {
@@ -343,16 +347,7 @@ fn store_on_tmpfs_or_on_dirs_tmpfs_is_refused() {
     let w = World::new();
     std::fs::write(w.dir.join("f"), b"x").unwrap();
     let ram = TestMount::tmpfs("size=16M");
-    let o = w.run(&[
-        "persist",
-        "enable",
-        s(&w.dir),
-        "--store",
-        s(&ram.path.join("st")),
-        "--boot",
-        "none",
-        "--yes",
-    ]);
+    let o = w.enable_at(&w.dir, &ram.path.join("st"), &["--boot", "none"]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("RAM-backed"),
@@ -434,19 +429,13 @@ fn systemd_units_verify_and_disable_removes_them() {
     let w = World::new();
     std::fs::write(w.dir.join("f"), b"x").unwrap();
     let units = w.root.path().join("units");
-    w.ok(&[
-        "persist",
-        "enable",
-        s(&w.dir),
-        "--store",
-        s(&w.store),
+    w.enable_ok(&[
         "--boot",
         "systemd",
         "--unit-dir",
         s(&units),
         "--interval",
         "5min",
-        "--yes",
     ]);
     let mut names: Vec<PathBuf> = std::fs::read_dir(&units)
         .unwrap()
@@ -609,12 +598,7 @@ fn fstab_mode_adds_a_verified_line_and_disable_removes_only_it() {
     let fstab = w.root.path().join("fstab");
     std::fs::write(&fstab, "# keep me\nUUID=1 / ext4 defaults 0 1\n").unwrap();
     let units = w.root.path().join("units");
-    w.ok(&[
-        "persist",
-        "enable",
-        s(&w.dir),
-        "--store",
-        s(&w.store),
+    w.enable_ok(&[
         "--size",
         "32M",
         "--boot",
@@ -623,7 +607,6 @@ fn fstab_mode_adds_a_verified_line_and_disable_removes_only_it() {
         s(&fstab),
         "--unit-dir",
         s(&units),
-        "--yes",
     ]);
     let text = std::fs::read_to_string(&fstab).unwrap();
     assert!(
@@ -661,31 +644,13 @@ fn enable_refuses_a_symlinked_dir_and_system_directories() {
     let w = World::new();
     let link = w.root.path().join("link");
     std::os::unix::fs::symlink(&w.dir, &link).unwrap();
-    let o = w.run(&[
-        "persist",
-        "enable",
-        s(&link),
-        "--store",
-        s(&w.store),
-        "--boot",
-        "none",
-        "--yes",
-    ]);
+    let o = w.enable_at(&link, &w.store, &["--boot", "none"]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("symbolic link") && e.contains("hot dir"), "{e}");
     assert!(!is_mount(&w.dir) && !w.store.exists(), "nothing done");
     for sys in ["/etc", "/var"] {
-        let o = w.run(&[
-            "persist",
-            "enable",
-            sys,
-            "--store",
-            s(&w.store),
-            "--boot",
-            "none",
-            "--yes",
-        ]);
+        let o = w.enable_at(Path::new(sys), &w.store, &["--boot", "none"]);
         assert_eq!(o.status.code(), Some(2), "{sys}: {}", show(&o));
         assert!(!is_mount(Path::new(sys)));
     }

@@ -267,15 +267,7 @@ fn a_symlink_swapped_over_a_fifo_is_never_chmodded_through() {
         }
         fifos(&w.dir);
         let store = w.root.path().join(format!("store-{round}"));
-        w.ok(&[
-            "persist",
-            "enable",
-            s(&w.dir),
-            "--store",
-            s(&store),
-            "--persist",
-            "none",
-            "--yes",
-        ]);
+        let o = w.enable_at(&w.dir, &store, &["--persist", "none"]);
+        assert!(o.status.success(), "{}", show(&o));
     }
 }

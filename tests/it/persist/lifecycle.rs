@@ -207,18 +207,7 @@ fn enable_size_counts_allocated_bytes_and_a_refused_enable_writes_nothing() {
         rustix::io::pwrite(&f, &[7u8; 4096], off).unwrap();
     }
     drop(f);
-    w.ok(&[
-        "persist",
-        "enable",
-        s(&w.dir),
-        "--store",
-        s(&w.store),
-        "--size",
-        "1G",
-        "--boot",
-        "none",
-        "--yes",
-    ]);
+    w.enable_ok(&["--size", "1G", "--boot", "none"]);
     assert_eq!(
         std::fs::metadata(w.dir.join("sparse")).unwrap().len(),
         2 << 30
@@ -226,18 +215,7 @@ fn enable_size_counts_allocated_bytes_and_a_refused_enable_writes_nothing() {
     w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
     let w2 = World::new();
     std::fs::write(w2.dir.join("dense"), vec![1u8; 4 << 20]).unwrap();
-    let o = w2.run(&[
-        "persist",
-        "enable",
-        s(&w2.dir),
-        "--store",
-        s(&w2.store),
-        "--size",
-        "1M",
-        "--boot",
-        "none",
-        "--yes",
-    ]);
+    let o = w2.enable_at(&w2.dir, &w2.store, &["--size", "1M", "--boot", "none"]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let left: Vec<String> = std::fs::read_dir(&w2.store)
         .map(|d| {

@@ -16,20 +16,9 @@ fn chown(p: &Path, uid: u32) {
 }
 
 fn enable_with(w: &World, store: &Path, extra: &[&str]) -> Output {
-    let mut a = vec![
-        "persist",
-        "enable",
-        s(&w.dir),
-        "--store",
-        s(store),
-        "--size",
-        "16M",
-        "--boot",
-        "none",
-        "--yes",
-    ];
+    let mut a = vec!["--size", "16M", "--boot", "none"];
     a.extend(extra);
-    w.run(&a)
+    w.enable_at(&w.dir, store, &a)
 }
 
 /// Refused with exit 2 and `says` in the message, and nothing done: DIR
@@ -281,23 +270,21 @@ fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
     std::fs::write(w.dir.join("f"), b"x").unwrap();
     let fstab = w.root.path().join("fstab");
     let units = w.root.path().join("units");
-    let o = w.run(&[
-        "persist",
-        "enable",
-        s(&w.dir),
-        "--store",
-        s(&w.store),
-        "--size",
-        "16M",
-        "--boot",
-        "fstab",
-        "--fstab",
-        s(&fstab),
-        "--unit-dir",
-        s(&units),
-        "--allow-dev",
-        "--yes",
-    ]);
+    let o = w.enable_at(
+        &w.dir,
+        &w.store,
+        &[
+            "--size",
+            "16M",
+            "--boot",
+            "fstab",
+            "--fstab",
+            s(&fstab),
+            "--unit-dir",
+            s(&units),
+            "--allow-dev",
+        ],
+    );
     assert!(o.status.success(), "{}", show(&o));
     let line = std::fs::read_to_string(&fstab).unwrap();
     assert!(

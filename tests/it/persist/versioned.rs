@@ -20,19 +20,11 @@ fn enable_sync_restore_and_disable_json_carry_schema_version() {
     require_root!();
     let w = World::new();
     std::fs::write(w.dir.join("a"), b"kept").unwrap();
-    let o = w.run(&[
-        "persist",
-        "enable",
-        s(&w.dir),
-        "--store",
-        s(&w.store),
-        "--size",
-        "64M",
-        "--boot",
-        "none",
-        "--yes",
-        "--json",
-    ]);
+    let o = w.enable_at(
+        &w.dir,
+        &w.store,
+        &["--size", "64M", "--boot", "none", "--json"],
+    );
     first_key_is_schema_version(&o, "enable");
     std::fs::write(w.dir.join("b"), b"new").unwrap();
     let o = w.run(&["persist", "sync", s(&w.dir), "--json"]);
