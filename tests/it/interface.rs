@@ -2,17 +2,24 @@
 //! enable (old spellings still work, with a note), and a printed plan that is
 //! the one executed.
 
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use crate::common::{findmnt_options, json, s, scratch, stderr, tmpfsctl};
+use crate::common::{findmnt_fstype, findmnt_options, json, s, scratch, stderr, tmpfsctl};
 
-#[test]
-fn plan_boot_none_plans_no_config_and_says_the_mount_is_gone_after_a_reboot() {
+/// A scratch directory holding DIR (`d`, empty) and an fstab with `text`.
+fn dir_and_fstab(text: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let t = scratch("iface");
     let dir = t.path().join("d");
     std::fs::create_dir(&dir).unwrap();
     let fstab = t.path().join("fstab");
-    std::fs::write(&fstab, "").unwrap();
+    std::fs::write(&fstab, text).unwrap();
+    (t, dir, fstab)
+}
+
+#[test]
+fn plan_boot_none_plans_no_config_and_says_the_mount_is_gone_after_a_reboot() {
+    let (_t, dir, fstab) = dir_and_fstab("");
     let out = tmpfsctl(&[
         "plan",
         s(&dir),
@@ -50,11 +57,7 @@ fn plan_boot_none_plans_no_config_and_says_the_mount_is_gone_after_a_reboot() {
 
 #[test]
 fn old_spellings_of_boot_still_work_and_say_so_on_stderr() {
-    let t = scratch("iface");
-    let dir = t.path().join("d");
-    std::fs::create_dir(&dir).unwrap();
-    let fstab = t.path().join("fstab");
-    std::fs::write(&fstab, "").unwrap();
+    let (_t, dir, fstab) = dir_and_fstab("");
     let new = tmpfsctl(&[
         "plan",
         s(&dir),
@@ -123,12 +126,8 @@ fn old_spellings_of_boot_still_work_and_say_so_on_stderr() {
 #[test]
 fn apply_with_the_old_persist_none_prints_the_plan_it_executes() {
     crate::require_root!();
-    let t = scratch("iface");
-    let dir = t.path().join("d");
-    std::fs::create_dir(&dir).unwrap();
+    let (_t, dir, fstab) = dir_and_fstab("# empty\n");
     std::fs::write(dir.join("f"), b"x").unwrap();
-    let fstab = t.path().join("fstab");
-    std::fs::write(&fstab, "# empty\n").unwrap();
     let out = tmpfsctl(&[
         "apply",
         s(&dir),
@@ -141,14 +140,10 @@ fn apply_with_the_old_persist_none_prints_the_plan_it_executes() {
         "--yes",
     ]);
     let err = stderr(&out);
-    let mounted = Command::new("findmnt")
-        .args(["-n", "-o", "FSTYPE", "--mountpoint"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let mounted = findmnt_fstype(&dir);
     let _ = Command::new("umount").arg(&dir).status();
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert_eq!(String::from_utf8_lossy(&mounted.stdout).trim(), "tmpfs");
+    assert_eq!(mounted.as_deref(), Some("tmpfs"));
     assert_eq!(std::fs::read_to_string(&fstab).unwrap(), "# empty\n");
     assert!(err.contains("--persist is deprecated"), "{err}");
     assert!(
@@ -160,11 +155,7 @@ fn apply_with_the_old_persist_none_prints_the_plan_it_executes() {
 #[test]
 fn apply_twice_changes_nothing_and_a_share_of_ram_stays_a_share() {
     crate::require_root!();
-    let t = scratch("iface");
-    let dir = t.path().join("d");
-    std::fs::create_dir(&dir).unwrap();
-    let fstab = t.path().join("fstab");
-    std::fs::write(&fstab, "").unwrap();
+    let (_t, dir, fstab) = dir_and_fstab("");
     let args = |extra: &[&'static str]| {
         let mut v = vec![
             "apply",
