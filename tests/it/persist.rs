@@ -98,6 +98,13 @@ impl World {
         o
     }
 
+    /// `umount ARGS DIR`, which must succeed: the tmpfs gone as after a
+    /// reboot (`-l` where something may still hold it).
+    fn unmount(&self, args: &[&str]) {
+        let st = Command::new("umount").args(args).arg(&self.dir).status();
+        assert!(st.is_ok_and(|s| s.success()), "umount {args:?}");
+    }
+
     fn sync(&self) -> Output {
         self.run(&["persist", "sync", s(&self.dir)])
     }
@@ -288,14 +295,7 @@ fn enable_sync_restore_keep_everything() {
     assert_eq!(j["copied_files"], 2, "{j}");
     assert!(j["shared_files"].as_u64().unwrap() >= 4, "{j}");
     let synced = tree(&w.dir, true);
-    assert!(
-        Command::new("umount")
-            .arg("-l")
-            .arg(&w.dir)
-            .status()
-            .unwrap()
-            .success()
-    );
+    w.unmount(&["-l"]);
     // The stale tree on disk is never synced over the store.
     let o = w.sync();
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
@@ -578,14 +578,7 @@ fn enospc_in_the_store_switches_nothing_and_leaves_no_partial() {
         "the partial generation's blocks are freed"
     );
     // The previous generation is intact: a power loss now restores it.
-    assert!(
-        Command::new("umount")
-            .arg("-l")
-            .arg(&w.dir)
-            .status()
-            .unwrap()
-            .success()
-    );
+    w.unmount(&["-l"]);
     w.ok(&["persist", "restore", s(&w.dir)]);
     assert_eq!(tree(&w.dir, true), before);
 }

@@ -79,14 +79,7 @@ fn appender_every_5ms_is_stored_as_a_prefix_at_least_as_long_as_at_sync_start() 
     h.join().unwrap();
     let final_content = std::fs::read(&log).unwrap();
     // Power loss: the tmpfs goes, the store comes back.
-    assert!(
-        std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&w.dir)
-            .status()
-            .unwrap()
-            .success()
-    );
+    w.unmount(&["-l"]);
     w.ok(&["persist", "restore", s(&w.dir)]);
     let back = std::fs::read(&log).unwrap();
     check_prefix(&back, &final_content, last_start, "after restore");

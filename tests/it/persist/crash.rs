@@ -2,7 +2,7 @@
 //! the loss of the tmpfs, and a writer rewriting files during syncs.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use super::{World, bin, s, show, stored, tree};
@@ -162,14 +162,7 @@ fn crash_loop_kill9_then_power_loss_restores_old_or_new_tree() {
         let _ = child.kill();
         let _ = child.wait();
         // Power loss: the tmpfs and everything in it are gone.
-        assert!(
-            Command::new("umount")
-                .arg("-l")
-                .arg(&w.dir)
-                .status()
-                .unwrap()
-                .success()
-        );
+        w.unmount(&["-l"]);
         let o = w.run(&["persist", "restore", s(&w.dir)]);
         assert!(o.status.success(), "iteration {iters}: {}", show(&o));
         let got = tree(&w.dir, false);

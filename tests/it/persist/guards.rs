@@ -35,11 +35,7 @@ fn persist_tmpfs_is_nosuid_nodev() {
         w.dir.display()
     );
     // Lost (a reboot), then restored: the new tmpfs has them too.
-    let st = std::process::Command::new("umount")
-        .arg(&w.dir)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    w.unmount(&[]);
     w.ok(&["persist", "restore", s(&w.dir)]);
     let flags = mount_flags(&w.dir);
     assert!(
@@ -111,13 +107,7 @@ fn disable_refuses_a_mount_inside_dir_on_disk_and_removes_nothing() {
     w.enable();
     // The tmpfs is lost (a reboot without the boot unit); DIR on disk has
     // a filesystem mounted inside and differs from the store.
-    assert!(
-        Command::new("umount")
-            .arg(&w.dir)
-            .status()
-            .unwrap()
-            .success()
-    );
+    w.unmount(&[]);
     let (o, _fs) = outside(&w);
     std::fs::create_dir(w.dir.join("zz")).unwrap();
     let _b = Bind::new(&o, &w.dir.join("zz"));
@@ -254,13 +244,7 @@ fn a_symlink_swapped_over_a_fifo_is_never_chmodded_through() {
         // A disable stopped by a detected swap is finished without racers.
         let _ = w.run(&["persist", "disable", s(&w.dir), "--yes"]);
         while super::is_mount(&w.dir) {
-            assert!(
-                Command::new("umount")
-                    .arg(&w.dir)
-                    .status()
-                    .unwrap()
-                    .success()
-            );
+            w.unmount(&[]);
         }
         for e in std::fs::read_dir(&w.dir).unwrap() {
             std::fs::remove_file(e.unwrap().path()).unwrap();

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use super::{World, json, objects, s, show};
@@ -17,14 +17,7 @@ fn a_lost_tmpfs_is_not_ok_and_status_says_what_to_run() {
     let w = World::new();
     std::fs::write(w.dir.join("f"), b"x").unwrap();
     w.enable();
-    assert!(
-        Command::new("umount")
-            .arg("-l")
-            .arg(&w.dir)
-            .status()
-            .unwrap()
-            .success()
-    );
+    w.unmount(&["-l"]);
     let o = w.run(&["persist", "status", s(&w.dir), "--json"]);
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     let d = &json(&o)["dirs"][0];

@@ -185,13 +185,7 @@ fn a_store_replaced_or_changed_after_enable_is_refused_by_restore() {
     ));
     assert!(o.status.success(), "{}", show(&o));
     let _ = forged;
-    assert!(
-        Command::new("umount")
-            .arg(&w.dir)
-            .status()
-            .unwrap()
-            .success()
-    );
+    w.unmount(&[]);
     let o = w.run(&["persist", "restore", s(&w.dir)]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(
@@ -209,13 +203,7 @@ fn a_store_replaced_or_changed_after_enable_is_refused_by_restore() {
     assert!(o.status.success(), "{}", show(&o));
     std::os::unix::fs::chown(&w.store, None, Some(65534)).unwrap();
     std::fs::set_permissions(&w.store, std::fs::Permissions::from_mode(0o750)).unwrap();
-    assert!(
-        Command::new("umount")
-            .arg(&w.dir)
-            .status()
-            .unwrap()
-            .success()
-    );
+    w.unmount(&[]);
     let o = w.run(&["persist", "restore", s(&w.dir)]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(
@@ -236,13 +224,7 @@ fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
     let opts = findmnt_options(&w.dir);
     assert!(opts.contains("nosuid") && opts.contains("nodev"), "{opts}");
     // After a reboot (tmpfs gone) restore mounts it the same way.
-    assert!(
-        Command::new("umount")
-            .arg(&w.dir)
-            .status()
-            .unwrap()
-            .success()
-    );
+    w.unmount(&[]);
     let o = w.run(&["persist", "restore", s(&w.dir)]);
     assert!(o.status.success(), "{}", show(&o));
     let opts = findmnt_options(&w.dir);
@@ -254,13 +236,7 @@ fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
     assert!(o.status.success(), "{}", show(&o));
     let opts = findmnt_options(&w.dir);
     assert!(!opts.contains("nosuid") && opts.contains("nodev"), "{opts}");
-    assert!(
-        Command::new("umount")
-            .arg(&w.dir)
-            .status()
-            .unwrap()
-            .success()
-    );
+    w.unmount(&[]);
     let o = w.run(&["persist", "restore", s(&w.dir)]);
     assert!(o.status.success(), "{}", show(&o));
     let opts = findmnt_options(&w.dir);
