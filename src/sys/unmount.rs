@@ -325,4 +325,99 @@ mod tests {
         let h = [holder(7, "", &["root"])];
         assert_eq!(holders_line(&h), "held by pid 7 ? (root)");
     }
+
+    /// A tmpfs on a fresh directory, with a `sleep` whose cwd is in it;
+    /// both gone on drop (the sleep killed by its pid).
+    struct HeldMount {
+        dir: tempfile::TempDir,
+        sleep: Option<std::process::Child>,
+    }
+
+    impl HeldMount {
+        fn new() -> Option<HeldMount> {
+            let dir = tempfile::Builder::new()
+                .prefix("tmpfsctl-umount-")
+                .tempdir()
+                .ok()?;
+            rustix::mount::mount(
+                "tmpfs",
+                dir.path(),
+                "tmpfs",
+                rustix::mount::MountFlags::empty(),
+                c"size=1M",
+            )
+            .ok()?;
+            let sleep = std::process::Command::new("sleep")
+                .arg("600")
+                .current_dir(dir.path())
+                .spawn()
+                .ok();
+            Some(HeldMount { dir, sleep })
+        }
+
+        fn pid(&self) -> u32 {
+            self.sleep.as_ref().map_or(0, |c| c.id())
+        }
+
+        fn let_go(&mut self) {
+            if let Some(mut c) = self.sleep.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
+    impl Drop for HeldMount {
+        fn drop(&mut self) {
+            self.let_go();
+            let _ = rustix::mount::unmount(self.dir.path(), UnmountFlags::DETACH);
+        }
+    }
+
+    #[test]
+    fn a_checked_unmount_of_a_busy_tmpfs_names_the_holder_then_goes_through() {
+        let Some(mut m) = HeldMount::new() else {
+            eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+            return;
+        };
+        let dir = m.dir.path().to_path_buf();
+        match unmount(At::Dir(&dir), How::Checked) {
+            Err(UnmountError::Busy(b)) => {
+                assert_eq!(b.holders.len(), 1, "{b}");
+                assert_eq!(b.holders[0].pid, m.pid());
+                assert_eq!(b.holders[0].uses, ["cwd"]);
+                assert!(
+                    b.to_string()
+                        .contains(&format!("held by pid {} sleep (cwd)", m.pid())),
+                    "{b}"
+                );
+            }
+            other => panic!("want Busy, got {other:?}"),
+        }
+        m.let_go();
+        assert_eq!(
+            unmount(At::Dir(&dir), How::Checked).unwrap(),
+            Unmounted::default()
+        );
+        let not = unmount(At::Dir(&dir), How::Checked).unwrap_err();
+        assert_eq!(not.errno(), Errno::INVAL, "{not}");
+    }
+
+    #[test]
+    fn the_scratch_rule_detaches_a_busy_tmpfs_and_says_who_holds_it() {
+        let Some(m) = HeldMount::new() else {
+            eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+            return;
+        };
+        let dir = m.dir.path().to_path_buf();
+        let u = unmount(At::Dir(&dir), How::ScratchAnyway).unwrap();
+        let held = u.left_to.expect("detached while held");
+        assert!(held.iter().any(|h| h.pid == m.pid()), "{held:?}");
+        let st = rustix::fs::statfs(&dir).unwrap();
+        assert_ne!(
+            st.f_type as u64,
+            crate::sys::statfs::TMPFS_MAGIC,
+            "still mounted"
+        );
+    }
 }
