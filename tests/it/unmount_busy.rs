@@ -3,10 +3,11 @@
 //! `revert` (which refuses) both name it in the same words; once it is gone the
 //! unmount goes through.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output};
 
 use crate::common::{bin, findmnt_fstype, s, stderr, tmpfsctl};
+use crate::mounts::Cleanup;
 use crate::require_root;
 
 /// A `sleep` whose cwd is inside a mount; killed (by its pid) and reaped on
@@ -47,22 +48,13 @@ impl Drop for Holder {
     }
 }
 
-/// Whatever is still mounted on the directory is detached on drop.
-struct Unmount(PathBuf);
-
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        while findmnt_fstype(&self.0).is_some() {
-            if !Command::new("umount")
-                .arg("-l")
-                .arg(&self.0)
-                .status()
-                .is_ok_and(|st| st.success())
-            {
-                break;
-            }
-        }
-    }
+/// A fresh directory on disk (persist refuses a store on a tmpfs), named
+/// for these tests.
+fn fresh_root() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("tmpfsctl-it-umount-")
+        .tempdir_in("/var/tmp")
+        .unwrap()
 }
 
 fn show(o: &Output) -> String {
@@ -81,11 +73,7 @@ fn ok(o: &Output) {
 #[test]
 fn persist_disable_and_revert_name_the_same_holder() {
     require_root!();
-    // On disk: persist refuses a store on a tmpfs.
-    let root = tempfile::Builder::new()
-        .prefix("tmpfsctl-it-umount-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
+    let root = fresh_root();
     let no_fstab = root.path().join("no-fstab");
 
     // `persist disable`: its data is on disk first, then the tmpfs is
@@ -93,7 +81,7 @@ fn persist_disable_and_revert_name_the_same_holder() {
     let persisted = root.path().join("umount persisted");
     std::fs::create_dir(&persisted).unwrap();
     std::fs::write(persisted.join("kept"), b"data").unwrap();
-    let _m2 = Unmount(persisted.clone());
+    let _m2 = Cleanup(persisted.clone());
     let registry = root.path().join("registry.json");
     let persist = |args: &[&str]| {
         bin()
@@ -133,7 +121,7 @@ fn persist_disable_and_revert_name_the_same_holder() {
     // `revert` of an applied mount: a checked unmount, refused while busy.
     let applied = root.path().join("umount applied");
     std::fs::create_dir(&applied).unwrap();
-    let _m1 = Unmount(applied.clone());
+    let _m1 = Cleanup(applied.clone());
     ok(&tmpfsctl(&[
         "apply",
         s(&applied),
@@ -168,14 +156,11 @@ fn persist_disable_and_revert_name_the_same_holder() {
 #[test]
 fn revert_names_a_holder_that_only_maps_a_file() {
     require_root!();
-    let root = tempfile::Builder::new()
-        .prefix("tmpfsctl-it-umount-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
+    let root = fresh_root();
     let no_fstab = root.path().join("no-fstab");
     let dir = root.path().join("umount mapped");
     std::fs::create_dir(&dir).unwrap();
-    let _m = Unmount(dir.clone());
+    let _m = Cleanup(dir.clone());
     ok(&tmpfsctl(&[
         "apply",
         s(&dir),
