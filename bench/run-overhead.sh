@@ -21,6 +21,14 @@
 # and PR_SET_PDEATHSIG; unprivileged the PID namespace CMD runs in, its init
 # and the /proc mounted for it; both the private tmpfs in a mount namespace.
 #
+# And two floors, static C programs built from bench/floor/ when a C compiler
+# is installed: the bare spawner (vfork, execvp CMD, wait: no tool that runs
+# CMD as its child costs less), and, as root, the safe spawner (the system
+# calls run makes for its safety: a cgroup for CMD, a guard process, a
+# private tmpfs in a mount namespace, CMD cloned into the cgroup with
+# PR_SET_PDEATHSIG; and nothing else). The safe spawner's ratio is the lowest
+# a `tmpfsctl run` that keeps those promises could reach on this machine.
+#
 # Then idle wake-ups: `tmpfsctl run -- sleep IDLE_S` and the samples it took
 # (the `samples` field of --json), against the 100/s of a fixed 10 ms
 # sampler, and against BASELINE (another tmpfsctl build) when given.
@@ -42,6 +50,19 @@ chmod 755 "$work"
 # A copy nobody can run wherever the build lives.
 cp "$bin" "$work/tmpfsctl"
 chmod 755 "$work/tmpfsctl"
+# The floors (bench/floor/*.c), built static when a C compiler is here.
+floor_spawn= ; floor_safe=
+if command -v cc >/dev/null; then
+    for f in spawn safe-spawn; do
+        cc -O2 -static -o "$work/$f" "bench/floor/$f.c" 2>/dev/null ||
+            cc -O2 -o "$work/$f" "bench/floor/$f.c" || continue
+        chmod 755 "$work/$f"
+    done
+    [ -x "$work/spawn" ] && floor_spawn="$work/spawn"
+    [ -x "$work/safe-spawn" ] && floor_safe="$work/safe-spawn"
+fi
+cg2=$(findmnt -n -t cgroup2 -o TARGET 2>/dev/null | head -n1 || true)
+mkdir "$work/mnt"
 
 # Microseconds per run of "$@", over LOOP runs: wall, then CPU (user + system
 # of the command and everything it started, from the shell's `times`; the
@@ -94,7 +115,7 @@ for user in $users; do
         continue
     }
     mode=$(cd / && as_user "$user" "$work/tmpfsctl" run --json fd:1 --quiet -- true | jq -r .mode)
-    ratios=() ; cratios=() ; ts=() ; ss=() ; floors=() ; cfloors=()
+    ratios=() ; cratios=() ; ts=() ; ss=() ; floors=() ; cfloors=() ; bares=() ; cbares=() ; safes=() ; csafes=()
     for ((p = 0; p < pairs; p++)); do
         run_t() { (cd / && as_user "$user" "$work/per-run.sh" "$loop" "$work/tmpfsctl" run --quiet -- true); }
         run_s() { (cd / && as_user "$user" "$work/per-run.sh" "$loop" sh -c "$script"); }
@@ -106,6 +127,16 @@ for user in $users; do
         cratios+=("$(awk -v a="$tc" -v b="$sc" 'BEGIN {printf "%.3f", a / b}')")
         floors+=("$(awk -v v="$v" -v u="$u" -v b="$s" 'BEGIN {printf "%.3f", (v + u) / b}')")
         cfloors+=("$(awk -v v="$vc" -v u="$uc" -v b="$sc" 'BEGIN {printf "%.3f", (v + u) / b}')")
+        if [ -n "$floor_spawn" ]; then
+            read -r w wc < <(cd / && as_user "$user" "$work/per-run.sh" "$loop" "$floor_spawn" true)
+            bares+=("$(awk -v a="$w" -v b="$s" 'BEGIN {printf "%.3f", a / b}')")
+            cbares+=("$(awk -v a="$wc" -v b="$sc" 'BEGIN {printf "%.3f", a / b}')")
+        fi
+        if [ -n "$floor_safe" ] && [ "$user" = root ] && [ -n "$cg2" ]; then
+            read -r w wc < <(cd / && "$work/per-run.sh" "$loop" "$floor_safe" "$cg2" "$work/mnt" true)
+            safes+=("$(awk -v a="$w" -v b="$s" 'BEGIN {printf "%.3f", a / b}')")
+            csafes+=("$(awk -v a="$wc" -v b="$sc" 'BEGIN {printf "%.3f", a / b}')")
+        fi
     done
     med_of() { printf '%s\n' "$@" | median; }
     range_of() { printf '%s\n' "$@" | sort -g | sed -n '1p;$p' | paste -sd' ' | awk '{print "min " $1 ", max " $2}'; }
@@ -119,6 +150,16 @@ for user in $users; do
     echo "  wall ratio tmpfsctl run / mktemp script = $r_med ($(range_of "${ratios[@]}"); target <= 0.5: $(verdict "$r_med"))"
     echo "  cpu  ratio tmpfsctl run / mktemp script = $c_med ($(range_of "${cratios[@]}"); target <= 0.5: $(verdict "$c_med"))"
     echo "  floor (tmpfsctl --version + /usr/bin/true) / mktemp script: wall $(med_of "${floors[@]}"), cpu $(med_of "${cfloors[@]}")"
+    if [ -n "$floor_spawn" ]; then
+        echo "  bare spawner (bench/floor/spawn.c: vfork, execvp, wait) / mktemp script: wall $(med_of "${bares[@]}"), cpu $(med_of "${cbares[@]}")"
+    else
+        echo "  bare spawner: skipped (no C compiler: install gcc to see the lowest ratio any spawner reaches here)"
+    fi
+    if [ ${#safes[@]} -gt 0 ]; then
+        echo "  safe spawner (bench/floor/safe-spawn.c: run's cgroup, guard and private tmpfs, nothing else) / mktemp script: wall $(med_of "${safes[@]}"), cpu $(med_of "${csafes[@]}")"
+    elif [ "$user" = root ]; then
+        echo "  safe spawner: skipped (needs a C compiler and a cgroup2 mount)"
+    fi
 done
 
 idle=${IDLE_S:-5}

@@ -17,6 +17,26 @@ pub mod top;
 pub mod units;
 pub mod workspace;
 
+/// `impl E { pub const ALL }`: every variant of the fieldless enum `E`, in
+/// the order given, for the places that must offer each one (a flag's
+/// values, a help list). The same list feeds an exhaustive `match`, so a
+/// variant added to the enum but left out here fails to compile rather than
+/// silently never being offered (and one listed twice is an unreachable
+/// pattern). Use: `crate::all_variants!(Boot, [Fstab, Systemd, None]);` next
+/// to the enum.
+macro_rules! all_variants {
+    ($(#[$doc:meta])* $enum:ident, [$($variant:ident),+ $(,)?] $(,)?) => {
+        impl $enum {
+            $(#[$doc])*
+            pub const ALL: &'static [$enum] = &[$($enum::$variant),+];
+        }
+        const _: fn($enum) = |v| match v {
+            $($enum::$variant)|+ => {}
+        };
+    };
+}
+pub(crate) use all_variants;
+
 use anyhow::Result;
 
 use render::report::{Output, Report, Request};

@@ -42,6 +42,13 @@ pub enum Op {
     Metadata,
 }
 
+crate::all_variants!(
+    Op,
+    [
+        SeqWrite, Rewrite, SeqRead, RandRead, RandWrite, SmallFiles, Metadata
+    ]
+);
+
 impl Op {
     pub fn is_read(self) -> bool {
         matches!(self, Op::SeqRead | Op::RandRead)
@@ -330,6 +337,11 @@ pub enum Preset {
     /// CrystalDiskMark: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1 (read and write)
     Crystal,
 }
+
+crate::all_variants!(
+    Preset,
+    [Default, TempFile, Dd, Sysbench, Iozone, Smallfiles, Crystal]
+);
 
 fn seq_write(scale: Scale, sync: Sync, bs: u64, id: &str) -> Workload {
     let mut w = Workload::base(id, Op::SeqWrite, bs, scale.size_bytes);

@@ -15,7 +15,7 @@ fn named(name: &'static str, help: &'static str) -> PossibleValue {
 
 impl ValueEnum for Boot {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Boot::Fstab, Boot::Systemd, Boot::None]
+        Self::ALL
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -35,7 +35,7 @@ impl ValueEnum for Boot {
 
 impl ValueEnum for Huge {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Huge::Never, Huge::Always, Huge::WithinSize, Huge::Advise]
+        Self::ALL
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -54,7 +54,7 @@ impl ValueEnum for Huge {
 
 impl ValueEnum for FsKind {
     fn value_variants<'a>() -> &'a [Self] {
-        &[FsKind::Tmpfs, FsKind::Ramfs]
+        Self::ALL
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -70,15 +70,7 @@ impl ValueEnum for FsKind {
 
 impl ValueEnum for Op {
     fn value_variants<'a>() -> &'a [Self] {
-        &[
-            Op::SeqWrite,
-            Op::Rewrite,
-            Op::SeqRead,
-            Op::RandRead,
-            Op::RandWrite,
-            Op::SmallFiles,
-            Op::Metadata,
-        ]
+        Self::ALL
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -111,15 +103,7 @@ impl ValueEnum for Op {
 
 impl ValueEnum for Preset {
     fn value_variants<'a>() -> &'a [Self] {
-        &[
-            Preset::Default,
-            Preset::TempFile,
-            Preset::Dd,
-            Preset::Sysbench,
-            Preset::Iozone,
-            Preset::Smallfiles,
-            Preset::Crystal,
-        ]
+        Self::ALL
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -158,7 +142,7 @@ impl ValueEnum for Preset {
 
 impl ValueEnum for ColorChoice {
     fn value_variants<'a>() -> &'a [Self] {
-        &[ColorChoice::Auto, ColorChoice::Always, ColorChoice::Never]
+        Self::ALL
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {

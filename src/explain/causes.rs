@@ -30,20 +30,23 @@ pub enum CauseKind {
     Ok,
 }
 
-impl CauseKind {
+crate::all_variants!(
     /// Every cause in binding order: `classify` checks them in this order,
     /// `explain --help` lists them in it.
-    pub const ALL: [CauseKind; 8] = [
-        CauseKind::ReadOnly,
-        CauseKind::NotRamBacked,
-        CauseKind::BytesFull,
-        CauseKind::InodesFull,
-        CauseKind::Quota,
-        CauseKind::CgroupMemory,
-        CauseKind::MemoryPressure,
-        CauseKind::Ok,
-    ];
+    CauseKind,
+    [
+        ReadOnly,
+        NotRamBacked,
+        BytesFull,
+        InodesFull,
+        Quota,
+        CgroupMemory,
+        MemoryPressure,
+        Ok,
+    ]
+);
 
+impl CauseKind {
     /// The name in the JSON and the text.
     pub fn name(self) -> &'static str {
         match self {

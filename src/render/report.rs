@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::context::{Context, ExitCode};
 use crate::render::term::safe_path;
-use crate::sys::atomic::{AtomicWrite, check_writable};
+use crate::sys::atomic::{AtomicWrite, check_writable, same_destination};
 
 /// A format a report can be written in, by the name a user knows it by. The
 /// common ones are here; a format only one report has can be declared next
@@ -191,20 +191,26 @@ impl Output {
 
     /// Fail (exit 2) now, not after minutes of work, when a file could not
     /// be written (a missing directory, a directory given as the file, no
-    /// write permission), when one file is named by two options, or when two
-    /// options both want stdout.
+    /// write permission), when one file is named by two options (however
+    /// each spells it), or when two options both want stdout.
     pub fn check(&self) -> Result<()> {
         for (i, e) in self.exports.iter().enumerate() {
             if e.is_stdout() {
                 continue;
             }
             check_writable(e.flag, &e.path)?;
-            if let Some(other) = self.exports[..i].iter().find(|o| o.path == e.path) {
+            let same = |o: &&Export| !o.is_stdout() && same_destination(&o.path, &e.path);
+            if let Some(other) = self.exports[..i].iter().find(same) {
+                let spelled = if other.path == e.path {
+                    String::new()
+                } else {
+                    format!(" (the second as {})", safe_path(&e.path))
+                };
                 bail!(
-                    "{} and {} both name {}; give each output its own file",
+                    "{} and {} both name {}{spelled}; give each output its own file",
                     other.flag,
                     e.flag,
-                    safe_path(&e.path)
+                    safe_path(&other.path)
                 );
             }
         }

@@ -276,6 +276,45 @@ fn is_dir_not_followed(dest: &Path) -> bool {
     }
 }
 
+/// Whether writing `a` and writing `b` would land in one file, however each
+/// is spelled: `./r.csv` and `r.csv`, relative and absolute, through a
+/// symlinked directory (directories are resolved; a final symlink is not,
+/// since it is replaced rather than written through), or two names of one
+/// existing regular file (same device and inode: also what two fd aliases
+/// of one redirected file are). Two names of one device or FIFO are not the
+/// same destination: each write goes through in turn, nothing is replaced.
+pub fn same_destination(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    if let (Some(x), Some(y)) = (resolved(a), resolved(b))
+        && x == y
+    {
+        return true;
+    }
+    matches!((file_identity(a), file_identity(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// `dest`'s directory with every link, `.` and `..` resolved, joined with
+/// its file name (which need not exist yet).
+fn resolved(dest: &Path) -> Option<PathBuf> {
+    let name = dest.file_name()?;
+    Some(std::fs::canonicalize(parent_dir(dest)).ok()?.join(name))
+}
+
+/// (device, inode) of the regular file a write to `dest` would change: the
+/// entry itself, or for an fd alias the file behind it.
+fn file_identity(dest: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = if is_fd_alias(dest) {
+        std::fs::metadata(dest)
+    } else {
+        std::fs::symlink_metadata(dest)
+    }
+    .ok()?;
+    m.is_file().then(|| (m.dev(), m.ino()))
+}
+
 fn parent_dir(dest: &Path) -> PathBuf {
     match dest.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -418,5 +457,42 @@ mod tests {
             .unwrap_err();
         assert!(format!("{e:#}").contains("not a file"), "{e:#}");
         assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+
+    #[test]
+    fn one_file_is_one_destination_however_it_is_spelled() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let via = d.path().join("via");
+        std::os::unix::fs::symlink(&real, &via).unwrap();
+        let r = real.join("r.csv");
+        // Not yet written: the directories decide.
+        assert!(same_destination(&r, &via.join("r.csv")));
+        assert!(same_destination(&r, &real.join("./r.csv")));
+        assert!(same_destination(&r, &d.path().join("via/../real/r.csv")));
+        assert!(!same_destination(&r, &real.join("s.csv")));
+        // Two names of one existing file.
+        std::fs::write(&r, "x").unwrap();
+        let hard = d.path().join("hard.csv");
+        std::fs::hard_link(&r, &hard).unwrap();
+        assert!(same_destination(&r, &hard));
+        // A final symlink is replaced, not written through: its own file.
+        let link = d.path().join("link.csv");
+        std::os::unix::fs::symlink(&r, &link).unwrap();
+        assert!(!same_destination(&r, &link));
+        // Two names of one FIFO take each write in turn: nothing to lose.
+        let fifo = d.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let fifo2 = d.path().join("fifo2");
+        std::fs::hard_link(&fifo, &fifo2).unwrap();
+        assert!(!same_destination(&fifo, &fifo2));
     }
 }

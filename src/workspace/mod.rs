@@ -365,16 +365,21 @@ fn spawn(
     }
     supervise::unblock_in_child(&mut cmd);
     tree.spawn(&mut cmd, note).map_err(|e| {
-        let code = if e.kind() == std::io::ErrorKind::NotFound {
-            127
-        } else {
-            126
+        let (code, fix) = match e.kind() {
+            std::io::ErrorKind::NotFound => (127, "check the name and $PATH"),
+            // execvp's EACCES: found, but no execute permission on it (or
+            // on its directory, or its filesystem is mounted noexec).
+            std::io::ErrorKind::PermissionDenied => (
+                126,
+                "make it executable (chmod +x, on a filesystem not mounted noexec) or give its interpreter first (sh FILE)",
+            ),
+            _ => (126, "check the name and $PATH"),
         };
         (
             code,
             format!(
-                "cannot run {}: {e}; check the name and $PATH",
-                req.program.to_string_lossy()
+                "cannot run {}: {e}; {fix}",
+                crate::render::term::safe(&req.program.to_string_lossy())
             ),
         )
     })

@@ -29,6 +29,8 @@ pub enum Boot {
     None,
 }
 
+crate::all_variants!(Boot, [Fstab, Systemd, None]);
+
 impl Boot {
     pub fn name(self) -> &'static str {
         match self {
@@ -50,6 +52,8 @@ pub enum Huge {
     Advise,
 }
 
+crate::all_variants!(Huge, [Never, Always, WithinSize, Advise]);
+
 impl Huge {
     fn as_str(self) -> &'static str {
         match self {
@@ -68,6 +72,8 @@ pub enum FsKind {
     /// No size limit, never swapped: accepted by `plan` only to explain why not
     Ramfs,
 }
+
+crate::all_variants!(FsKind, [Tmpfs, Ramfs]);
 
 /// What the user asked for; `None` means "recommend something".
 #[derive(Debug, Clone, Default)]
