@@ -127,7 +127,7 @@ impl fmt::Display for Busy {
         } else {
             write!(
                 f,
-                "{shown} is busy ({}); stop those processes (`fuser -vm {sh}` lists them) and run again",
+                "{shown} is busy, {}; stop those processes (`fuser -vm {sh}` lists them) and run again",
                 holders_line(&self.holders)
             )?;
         }
@@ -296,8 +296,8 @@ mod tests {
         );
         assert_eq!(
             b.to_string(),
-            "/srv/my data is busy (held by pid 4242 sleep (cwd), pid 4243 evil\\x1b]0;x\\x07 \
-             (fd 3: /srv/my data/a, map: /srv/my data/l.so)); stop those processes \
+            "/srv/my data is busy, held by pid 4242 sleep (cwd), pid 4243 evil\\x1b]0;x\\x07 \
+             (fd 3: /srv/my data/a, map: /srv/my data/l.so); stop those processes \
              (`fuser -vm '/srv/my data'` lists them) and run again"
         );
         let b = b.or("pass --lazy to detach it anyway");
