@@ -88,8 +88,8 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode> {
         Command::Plan(a) => command(&ctx, a.output(), || Ok(a.request())),
         Command::Apply(a) => command(&ctx, a.output(), || Ok(a.request())),
         Command::Revert(a) => command(&ctx, a.output(), || Ok(a.request())),
-        Command::Run(a) => command(&ctx, Output::nothing(), || a.request()),
-        Command::Shell(a) => command(&ctx, Output::nothing(), || Ok(a.request())),
+        Command::Run(a) => command(&ctx, a.scratch.output(), || a.request()),
+        Command::Shell(a) => command(&ctx, a.scratch.output(), || Ok(a.request())),
         Command::Advise(a) => command(&ctx, a.output(), || Ok(a.request())),
         Command::Top(a) => command(&ctx, a.output(), || Ok(a.query())),
         Command::Explain(a) => command(&ctx, a.output(), || Ok(a.query())),
@@ -102,7 +102,9 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode> {
 
 /// Every command the same way: where its report goes is checked first (a
 /// typo in a file name costs nothing), then its request is built and run,
-/// then the report is written as the command line chose.
+/// then the report is written as the command line chose. A command that ran
+/// a child for the user (`run`) keeps the child's exit status even when its
+/// report cannot be written: the error is said, the status is the answer.
 fn command<Q: Request>(
     ctx: &Context,
     output: Output,
@@ -110,6 +112,12 @@ fn command<Q: Request>(
 ) -> Result<ExitCode> {
     output.check()?;
     let report = request()?.run(ctx)?;
-    output.write(&report)?;
-    Ok(report.exit_code())
+    match (output.write(&report), report.exit_code()) {
+        (Err(e), code @ ExitCode::Child(_)) => {
+            let text = format!("{e:#}");
+            eprintln!("tmpfsctl: error: {}", render::term::safe(&text));
+            Ok(code)
+        }
+        (r, code) => r.map(|()| code),
+    }
 }

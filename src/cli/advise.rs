@@ -47,7 +47,7 @@ pub struct AdviseArgs {
     /// DIR holds secrets: advise noswap where there is swap (never without this flag)
     #[arg(long)]
     pub secrets: bool,
-    /// Also write a self-contained HTML report (with the measurement charts) to FILE
+    /// Also write a self-contained HTML report (with the measurement charts) to FILE, - (stdout) or fd:N
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 }

@@ -126,16 +126,16 @@ pub struct OutputArgs {
     /// Print the JSON report (schema_version 2) on stdout instead of the table
     #[arg(long)]
     pub json: bool,
-    /// Write the JSON report to FILE
+    /// Write the JSON report to FILE, - (stdout) or fd:N
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
-    /// Write CSV (one line per workload and target) to FILE
+    /// Write CSV (one line per workload and target) to FILE, - (stdout) or fd:N
     #[arg(long, value_name = "FILE")]
     pub export_csv: Option<PathBuf>,
-    /// Write a Markdown table to FILE
+    /// Write a Markdown table to FILE, - (stdout) or fd:N
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
-    /// Write a self-contained HTML report (results table, bar charts, iozone heat map, ceiling line) to FILE
+    /// Write a self-contained HTML report (results table, bar charts, iozone heat map, ceiling line) to FILE, - (stdout) or fd:N
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Write each chart as an SVG file into DIR

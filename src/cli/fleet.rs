@@ -41,7 +41,7 @@ pub struct CollectArgs {
     /// as `--format json`, the default, spelled as on every other command
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// Write to FILE atomically (temp file, fsync, rename) instead of stdout
+    /// Write the snapshot to FILE, - (stdout) or fd:N (a FILE is replaced atomically: temp file, fsync, rename)
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Replace the host name with a stable salted hash (anon-<16 hex>)
@@ -171,16 +171,16 @@ pub struct AnalyzeArgs {
     /// Print the report as Markdown instead of text
     #[arg(long)]
     pub markdown: bool,
-    /// Also write the JSON document to FILE
+    /// Also write the JSON document to FILE, - (stdout) or fd:N
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
-    /// Also write one CSV row per host to FILE: its figures and whether it fits each model (readable by `fleet analyze`)
+    /// Also write one CSV row per host (its figures and whether it fits each model; readable by `fleet analyze`) to FILE, - (stdout) or fd:N
     #[arg(long, value_name = "FILE")]
     pub export_csv: Option<PathBuf>,
-    /// Also write the Markdown report to FILE
+    /// Also write the Markdown report to FILE, - (stdout) or fd:N
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
-    /// Also write an HTML report with charts to FILE
+    /// Also write an HTML report with charts to FILE, - (stdout) or fd:N
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 }

@@ -166,7 +166,7 @@ pub struct StatusArgs {
     /// The sync interval to judge staleness by [default: as enabled, else 10min]
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_seconds)]
     pub interval: Option<u64>,
-    /// Also write node_exporter textfile metrics to FILE (atomically)
+    /// Also write node_exporter textfile metrics to FILE, - (stdout) or fd:N (a FILE is replaced atomically)
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
     /// Print a JSON document instead of text
@@ -213,7 +213,7 @@ fn size_text(s: Size) -> String {
 
 impl PersistArgs {
     /// What the subcommand did, as text or `--json`; `status --prom FILE`
-    /// writes its metrics too (`-`: on stdout instead).
+    /// writes its metrics too (`-` or `fd:1`: on stdout instead).
     pub fn output(&self) -> Output {
         let (json, prom) = match &self.cmd {
             PersistCmd::Enable(a) => (a.json, None),

@@ -31,8 +31,8 @@ pub struct TopArgs {
     /// Print one snapshot as JSON (schema_version 3); implies --once
     #[arg(long, conflicts_with = "prom")]
     pub json: bool,
-    /// Write one snapshot as node_exporter textfile-collector metrics to FILE
-    /// (atomically; `-` for stdout) and exit
+    /// Write one snapshot as node_exporter textfile-collector metrics to FILE, - (stdout) or fd:N
+    /// (a FILE is replaced atomically) and exit
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
     /// Time between refreshes: seconds (2, 0.5) or with a unit (500ms, 1m); 0.1 s to 1 h
@@ -68,7 +68,7 @@ impl TopArgs {
     }
 
     /// The snapshot's table, `--json`, or with `--prom FILE` only the
-    /// metrics file (`-`: on stdout).
+    /// metrics file (`-` or `fd:1`: on stdout).
     pub fn output(&self) -> Output {
         match &self.prom {
             Some(p) => Output::nothing().export("--prom", Format::PROM, Some(p)),

@@ -153,3 +153,74 @@ impl ValueEnum for ColorChoice {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! A value's name on the command line, in the library (`name()`, the
+    //! kernel's spelling) and in JSON (serde) is one name: a user copies it
+    //! from one to the other. ColorChoice is neither serialized nor named
+    //! anywhere but here, so it has nothing to agree with.
+    use super::*;
+
+    fn cli<T: ValueEnum>(v: &T) -> PossibleValue {
+        v.to_possible_value().expect("every value is offered")
+    }
+
+    fn serde_name<T: serde::Serialize>(v: &T) -> String {
+        match serde_json::to_value(v).unwrap() {
+            serde_json::Value::String(s) => s,
+            other => panic!("not a plain name: {other}"),
+        }
+    }
+
+    /// The command-line name reads back as the same value and equals `want`.
+    fn same<T: ValueEnum + PartialEq + std::fmt::Debug>(v: T, want: &str) {
+        let name = cli(&v).get_name().to_string();
+        assert_eq!(name, want, "{v:?}");
+        assert_eq!(T::from_str(&name, false).unwrap(), v, "{v:?}");
+    }
+
+    #[test]
+    fn boot_names_agree() {
+        for &b in Boot::ALL {
+            same(b, b.name());
+            assert_eq!(serde_name(&b), b.name(), "{b:?}");
+        }
+    }
+
+    /// `within_size` is the kernel's and JSON's spelling; the command line
+    /// offers `within-size` like every other flag value and takes the
+    /// kernel's too.
+    #[test]
+    fn huge_names_agree() {
+        for &h in Huge::ALL {
+            assert_eq!(serde_name(&h), h.as_str(), "{h:?}");
+            let v = cli(&h);
+            assert!(
+                v.matches(h.as_str(), false),
+                "{h:?}: `{}` not accepted",
+                h.as_str()
+            );
+            assert_eq!(Huge::from_str(h.as_str(), false).unwrap(), h);
+            same(h, &h.as_str().replace('_', "-"));
+        }
+    }
+
+    #[test]
+    fn fs_kind_op_and_preset_names_are_their_json_names() {
+        for &k in FsKind::ALL {
+            same(k, &serde_name(&k));
+        }
+        for &o in Op::ALL {
+            same(o, &serde_name(&o));
+            let back: Op = serde_json::from_value(serde_json::json!(cli(&o).get_name())).unwrap();
+            assert_eq!(back, o, "a saved report reads back");
+        }
+        for &p in Preset::ALL {
+            same(p, &serde_name(&p));
+            let back: Preset =
+                serde_json::from_value(serde_json::json!(cli(&p).get_name())).unwrap();
+            assert_eq!(back, p, "a saved report reads back");
+        }
+    }
+}

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
+use crate::render::report::{Format, Output};
 use crate::units::{Size, parse_size};
 use crate::workspace::{Keep, RunRequest, ScratchOptions};
 
@@ -62,9 +63,9 @@ pub struct ScratchOpts {
     /// No summary line and no notes on stderr
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// Write the summary as JSON (schema_version 1) to FILE, or to an open descriptor with fd:N
-    #[arg(long, value_name = "FILE|fd:N")]
-    pub json: Option<String>,
+    /// Write the summary as JSON (schema_version 1) to FILE, - (stdout) or fd:N
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
     /// Use a plain 0700 directory instead of a private mount (other processes of yours can see it; the cap is soft)
     #[arg(long)]
     pub no_namespace: bool,
@@ -74,6 +75,11 @@ pub struct ScratchOpts {
 }
 
 impl ScratchOpts {
+    /// Nothing on stdout (CMD has it); the summary's JSON where `--json` says.
+    pub fn output(&self) -> Output {
+        Output::nothing().export("--json", Format::JSON, self.json.as_ref())
+    }
+
     fn options(&self) -> ScratchOptions {
         ScratchOptions {
             size: self.size,
@@ -83,7 +89,6 @@ impl ScratchOpts {
                 Some(p) => Keep::Dir(p.clone()),
             }),
             quiet: self.quiet,
-            json: self.json.clone(),
             private: !self.no_namespace,
             force: self.force,
         }

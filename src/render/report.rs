@@ -3,8 +3,9 @@
 //! hands back a [`Report`];
 //! the command line builds one [`Output`] saying what stdout shows and which
 //! files are written besides; `Output::write` does it the same way for every
-//! command: `-` is stdout, at most one thing on stdout, no file named twice,
-//! files replaced atomically (`sys::atomic`), all checked before any work.
+//! command: `-` is stdout, `fd:N` a descriptor the caller opened, at most
+//! one thing on stdout, no file named twice, files replaced atomically
+//! (`sys::atomic`), all checked before any work.
 //!
 //! A new format is one arm in a report's `render` (its text next to it in
 //! the capability's render code) and its flag in the command's `cli/` file.
@@ -17,7 +18,8 @@ use serde::Serialize;
 
 use crate::context::{Context, ExitCode};
 use crate::render::term::safe_path;
-use crate::sys::atomic::{AtomicWrite, check_writable, same_destination};
+use crate::sys::atomic::{AtomicWrite, check_writable, file_identity, same_destination};
+use crate::sys::descriptor;
 
 /// A format a report can be written in, by the name a user knows it by. The
 /// common ones are here; a format only one report has can be declared next
@@ -101,7 +103,8 @@ pub fn text(s: String) -> Option<Result<Vec<u8>>> {
     Some(Ok(s.into_bytes()))
 }
 
-/// One file the report is written to besides stdout (`-`: stdout itself).
+/// One file the report is written to besides stdout (`-`: stdout itself;
+/// `fd:N`: descriptor N, opened by the caller).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Export {
     /// The option that named it, as the user typed it (`--export-csv`).
@@ -110,9 +113,55 @@ pub struct Export {
     pub path: PathBuf,
 }
 
+/// Where an export goes, as its option's value says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dest<'a> {
+    /// `-` or `fd:1`.
+    Stdout,
+    /// `fd:N`: written as a stream, never replaced or closed.
+    Fd(i32),
+    File(&'a Path),
+}
+
 impl Export {
+    fn dest(&self) -> Result<Dest<'_>> {
+        if self.path == Path::new("-") {
+            return Ok(Dest::Stdout);
+        }
+        let Some(n) = self.path.to_str().and_then(|s| s.strip_prefix("fd:")) else {
+            return Ok(Dest::File(&self.path));
+        };
+        match n.parse::<i32>() {
+            Ok(1) => Ok(Dest::Stdout),
+            Ok(n) if n >= 0 => Ok(Dest::Fd(n)),
+            _ => bail!(
+                "{} {}: not a descriptor number; write fd:N with a number (fd:3 with `3>file`), or ./{} for a file of that name",
+                self.flag,
+                safe_path(&self.path),
+                safe_path(&self.path)
+            ),
+        }
+    }
+
     fn is_stdout(&self) -> bool {
-        self.path == Path::new("-")
+        matches!(self.dest(), Ok(Dest::Stdout))
+    }
+
+    /// Whether writing `self` and `other` would land in one file: one
+    /// descriptor twice, or a descriptor and a path (or two descriptors)
+    /// open on one regular file; paths as `same_destination` says.
+    fn collides(&self, other: &Export) -> bool {
+        let fd_file = |n: i32| descriptor::file_identity(n);
+        match (self.dest(), other.dest()) {
+            (Ok(Dest::File(a)), Ok(Dest::File(b))) => same_destination(a, b),
+            (Ok(Dest::Fd(a)), Ok(Dest::Fd(b))) => {
+                a == b || matches!((fd_file(a), fd_file(b)), (Some(x), Some(y)) if x == y)
+            }
+            (Ok(Dest::Fd(n)), Ok(Dest::File(p))) | (Ok(Dest::File(p)), Ok(Dest::Fd(n))) => {
+                matches!((fd_file(n), file_identity(p)), (Some(x), Some(y)) if x == y)
+            }
+            _ => false,
+        }
     }
 }
 
@@ -191,16 +240,17 @@ impl Output {
 
     /// Fail (exit 2) now, not after minutes of work, when a file could not
     /// be written (a missing directory, a directory given as the file, no
-    /// write permission), when one file is named by two options (however
-    /// each spells it), or when two options both want stdout.
+    /// write permission, an `fd:N` not open for writing), when one file is
+    /// named by two options (however each spells it), or when two options
+    /// both want stdout.
     pub fn check(&self) -> Result<()> {
         for (i, e) in self.exports.iter().enumerate() {
-            if e.is_stdout() {
-                continue;
+            match e.dest()? {
+                Dest::Stdout => continue,
+                Dest::Fd(n) => descriptor::check_writable(e.flag, n)?,
+                Dest::File(p) => check_writable(e.flag, p)?,
             }
-            check_writable(e.flag, &e.path)?;
-            let same = |o: &&Export| !o.is_stdout() && same_destination(&o.path, &e.path);
-            if let Some(other) = self.exports[..i].iter().find(same) {
+            if let Some(other) = self.exports[..i].iter().find(|o| o.collides(e)) {
                 let spelled = if other.path == e.path {
                     String::new()
                 } else {
@@ -234,12 +284,20 @@ impl Output {
     }
 
     /// Write `report` everywhere asked: the files (each replaced whole,
-    /// readable by others: reports are for sharing), then stdout, then what
-    /// the report has to say on stderr.
+    /// readable by others: reports are for sharing) and descriptors, then
+    /// stdout, then what the report has to say on stderr.
     pub fn write(&self, report: &dyn Report) -> Result<()> {
-        for e in self.exports.iter().filter(|e| !e.is_stdout()) {
+        for e in &self.exports {
+            let dest = e.dest()?;
+            if dest == Dest::Stdout {
+                continue;
+            }
             let data = rendered(report, e.flag, e.format)?;
-            AtomicWrite::report(e.flag).write(&e.path, &data)?;
+            match dest {
+                Dest::Fd(n) => descriptor::write_all(e.flag, n, &data)?,
+                Dest::File(p) => AtomicWrite::report(e.flag).write(p, &data)?,
+                Dest::Stdout => {}
+            }
         }
         let shows = self.shows();
         if let Some(f) = shows {
@@ -297,6 +355,26 @@ mod tests {
         assert_eq!(
             e,
             "--json and --export-csv all write to stdout; give all but one a file name"
+        );
+    }
+
+    #[test]
+    fn fd_1_counts_as_stdout_and_a_bad_descriptor_number_is_named() {
+        let one = PathBuf::from("fd:1");
+        let o = Output::stdout(Format::TEXT).export("--export-csv", Format::CSV, Some(&one));
+        assert_eq!(o.shows(), Some(Format::CSV));
+        o.check().unwrap();
+        let e = o.or_when(true, "--json", Format::JSON).check().unwrap_err();
+        assert!(e.to_string().contains("all write to stdout"), "{e}");
+        let bad = PathBuf::from("fd:x");
+        let e = Output::nothing()
+            .export("--html", Format::HTML, Some(&bad))
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--html fd:x: not a descriptor number") && e.contains("./fd:x"),
+            "{e}"
         );
     }
 

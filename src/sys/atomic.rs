@@ -304,7 +304,7 @@ fn resolved(dest: &Path) -> Option<PathBuf> {
 
 /// (device, inode) of the regular file a write to `dest` would change: the
 /// entry itself, or for an fd alias the file behind it.
-fn file_identity(dest: &Path) -> Option<(u64, u64)> {
+pub fn file_identity(dest: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     let m = if is_fd_alias(dest) {
         std::fs::metadata(dest)

@@ -4,6 +4,7 @@
 
 pub mod atomic;
 pub mod cgroup;
+pub mod descriptor;
 pub mod du;
 pub mod fs;
 pub mod fstab;

@@ -34,9 +34,9 @@ pub use scratch::{
 };
 pub use summary::{RunSummary, SCHEMA_VERSION, status_of, summary_line};
 
-use crate::context::{Context, ExitCode};
+use crate::context::Context;
 use crate::units::{Size, fmt_bytes};
-use summary::{JsonDest, check_json_dest, parse_json_dest, signal_name, write_json};
+use summary::signal_name;
 
 /// How often a private tmpfs is sampled: [`SAMPLE_INTERVAL`] while usage
 /// changes or it is nearly full, backing off to [`SAMPLE_INTERVAL_MAX`] while
@@ -56,8 +56,6 @@ pub struct ScratchOptions {
     pub keep: Option<Keep>,
     /// No summary line and no notes on stderr.
     pub quiet: bool,
-    /// Where the JSON summary goes: a file name or `fd:N`.
-    pub json: Option<String>,
     /// False: a plain directory, no private mount.
     pub private: bool,
     /// Allow a cap above RAM + swap.
@@ -86,18 +84,19 @@ impl RunRequest {
     }
 }
 
-/// `tmpfsctl run` and `shell`: CMD's output and the summary (stderr, or
-/// `--json FILE|fd:N`) are shown as it runs; the exit code is CMD's.
+/// `tmpfsctl run` and `shell`: CMD's output and the summary line (stderr)
+/// are shown as it runs; the report is the summary (its JSON goes where the
+/// command's `Output` says: `--json FILE|fd:N`), its exit code CMD's.
 impl crate::render::report::Request for RunRequest {
-    type Report = crate::render::report::Shown;
+    type Report = RunSummary;
 
     fn run(&self, ctx: &Context) -> Result<Self::Report> {
-        run(ctx, self).map(crate::render::report::Shown)
+        run(ctx, self)
     }
 }
 
-/// Run the request's command in a new scratch and report; the exit code is CMD's.
-fn run(ctx: &Context, req: &RunRequest) -> Result<ExitCode> {
+/// Run the request's command in a new scratch and report.
+fn run(ctx: &Context, req: &RunRequest) -> Result<RunSummary> {
     let checked = check(ctx, req)?;
     execute(req, checked)
 }
@@ -106,7 +105,6 @@ fn run(ctx: &Context, req: &RunRequest) -> Result<ExitCode> {
 struct Checked {
     size_bytes: u64,
     size_source: String,
-    json: Option<JsonDest>,
     oldpwd: Option<PathBuf>,
     notes: Vec<String>,
 }
@@ -116,10 +114,6 @@ fn check(ctx: &Context, req: &RunRequest) -> Result<Checked> {
     let opts = &req.scratch;
     let mut notes = Vec::new();
     let (size_bytes, size_source) = resolve_size(ctx, opts.size, opts.force, &mut notes)?;
-    let json = opts.json.as_deref().map(parse_json_dest).transpose()?;
-    if let Some(d) = &json {
-        check_json_dest(d)?;
-    }
     if let Some(Keep::Dir(p)) = &opts.keep {
         scratch::check_keep_dir(p)?;
     }
@@ -131,7 +125,6 @@ fn check(ctx: &Context, req: &RunRequest) -> Result<Checked> {
     Ok(Checked {
         size_bytes,
         size_source,
-        json,
         oldpwd,
         notes,
     })
@@ -222,12 +215,11 @@ impl Peak {
 /// How CMD ended: its status, or tmpfsctl's status and why it never ran.
 type Outcome = std::result::Result<ExitStatus, (u8, String)>;
 
-fn execute(req: &RunRequest, checked: Checked) -> Result<ExitCode> {
+fn execute(req: &RunRequest, checked: Checked) -> Result<RunSummary> {
     let opts = &req.scratch;
     let Checked {
         size_bytes,
         size_source,
-        json,
         oldpwd,
         mut notes,
     } = checked;
@@ -330,18 +322,12 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<ExitCode> {
         kept_at: teardown.kept_at.as_ref().map(|p| p.display().to_string()),
         notes,
     };
-    report(
-        &summary,
-        &end_notes,
-        teardown.error.as_deref(),
-        json.as_ref(),
-        opts.quiet,
-    );
+    report(&summary, &end_notes, teardown.error.as_deref(), opts.quiet);
     // A signal that came after CMD ended has nobody left to go to; swallow
     // it so it cannot replace CMD's exit status with tmpfsctl's own death.
     let _ = signals.drain();
     drop(signals);
-    Ok(ExitCode::Child(status))
+    Ok(summary)
 }
 
 /// Start CMD in the scratch; on failure, the status tmpfsctl exits with and why.
@@ -432,14 +418,9 @@ fn supervise_child(
     }
 }
 
-/// Say what happened: errors and notes, the summary line, `--keep`, `--json`.
-fn report(
-    summary: &RunSummary,
-    end_notes: &[String],
-    error: Option<&str>,
-    json: Option<&JsonDest>,
-    quiet: bool,
-) {
+/// Say what happened on stderr: errors and notes, the summary line,
+/// `--keep` (the `--json` document is the report, written after).
+fn report(summary: &RunSummary, end_notes: &[String], error: Option<&str>, quiet: bool) {
     if let Some(e) = error {
         eprintln!("tmpfsctl: error: {e}");
     }
@@ -452,10 +433,5 @@ fn report(
     if let Some(k) = &summary.kept_at {
         // Printed even with --quiet: it is the answer to --keep.
         eprintln!("tmpfsctl: scratch kept in {k}");
-    }
-    if let Some(d) = json
-        && let Err(e) = write_json(d, summary)
-    {
-        eprintln!("tmpfsctl: error: {e:#}");
     }
 }

@@ -1,16 +1,15 @@
 //! What a run reports: the one-line summary on stderr and the `--json`
-//! document, and where that document goes.
+//! document.
 
-use std::os::fd::BorrowedFd;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
 use std::process::ExitStatus;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::scratch::{DEFAULT_SIZE_TEXT, Mode};
 use crate::context::ExitCode;
+use crate::render::report::{self, Format, Report};
 use crate::units::{fmt_bytes, fmt_ns};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -55,81 +54,16 @@ pub struct RunSummary {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JsonDest {
-    File(PathBuf),
-    Fd(i32),
-}
-
-pub fn parse_json_dest(s: &str) -> Result<JsonDest> {
-    if let Some(n) = s.strip_prefix("fd:") {
-        let fd: i32 = n.parse().ok().filter(|&n| n >= 0).with_context(|| {
-            format!("--json {s}: {n:?} is not a file descriptor number; write e.g. fd:3")
-        })?;
-        return Ok(JsonDest::Fd(fd));
+/// The run's report: shown on stderr as it ends (`summary_line`), its JSON
+/// written where `--json` says by the command's `Output`; the exit code is
+/// CMD's.
+impl Report for RunSummary {
+    fn render(&self, format: Format) -> Option<Result<Vec<u8>>> {
+        (format == Format::JSON).then(|| report::json(self))
     }
-    if s.is_empty() {
-        bail!("--json needs a FILE or fd:N");
-    }
-    Ok(JsonDest::File(PathBuf::from(s)))
-}
 
-/// Fail before anything runs if the summary could not be written later.
-pub fn check_json_dest(d: &JsonDest) -> Result<()> {
-    match d {
-        JsonDest::Fd(n) => {
-            // SAFETY: only used for fcntl within this function; a closed fd
-            // makes fcntl fail with EBADF, which is what we check.
-            let fd = unsafe { BorrowedFd::borrow_raw(*n) };
-            let flags = rustix::io::fcntl_getfd(fd).map_err(|e| {
-                anyhow::anyhow!("--json fd:{n}: {e}; open it for tmpfsctl, e.g. `3>summary.json`")
-            })?;
-            // CMD should not inherit a descriptor that was opened for us.
-            if *n > 2 {
-                rustix::io::fcntl_setfd(fd, flags | rustix::io::FdFlags::CLOEXEC)?;
-            }
-        }
-        JsonDest::File(p) => {
-            if p.is_dir() {
-                bail!("--json {}: is a directory; give a file name", p.display());
-            }
-            let parent = match p.parent() {
-                Some(q) if !q.as_os_str().is_empty() => q.to_path_buf(),
-                _ => PathBuf::from("."),
-            };
-            if !parent.is_dir() {
-                bail!(
-                    "--json {}: directory {} does not exist; create it first",
-                    p.display(),
-                    parent.display()
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-pub fn write_json(d: &JsonDest, s: &RunSummary) -> Result<()> {
-    let mut buf = serde_json::to_vec_pretty(s)?;
-    buf.push(b'\n');
-    match d {
-        // Replaced by rename, never written through a name CMD may have
-        // turned into a symlink meanwhile.
-        JsonDest::File(p) => crate::sys::atomic::AtomicWrite::report("--json").write(p, &buf),
-        JsonDest::Fd(n) => {
-            // SAFETY: checked open in check_json_dest; borrowed, never closed here.
-            let fd = unsafe { BorrowedFd::borrow_raw(*n) };
-            let mut rest = &buf[..];
-            while !rest.is_empty() {
-                match rustix::io::write(fd, rest) {
-                    Ok(0) => bail!("writing --json fd:{n}: wrote nothing"),
-                    Ok(k) => rest = &rest[k..],
-                    Err(rustix::io::Errno::INTR) => {}
-                    Err(e) => bail!("writing --json fd:{n}: {e}"),
-                }
-            }
-            Ok(())
-        }
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::Child(self.status)
     }
 }
 
@@ -204,28 +138,6 @@ pub fn summary_line(s: &RunSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn json_destinations() {
-        assert_eq!(parse_json_dest("fd:3").unwrap(), JsonDest::Fd(3));
-        assert_eq!(
-            parse_json_dest("out.json").unwrap(),
-            JsonDest::File("out.json".into())
-        );
-        assert!(
-            parse_json_dest("fd:x")
-                .unwrap_err()
-                .to_string()
-                .contains("fd:3")
-        );
-        assert!(parse_json_dest("fd:-1").is_err());
-        assert!(parse_json_dest("").is_err());
-        let e = check_json_dest(&JsonDest::File("/no/such/dir/x.json".into())).unwrap_err();
-        assert!(e.to_string().contains("does not exist"), "{e}");
-        // A descriptor far above anything a test process has open.
-        let e = check_json_dest(&JsonDest::Fd(987_654)).unwrap_err();
-        assert!(e.to_string().contains("fd:987654"), "{e}");
-    }
 
     #[test]
     fn exit_status_mapping() {

@@ -21,6 +21,7 @@ mod manpages;
 mod mounts;
 mod mounts_guarded;
 mod outputs;
+mod outputs_fd;
 mod outputs_identity;
 mod persist;
 mod readme;

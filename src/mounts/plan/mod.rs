@@ -55,7 +55,7 @@ pub enum Huge {
 crate::all_variants!(Huge, [Never, Always, WithinSize, Advise]);
 
 impl Huge {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Huge::Never => "never",
             Huge::Always => "always",
