@@ -282,9 +282,8 @@ fn enter_private_namespace() -> Result<()> {
 
 impl Drop for PrivateTmpfs {
     fn drop(&mut self) {
-        if rustix::mount::unmount(&self.path, rustix::mount::UnmountFlags::empty()).is_err() {
-            let _ = rustix::mount::unmount(&self.path, rustix::mount::UnmountFlags::DETACH);
-        }
+        use crate::sys::unmount::{At, How, unmount};
+        let _ = unmount(At::Dir(&self.path), How::ScratchAnyway);
         if let Some(d) = self.dir.take() {
             let _ = d.close();
         }

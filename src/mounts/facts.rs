@@ -246,7 +246,7 @@ pub fn gather_facts_at(ctx: &Context, t: &Target) -> Result<(Facts, OpenedDir)> 
         fstab_path,
         unit: unit_for(root, t, &unit_name),
         unit_dir: unit_dir(root, t),
-        busy: live::users_of(root, &dir),
+        busy: sys::procfd::users_of(root, &dir),
         nested_mounts: nested,
         package_files,
         package_files_total,

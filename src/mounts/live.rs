@@ -1,16 +1,16 @@
-//! The live side: resizing and unmounting tmpfs mounts, a staging clone,
-//! reaching the directory underneath a mount, processes using a tree.
+//! The live side: resizing tmpfs mounts, a staging clone, reaching the
+//! directory underneath a mount.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use rustix::fs::{CWD, Mode, OFlags};
-use rustix::mount::{FsOpenFlags, FsPickFlags, MoveMountFlags, OpenTreeFlags, UnmountFlags};
+use rustix::mount::{FsOpenFlags, FsPickFlags, MoveMountFlags, OpenTreeFlags};
 
-use super::plan::{self, ProcUse};
-use crate::render::term::safe_path;
-use crate::sys::{MountInfo, Sysroot, proc, procfd};
+use super::plan;
+use crate::sys::MountInfo;
+use crate::sys::unmount::{self, At, How};
 
 /// A second mount of a tmpfs at a staging point: its files stay reachable
 /// there once it leaves DIR — after a kill of this process too, for the
@@ -62,8 +62,7 @@ impl StagingMount {
 impl Drop for StagingMount {
     fn drop(&mut self) {
         if !self.hold {
-            let _ =
-                rustix::mount::unmount(&self.path, UnmountFlags::DETACH | UnmountFlags::NOFOLLOW);
+            let _ = unmount::unmount(At::Dir(&self.path), How::Detach);
             let _ = std::fs::remove_dir(&self.path);
         }
     }
@@ -92,15 +91,6 @@ pub fn resize(dir: &Path, size: &str) -> Result<()> {
             dir.display()
         )
     })
-}
-
-pub fn unmount(dir: &Path, lazy: bool) -> Result<()> {
-    let flags = if lazy {
-        UnmountFlags::DETACH | UnmountFlags::NOFOLLOW
-    } else {
-        UnmountFlags::NOFOLLOW
-    };
-    rustix::mount::unmount(dir, flags).with_context(|| format!("cannot unmount {}", dir.display()))
 }
 
 /// The directory that `top` (mounted at `dir`) hides, opened through a
@@ -152,90 +142,6 @@ pub fn open_underlying(mounts: &[MountInfo], top: &MountInfo, dir: &Path) -> Res
         _clone: clone,
         dir: d,
     })
-}
-
-fn under(p: &Path, dir: &Path) -> bool {
-    p == dir || p.starts_with(dir)
-}
-
-/// Every process under `root`'s /proc but this one.
-fn other_processes(root: &Sysroot) -> impl Iterator<Item = u32> {
-    let me = std::process::id();
-    proc::pids(root).into_iter().filter(move |&p| p != me)
-}
-
-/// The open files of `pid` that lie under `dir`, as (fd, path), through the
-/// one walk of /proc/PID/fd.
-fn fds_under(root: &Sysroot, pid: u32, dir: &Path) -> Vec<(u32, PathBuf)> {
-    let mut v = Vec::new();
-    procfd::each_fd(root, pid, |_, fd, _, t| {
-        let (t, _, _) = procfd::parse_link(t);
-        if t.is_absolute() && under(&t, dir) {
-            v.push((fd, t));
-        }
-    });
-    v
-}
-
-fn proc_use(root: &Sysroot, pid: u32, mut uses: Vec<String>) -> ProcUse {
-    uses.truncate(5);
-    ProcUse {
-        pid,
-        comm: proc::name(root, pid).unwrap_or_default(),
-        uses,
-    }
-}
-
-/// Processes whose cwd, root or open files are under `dir`, from
-/// `/proc/*/{cwd,root,fd/*}`. Processes we may not inspect are skipped.
-pub fn users_of(root: &Sysroot, dir: &Path) -> Vec<ProcUse> {
-    let mut out = Vec::new();
-    for pid in other_processes(root) {
-        let mut uses = Vec::new();
-        for what in ["cwd", "root"] {
-            if let Ok(t) = std::fs::read_link(root.path(format!("/proc/{pid}/{what}")))
-                && under(&t, dir)
-                && !(what == "root" && t == Path::new("/"))
-            {
-                uses.push(what.to_string());
-            }
-        }
-        for (fd, t) in fds_under(root, pid, dir) {
-            uses.push(format!("fd {fd}: {}", safe_path(&t)));
-        }
-        if !uses.is_empty() {
-            out.push(proc_use(root, pid, uses));
-        }
-    }
-    out.sort_by_key(|p| p.pid);
-    out
-}
-
-/// Processes holding a file under `dir` open for writing (O_WRONLY or
-/// O_RDWR in `/proc/PID/fdinfo/N`), each with those files.
-pub fn writers_of(root: &Sysroot, dir: &Path) -> Vec<ProcUse> {
-    let mut out = Vec::new();
-    for pid in other_processes(root) {
-        let mut uses = Vec::new();
-        for (fd, t) in fds_under(root, pid, dir) {
-            let info = std::fs::read_to_string(root.path(format!("/proc/{pid}/fdinfo/{fd}")))
-                .unwrap_or_default();
-            let flags = info
-                .lines()
-                .find_map(|l| l.strip_prefix("flags:"))
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-                .unwrap_or(0);
-            // O_ACCMODE: 1 write-only, 2 read-write.
-            if flags & 3 != 0 && t.is_file() {
-                uses.push(format!("fd {fd} writes {}", safe_path(&t)));
-            }
-        }
-        if !uses.is_empty() {
-            out.push(proc_use(root, pid, uses));
-        }
-    }
-    out.sort_by_key(|p| p.pid);
-    out
 }
 
 /// Whether this kernel's tmpfs takes per-user/per-group quotas: asked of

@@ -110,11 +110,13 @@ fn settle_revert(p: &Pending, dir: &Path, note: &Path) -> Result<Vec<String>> {
         ));
     }
     if staged {
-        rustix::mount::unmount(
-            stage,
-            rustix::mount::UnmountFlags::DETACH | rustix::mount::UnmountFlags::NOFOLLOW,
-        )
-        .with_context(|| format!("cannot unmount the staging mount {}", stage.display()))?;
+        use crate::sys::unmount::{At, How, unmount};
+        unmount(At::Dir(stage), How::Detach).map_err(|e| {
+            anyhow::Error::new(e.errno()).context(format!(
+                "cannot unmount the staging mount {}",
+                stage.display()
+            ))
+        })?;
     }
     let _ = std::fs::remove_dir(stage);
     Ok(out)

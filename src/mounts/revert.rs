@@ -2,7 +2,7 @@
 //! to the directory underneath, unmount, restore fstab or remove the drop-in.
 
 use std::collections::BTreeMap;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
@@ -14,10 +14,10 @@ use super::outcome::PersistResult;
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{RevertRequest, boot, copy, live, plan};
 use crate::context::Context;
-use crate::render::term::safe;
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
+use crate::sys::unmount::{At, Busy, How, UnmountError, unmount};
 use crate::sys::{self, MountInfo, fs, statfs, systemd};
 
 #[derive(Debug, Clone, Serialize)]
@@ -205,9 +205,10 @@ fn keep_data(
     // taken everything.
     let cut = super::journal::now_ts();
     journal.step("unmounting", |p| p.cut = Some(cut))?;
-    let root = format!("/proc/self/fd/{}", back.src.as_raw_fd());
-    rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
-        .with_context(|| format!("cannot detach the tmpfs at {}", dir.display()))?;
+    unmount(At::Root(back.src.as_fd(), &dir), How::Detach).map_err(|e| {
+        anyhow::Error::new(e.errno())
+            .context(format!("cannot detach the tmpfs at {}", dir.display()))
+    })?;
     back.staging.hold(true);
     if let Err(e) = catch_up(&mut back, &dir, cancel, changes) {
         journal.keep();
@@ -413,31 +414,18 @@ fn held_entries(dir: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// What revert offers instead of stopping the processes that hold DIR.
+const OR_LAZY: &str = "pass --lazy to detach it anyway (their files stay until they let go)";
+
 /// Unmount what `path` (a path through the parent's descriptor) leads to;
 /// if busy, name who uses `dir`.
 fn unmount_or_explain(path: &Path, dir: &Path, args: &RevertRequest) -> Result<()> {
-    let flags = if args.lazy {
-        rustix::mount::UnmountFlags::DETACH | rustix::mount::UnmountFlags::NOFOLLOW
-    } else {
-        rustix::mount::UnmountFlags::NOFOLLOW
-    };
-    rustix::mount::unmount(path, flags).map_err(|e| {
-        let e = anyhow::Error::new(e).context(format!("cannot unmount {}", dir.display()));
-        let b = live::users_of(&sys::Sysroot::default(), dir);
-        let list: Vec<String> = b
-            .iter()
-            .map(|b| format!("{} ({})", b.pid, safe(&b.comm)))
-            .collect();
-        e.context(format!(
-            "{} is busy{}; stop those processes or pass --lazy",
-            dir.display(),
-            if list.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", list.join(", "))
-            },
-        ))
-    })
+    let how = if args.lazy { How::Detach } else { How::Checked };
+    match unmount(At::Via { path, dir }, how) {
+        Ok(_) => Ok(()),
+        Err(UnmountError::Busy(b)) => Err(b.or(OR_LAZY).into()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Take the tmpfs line for `dir` out of the fstab (or put back the line it
@@ -502,17 +490,9 @@ fn refuse_unready(
             nested.join(", ")
         );
     }
-    let busy = live::users_of(&sys::Sysroot::default(), dir);
+    let busy = sys::procfd::users_of(&sys::Sysroot::default(), dir);
     if !busy.is_empty() && !args.lazy {
-        let list: Vec<String> = busy
-            .iter()
-            .map(|b| format!("{} ({}: {})", b.pid, safe(&b.comm), b.uses.join(", ")))
-            .collect();
-        bail!(
-            "{} is busy: {}; stop those processes, or pass --lazy to detach it anyway (their files stay until they let go)",
-            dir.display(),
-            list.join("; ")
-        );
+        return Err(Busy::with(dir, busy).or(OR_LAZY).into());
     }
     if !args.keep_data && !args.discard {
         let held = held_entries(dir)?;

@@ -20,6 +20,8 @@ use crate::context::Context;
 use crate::render::confirm;
 use crate::render::term::safe_path;
 use crate::sys::atomic::AtomicWrite;
+use crate::sys::procfd::ProcUse;
+use crate::sys::unmount::{At, How, holders_line, unmount};
 use crate::units::{Size, fmt_bytes};
 
 use crate::mounts::plan::Boot;
@@ -267,7 +269,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
             // The tmpfs holds exactly generation 1 (nothing has written to it
             // yet): unmounting it loses nothing and leaves DIR as it was.
             if !already_tmpfs {
-                let _ = mount::unmount(&dir);
+                let _ = unmount(At::Dir(&dir), How::Checked);
             }
             if req.boot != Boot::None {
                 let _ = units::remove(&req.unit_dir, &dir);
@@ -345,7 +347,16 @@ const WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// carry what was written to it meanwhile across with the same catch-up
 /// (`copy::delta::carry`), waiting while a process still has a file open
 /// for writing on it; then store the final tree as one more generation.
-/// The generation the store ends with, and the entries caught up.
+/// What [`sync_detach_catch_up`] ended with.
+struct Detached {
+    /// The generation the store ends with.
+    generation: u64,
+    /// The entries caught up.
+    brought: Vec<String>,
+    /// Who still used DIR when its tmpfs was detached.
+    held_by: Vec<ProcUse>,
+}
+
 fn sync_detach_catch_up(
     dir: &Path,
     top: &crate::sys::MountInfo,
@@ -353,7 +364,7 @@ fn sync_detach_catch_up(
     store: &dyn Store,
     keep: usize,
     never: &AtomicBool,
-) -> Result<(u64, Vec<String>)> {
+) -> Result<Detached> {
     use crate::mounts::copy;
     let src = open_dir(dir)?;
     let rep = sync::sync(src.as_fd(), store, keep, never)?;
@@ -365,9 +376,22 @@ fn sync_detach_catch_up(
         load::load(store, rep.generation, u)?;
     }
     let mut base = copy::snapshot(u, never)?;
-    let root = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&src));
-    rustix::mount::unmount(root.as_str(), rustix::mount::UnmountFlags::DETACH)
-        .with_context(|| format!("cannot detach the tmpfs at {}", safe_path(dir)))?;
+    // Detached on purpose (the data is on disk now): a process that keeps
+    // DIR busy would otherwise stop the disable halfway. It is named, since
+    // what it writes on the old tmpfs after the catch-up is lost.
+    let held_by = crate::sys::procfd::users_of(&crate::sys::Sysroot::default(), dir);
+    unmount(At::Root(src.as_fd(), dir), How::Detach).map_err(|e| {
+        anyhow::Error::new(e.errno())
+            .context(format!("cannot detach the tmpfs at {}", safe_path(dir)))
+    })?;
+    if !held_by.is_empty() {
+        crate::render::color::eprint_warning(&format!(
+            "{} was detached while {}: they keep the old tmpfs until they let go, \
+             and what they write there after this disable is lost; restart them",
+            safe_path(dir),
+            holders_line(&held_by)
+        ));
+    }
     // Writers still holding a file open on the detached tmpfs finish first:
     // carrying a file while it grows would leave the disk copy longer than
     // the version recorded as carried, and the catch-up would then take it
@@ -407,7 +431,11 @@ fn sync_detach_catch_up(
     } else {
         sync::sync(u, store, keep, never)?.generation
     };
-    Ok((fin, brought))
+    Ok(Detached {
+        generation: fin,
+        brought,
+        held_by,
+    })
 }
 
 fn read_fstab(fstab: &Path) -> Result<Vec<u8>> {
@@ -473,6 +501,8 @@ pub struct DisableReport {
     /// Entries written to the tmpfs after the last sync and brought back to
     /// disk before it was let go.
     pub caught_up: Vec<String>,
+    /// Processes that still used DIR when its tmpfs was detached.
+    pub held_by: Vec<ProcUse>,
     pub removed: Vec<PathBuf>,
 }
 
@@ -502,10 +532,12 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
     let mounted = mount::tmpfs_at(&mounts, &dir).is_some();
     let never = AtomicBool::new(false);
     let mut caught_up = Vec::new();
+    let mut held_by = Vec::new();
     let g = if let Some(top) = mount::tmpfs_at(&mounts, &dir) {
-        let (g, brought) = sync_detach_catch_up(&dir, top, &mounts, &*store, e.keep, &never)?;
-        caught_up = brought;
-        g
+        let d = sync_detach_catch_up(&dir, top, &mounts, &*store, e.keep, &never)?;
+        caught_up = d.brought;
+        held_by = d.held_by;
+        d.generation
     } else {
         store
             .newest_complete()?
@@ -541,6 +573,7 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
         unmounted: mounted,
         written_back,
         caught_up,
+        held_by,
         removed,
     };
     Ok(out)

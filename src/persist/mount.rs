@@ -10,8 +10,7 @@
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use rustix::mount::UnmountFlags;
+use anyhow::Result;
 
 use crate::sys::MountInfo;
 use crate::sys::tmpfs::{self, Allow};
@@ -39,15 +38,4 @@ pub fn mount_dir(
     let t = tmpfs::mount_detached(&options, allow)?;
     fill(t.root.as_fd())?;
     tmpfs::attach(&t, dir)
-}
-
-/// Unmount the tmpfs on `dir`; busy is an error naming what to do.
-pub fn unmount(dir: &Path) -> Result<()> {
-    rustix::mount::unmount(dir, UnmountFlags::empty()).with_context(|| {
-        format!(
-            "cannot unmount {} (busy? `fuser -vm {}` shows who uses it; stop them and run again)",
-            dir.display(),
-            dir.display()
-        )
-    })
 }

@@ -20,6 +20,7 @@ pub mod systemd;
 pub mod sysvshm;
 pub mod tmpfiles;
 pub mod tmpfs;
+pub mod unmount;
 
 use std::path::{Path, PathBuf};
 

@@ -12,6 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::Sysroot;
+use crate::render::term::safe_path;
 
 /// One open regular file (or memfd) of a process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,6 +287,109 @@ pub fn holders(root: &Sysroot, scan: &Scan, dev: u64, ino: u64) -> Vec<(u32, Str
         .filter(|p| p.files.iter().any(|f| f.dev == dev && f.ino == ino))
         .map(|p| (p.pid, comm(root, p.pid)))
         .collect()
+}
+
+/// A process using something under a directory (open file, mapping, cwd or
+/// root): what holds a mount busy.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ProcUse {
+    pub pid: u32,
+    pub comm: String,
+    /// `cwd`, `root`, `fd N: PATH` or `map: PATH` (first few only).
+    pub uses: Vec<String>,
+}
+
+fn under(p: &Path, dir: &Path) -> bool {
+    p == dir || p.starts_with(dir)
+}
+
+/// Every process under `root`'s /proc but this one.
+fn other_processes(root: &Sysroot) -> impl Iterator<Item = u32> {
+    let me = std::process::id();
+    pids(root).into_iter().filter(move |&p| p != me)
+}
+
+/// The open files of `pid` that lie under `dir`, as (fd, path), through the
+/// one walk of /proc/PID/fd.
+fn fds_under(root: &Sysroot, pid: u32, dir: &Path) -> Vec<(u32, PathBuf)> {
+    let mut v = Vec::new();
+    each_fd(root, pid, |_, fd, _, t| {
+        let (t, _, _) = parse_link(t);
+        if t.is_absolute() && under(&t, dir) {
+            v.push((fd, t));
+        }
+    });
+    v
+}
+
+fn proc_use(root: &Sysroot, pid: u32, mut uses: Vec<String>) -> ProcUse {
+    uses.truncate(5);
+    ProcUse {
+        pid,
+        comm: super::proc::name(root, pid).unwrap_or_default(),
+        uses,
+    }
+}
+
+/// Processes whose cwd, root, open files or mapped files are under `dir`,
+/// from `/proc/*/{cwd,root,fd/*,maps}`: each of these keeps a mount there
+/// busy. Processes we may not inspect are skipped.
+pub fn users_of(root: &Sysroot, dir: &Path) -> Vec<ProcUse> {
+    let mut out = Vec::new();
+    for pid in other_processes(root) {
+        let mut uses = Vec::new();
+        for what in ["cwd", "root"] {
+            if let Ok(t) = std::fs::read_link(root.path(format!("/proc/{pid}/{what}")))
+                && under(&t, dir)
+                && !(what == "root" && t == Path::new("/"))
+            {
+                uses.push(what.to_string());
+            }
+        }
+        let fds = fds_under(root, pid, dir);
+        for (fd, t) in &fds {
+            uses.push(format!("fd {fd}: {}", safe_path(t)));
+        }
+        // A mapping outlives the descriptor it was made from (a loaded
+        // library, a closed shm segment): only those not listed as an fd.
+        for m in mapped_files(root, pid, |_, name| under(&parse_link(name).0, dir)) {
+            if !fds.iter().any(|(_, t)| *t == m.path) {
+                uses.push(format!("map: {}", safe_path(&m.path)));
+            }
+        }
+        if !uses.is_empty() {
+            out.push(proc_use(root, pid, uses));
+        }
+    }
+    out.sort_by_key(|p| p.pid);
+    out
+}
+
+/// Processes holding a file under `dir` open for writing (O_WRONLY or
+/// O_RDWR in `/proc/PID/fdinfo/N`), each with those files.
+pub fn writers_of(root: &Sysroot, dir: &Path) -> Vec<ProcUse> {
+    let mut out = Vec::new();
+    for pid in other_processes(root) {
+        let mut uses = Vec::new();
+        for (fd, t) in fds_under(root, pid, dir) {
+            let info = std::fs::read_to_string(root.path(format!("/proc/{pid}/fdinfo/{fd}")))
+                .unwrap_or_default();
+            let flags = info
+                .lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+                .unwrap_or(0);
+            // O_ACCMODE: 1 write-only, 2 read-write.
+            if flags & 3 != 0 && t.is_file() {
+                uses.push(format!("fd {fd} writes {}", safe_path(&t)));
+            }
+        }
+        if !uses.is_empty() {
+            out.push(proc_use(root, pid, uses));
+        }
+    }
+    out.sort_by_key(|p| p.pid);
+    out
 }
 
 /// `major:minor` as the kernel encodes it in `st_dev`.

@@ -1,15 +1,16 @@
-//! The one way tmpfsctl creates a tmpfs: detached (new mount API), so it has
+//! The one way tmpfsctl creates a tmpfs (`unmount` is the one way it takes
+//! one away): detached (new mount API), so it has
 //! no path until it is attached and nobody can see or write into it half
 //! filled, and `nosuid,nodev` unless the caller lifts one of them by name. A
 //! tmpfs is where other users' files land (a shared /tmp, a restored DIR):
 //! without the two flags a set-uid file or a device node put there works.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use rustix::fs::{CWD, Mode, OFlags};
-use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags, MoveMountFlags, UnmountFlags};
+use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags, MoveMountFlags};
 
 use super::resolve::OpenedDir;
 
@@ -120,8 +121,13 @@ pub fn attach_at(d: &Detached, at: &OpenedDir) -> Result<()> {
 /// Unmount (lazily) a mount this process attached, found through its root
 /// descriptor rather than by a path someone else could change.
 pub fn detach(d: &Detached) -> Result<()> {
-    let p = format!("/proc/self/fd/{}", d.root.as_raw_fd());
-    rustix::mount::unmount(p.as_str(), UnmountFlags::DETACH).context("cannot unmount the new tmpfs")
+    use super::unmount::{At, How, unmount};
+    unmount(
+        At::Root(d.root.as_fd(), Path::new("the new tmpfs")),
+        How::Detach,
+    )
+    .map_err(|e| anyhow::Error::new(e.errno()).context("cannot unmount the new tmpfs"))?;
+    Ok(())
 }
 
 #[cfg(test)]

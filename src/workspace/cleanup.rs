@@ -25,7 +25,6 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FlockOperation, Mode as FsMode, OFlags, StatxFlags};
 use rustix::io::Errno;
-use rustix::mount::UnmountFlags;
 
 use crate::render::term::safe_path;
 
@@ -107,33 +106,6 @@ impl Removed {
         }
         notes
     }
-}
-
-/// Every mount at or below `root` (a canonical path), detached deepest
-/// first; with `keep_root`, a mount on `root` itself stays (the private
-/// scratch is one).
-pub fn detach_below(root: &Path, keep_root: bool) -> io::Result<Vec<PathBuf>> {
-    let mut done = Vec::new();
-    // Bounded: each round detaches one mount, and CMD has ended.
-    for _ in 0..10_000 {
-        let text = std::fs::read("/proc/self/mountinfo")?;
-        let (mounts, _) = crate::sys::mountinfo::parse(&text);
-        let Some(deepest) = mounts
-            .iter()
-            .map(|m| &m.mount_point)
-            .filter(|p| p.starts_with(root) && !(keep_root && p.as_path() == root))
-            .max_by_key(|p| p.components().count())
-        else {
-            return Ok(done);
-        };
-        rustix::mount::unmount(deepest, UnmountFlags::DETACH | UnmountFlags::NOFOLLOW)
-            .map_err(|e| io::Error::other(format!("umount -l {}: {e}", safe_path(deepest))))?;
-        done.push(deepest.clone());
-    }
-    Err(io::Error::other(format!(
-        "mounts keep appearing below {}",
-        safe_path(root)
-    )))
 }
 
 fn open_dir(dir: impl AsFd, name: &CStr) -> io::Result<OwnedFd> {
@@ -225,7 +197,7 @@ pub struct Target<'a> {
 /// directory itself (only if its name still leads to the same directory).
 pub fn remove(t: &Target<'_>) -> (Removed, Option<String>) {
     let mut out = Removed::default();
-    match detach_below(t.real, false) {
+    match crate::sys::unmount::detach_below(t.real, false) {
         Ok(d) => out.detached = d,
         // Whatever stays mounted is caught by the mount check below.
         Err(e) => {

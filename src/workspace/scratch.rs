@@ -20,13 +20,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use rustix::fs::{Mode as FsMode, OFlags};
-use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
+use rustix::mount::{MountFlags, MountPropagationFlags};
 use rustix::thread::UnshareFlags;
 use serde::Serialize;
 
 use super::cleanup;
 
 use crate::sys::statfs::{TMPFS_MAGIC, is_ram_fs_type};
+use crate::sys::unmount::{self, At, How};
 
 /// How the scratch is provided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -426,42 +427,37 @@ impl Scratch {
                 // A plain umount fails with EBUSY while CMD's mounts sit
                 // inside the scratch, so only then is mountinfo read to
                 // detach (and name) them: the usual run reads it not at all.
-                let mut r = rustix::mount::unmount(&self.path, UnmountFlags::empty());
-                if r == Err(rustix::io::Errno::BUSY) {
-                    match cleanup::detach_below(&self.path, true) {
-                        Ok(d) => out.notes.extend(
+                // Something CMD started that still has a file or its cwd in
+                // there gets the scratch detached: the kernel frees the data
+                // when that last user lets go.
+                match unmount::unmount(At::Dir(&self.path), How::ScratchAnyway) {
+                    Ok(u) => {
+                        out.removed = true;
+                        out.notes.extend(
                             cleanup::Removed {
-                                detached: d,
+                                detached: u.detached_inside,
                                 ..Default::default()
                             }
                             .notes(),
-                        ),
-                        Err(e) => out
-                            .notes
-                            .push(format!("detaching mounts inside the scratch: {e}")),
-                    }
-                    r = rustix::mount::unmount(&self.path, UnmountFlags::empty());
-                }
-                match r {
-                    Ok(()) => out.removed = true,
-                    Err(e) if e == rustix::io::Errno::BUSY => {
-                        // Something CMD started still has a file or its cwd
-                        // in there: detach it now; the kernel frees the data
-                        // when that last user lets go.
-                        match rustix::mount::unmount(&self.path, UnmountFlags::DETACH) {
-                            Ok(()) => {
-                                out.removed = true;
-                                out.notes.push(
-                                    "a process started by CMD still uses the scratch: it was detached and is freed when that process exits"
-                                        .into(),
-                                );
-                            }
-                            Err(e) => {
-                                out.error = Some(format!("umount {}: {e}", self.path.display()))
-                            }
+                        );
+                        if let Some(e) = u.inside_error {
+                            out.notes
+                                .push(format!("detaching mounts inside the scratch: {e}"));
+                        }
+                        if let Some(h) = u.left_to {
+                            out.notes.push(format!(
+                                "a process started by CMD still uses the scratch{}: it was detached and is freed when that process exits",
+                                if h.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" ({})", unmount::holders_line(&h))
+                                }
+                            ));
                         }
                     }
-                    Err(e) => out.error = Some(format!("umount {}: {e}", self.path.display())),
+                    Err(e) => {
+                        out.error = Some(format!("umount {}: {}", self.path.display(), e.errno()))
+                    }
                 }
             }
         }
@@ -510,7 +506,7 @@ impl Held {
         }
         // Kept: what CMD mounted inside still goes, and the name loses the
         // pid so no later run takes it for a killed run's leftover.
-        match cleanup::detach_below(&self.real, false) {
+        match unmount::detach_below(&self.real, false) {
             Ok(d) => out.notes.extend(
                 cleanup::Removed {
                     detached: d,

@@ -38,4 +38,5 @@ mod top_blind;
 mod top_cgroups;
 mod top_live;
 mod top_prom;
+mod unmount_busy;
 mod workspace;

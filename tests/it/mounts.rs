@@ -48,7 +48,7 @@ fn apply_json(dir: &Path, fstab: &Path, size: &str) -> serde_json::Value {
 }
 
 /// Unmounts whatever is still at `path` when a test fails half way.
-struct Cleanup(PathBuf);
+pub(crate) struct Cleanup(pub(crate) PathBuf);
 impl Drop for Cleanup {
     fn drop(&mut self) {
         while findmnt_fstype(&self.0).is_some() {

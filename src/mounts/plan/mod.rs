@@ -122,14 +122,7 @@ pub struct CurrentMount {
     pub options: Vec<String>,
 }
 
-/// A process using something under DIR (open file, cwd or root).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProcUse {
-    pub pid: u32,
-    pub comm: String,
-    /// `cwd`, `root`, or `fd N: PATH` (first few only).
-    pub uses: Vec<String>,
-}
+pub use crate::sys::procfd::ProcUse;
 
 /// What the machine looks like, as far as planning DIR is concerned.
 #[derive(Debug, Clone)]

@@ -234,7 +234,8 @@ fn deep_tree_matches_du_with_few_open_directories() {
 struct Mounted(PathBuf);
 impl Drop for Mounted {
     fn drop(&mut self) {
-        let _ = rustix::mount::unmount(&self.0, rustix::mount::UnmountFlags::DETACH);
+        use crate::sys::unmount::{At, How, unmount};
+        let _ = unmount(At::Dir(&self.0), How::Detach);
     }
 }
 
