@@ -39,6 +39,16 @@ fn show(o: &Output) -> String {
     )
 }
 
+/// Assert that `stream` (`o`'s stdout or stderr) contains `needle`,
+/// showing all of `o` when it does not.
+fn says(stream: &[u8], needle: &str, o: &Output) {
+    assert!(
+        String::from_utf8_lossy(stream).contains(needle),
+        "expected {needle:?}: {}",
+        show(o)
+    );
+}
+
 /// A test world: a temp root on disk with DIR, STORE and a registry.
 struct World {
     root: tempfile::TempDir,
@@ -299,11 +309,7 @@ fn enable_sync_restore_keep_everything() {
     // The stale tree on disk is never synced over the store.
     let o = w.sync();
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("persist restore"),
-        "{}",
-        show(&o)
-    );
+    says(&o.stderr, "persist restore", &o);
     w.ok(&["persist", "restore", s(&w.dir)]);
     assert_eq!(findmnt_fstype(&w.dir).unwrap_or_default(), "tmpfs");
     assert_eq!(tree(&w.dir, true), synced);
@@ -349,11 +355,7 @@ fn store_on_tmpfs_or_on_dirs_tmpfs_is_refused() {
     let ram = TestMount::tmpfs("size=16M");
     let o = w.enable_at(&w.dir, &ram.path.join("st"), &["--boot", "none"]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("RAM-backed"),
-        "{}",
-        show(&o)
-    );
+    says(&o.stderr, "RAM-backed", &o);
     assert!(!is_mount(&w.dir), "nothing mounted after a refusal");
     w.enable();
     std::fs::create_dir(w.dir.join("st")).unwrap();
@@ -389,11 +391,7 @@ fn restore_refuses_to_clobber_newer_data_unless_forced() {
     assert_eq!(std::fs::read(w.dir.join("keep")).unwrap(), b"v1");
     assert!(!w.dir.join("fresh").exists());
     let o = w.ok(&["persist", "restore", s(&w.dir)]);
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("nothing to restore"),
-        "{}",
-        show(&o)
-    );
+    says(&o.stdout, "nothing to restore", &o);
 }
 
 #[test]
@@ -416,11 +414,7 @@ fn status_is_a_problem_when_syncs_fall_behind_and_writes_prom() {
     std::thread::sleep(Duration::from_millis(3100));
     let o = w.run(&["persist", "status", s(&w.dir), "--interval", "1s"]);
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("STALE"),
-        "{}",
-        show(&o)
-    );
+    says(&o.stdout, "STALE", &o);
 }
 
 #[test]

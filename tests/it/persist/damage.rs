@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{World, hex, json, s, show, stored};
+use super::{World, hex, json, s, says, show, stored};
 use crate::require_root;
 
 /// The object file holding `rel` in the current generation.
@@ -104,11 +104,7 @@ fn restore_falls_back_past_a_damaged_generation_and_generation_n_picks_one() {
         err.contains("gen-000002") && err.contains(obj.to_str().unwrap()),
         "{err}"
     );
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("gen-000001"),
-        "{}",
-        show(&o)
-    );
+    says(&o.stdout, "gen-000001", &o);
     assert_eq!(std::fs::read(w.dir.join("b")).unwrap(), b"b, first version");
     lose_tmpfs(&w.dir);
     let o = w.run(&["persist", "restore", s(&w.dir), "--generation", "2"]);

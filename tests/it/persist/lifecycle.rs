@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::{World, json, objects, s, show};
+use super::{World, json, objects, s, says, show};
 use crate::require_root;
 
 #[test]
@@ -28,11 +28,7 @@ fn a_lost_tmpfs_is_not_ok_and_status_says_what_to_run() {
     );
     let o = w.run(&["persist", "status", s(&w.dir)]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("tmpfsctl persist restore"),
-        "{}",
-        show(&o)
-    );
+    says(&o.stdout, "tmpfsctl persist restore", &o);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use super::{World, is_mount, s, show};
+use super::{World, is_mount, s, says, show};
 use crate::common::{TestMount, findmnt_options};
 
 fn chown(p: &Path, uid: u32) {
@@ -188,11 +188,7 @@ fn a_store_replaced_or_changed_after_enable_is_refused_by_restore() {
     w.unmount(&[]);
     let o = w.run(&["persist", "restore", s(&w.dir)]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("uid 65534"),
-        "{}",
-        show(&o)
-    );
+    says(&o.stderr, "uid 65534", &o);
     assert!(!is_mount(&w.dir), "restore mounted a forged store");
     assert!(!w.dir.join("suid-id").exists());
 
@@ -206,11 +202,7 @@ fn a_store_replaced_or_changed_after_enable_is_refused_by_restore() {
     w.unmount(&[]);
     let o = w.run(&["persist", "restore", s(&w.dir)]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("changed or replaced"),
-        "{}",
-        show(&o)
-    );
+    says(&o.stderr, "changed or replaced", &o);
     assert!(!is_mount(&w.dir));
 }
 
@@ -289,11 +281,7 @@ fn sync_refuses_a_store_path_that_became_a_symlink() {
     std::fs::write(w.dir.join("g"), b"new").unwrap();
     let o = w.sync();
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("symbolic link"),
-        "{}",
-        show(&o)
-    );
+    says(&o.stderr, "symbolic link", &o);
     assert_eq!(
         std::fs::read_dir(&elsewhere).unwrap().count(),
         0,
