@@ -243,9 +243,7 @@ mod tests {
             !other.alive(&root),
             "same pid, another start: another process"
         );
-        let mut c = std::process::Command::new("true").spawn().unwrap();
-        let dead = c.id();
-        c.wait().unwrap();
+        let dead = crate::test_support::dead_pid();
         assert!(
             !Owner {
                 pid: dead,
