@@ -87,36 +87,30 @@ pub(super) fn fake_result(w: &Workload, target: &str, v: f64) -> BenchResult {
 pub(super) fn fake_report() -> BenchReport {
     use report::*;
     let ws = preset(Preset::TempFile, Scale::QUICK);
-    let targets = vec![
-        TargetInfo {
-            path: "/dev/shm".into(),
-            fstype: "tmpfs".into(),
-            mountpoint: "/dev/shm".into(),
-            ram_backed: true,
-            private_mount: false,
-            options: None,
-            huge: None,
-            free_bytes: 1 << 30,
-            free_inodes: Some(1000),
-            need_bytes: 1 << 20,
-            need_inodes: 10,
-            ext4_journal: None,
-        },
-        TargetInfo {
-            path: "/var/tmp".into(),
-            fstype: "ext4".into(),
-            mountpoint: "/".into(),
-            ram_backed: false,
-            private_mount: false,
-            options: None,
-            huge: None,
-            free_bytes: 1 << 30,
-            free_inodes: Some(1000),
-            need_bytes: 1 << 20,
-            need_inodes: 10,
-            ext4_journal: Some(false),
-        },
-    ];
+    let shm = TargetInfo {
+        path: "/dev/shm".into(),
+        fstype: "tmpfs".into(),
+        mountpoint: "/dev/shm".into(),
+        ram_backed: true,
+        private_mount: false,
+        options: None,
+        huge: None,
+        free_bytes: 1 << 30,
+        free_inodes: Some(1000),
+        need_bytes: 1 << 20,
+        need_inodes: 10,
+        ext4_journal: None,
+    };
+    // The disk differs from the tmpfs only in what makes it a disk.
+    let disk = TargetInfo {
+        path: "/var/tmp".into(),
+        fstype: "ext4".into(),
+        mountpoint: "/".into(),
+        ram_backed: false,
+        ext4_journal: Some(false),
+        ..shm.clone()
+    };
+    let targets = vec![shm, disk];
     let mut results = Vec::new();
     for w in &ws {
         for (i, t) in targets.iter().enumerate() {
