@@ -101,6 +101,17 @@ impl World {
         self.run(&a)
     }
 
+    /// [`World::enable_at`] with `--boot fstab`: the fstab and the unit
+    /// directory are `fstab` and `units` in the world's root.
+    fn enable_fstab(&self, size: &str, extra: &[&str]) -> Output {
+        let fstab = self.root.path().join("fstab");
+        let units = self.root.path().join("units");
+        let mut a = vec!["--size", size, "--boot", "fstab", "--fstab", s(&fstab)];
+        a.extend(["--unit-dir", s(&units)]);
+        a.extend(extra);
+        self.enable_at(&self.dir, &self.store, &a)
+    }
+
     /// [`World::enable_at`] for this world's DIR and STORE, which must succeed.
     fn enable_ok(&self, args: &[&str]) -> Output {
         let o = self.enable_at(&self.dir, &self.store, args);
@@ -584,17 +595,8 @@ fn fstab_mode_adds_a_verified_line_and_disable_removes_only_it() {
     std::fs::write(w.dir.join("f"), b"x").unwrap();
     let fstab = w.root.path().join("fstab");
     std::fs::write(&fstab, "# keep me\nUUID=1 / ext4 defaults 0 1\n").unwrap();
-    let units = w.root.path().join("units");
-    w.enable_ok(&[
-        "--size",
-        "32M",
-        "--boot",
-        "fstab",
-        "--fstab",
-        s(&fstab),
-        "--unit-dir",
-        s(&units),
-    ]);
+    let o = w.enable_fstab("32M", &[]);
+    assert!(o.status.success(), "{}", show(&o));
     let text = std::fs::read_to_string(&fstab).unwrap();
     assert!(
         text.starts_with("# keep me\nUUID=1 / ext4 defaults 0 1\ntmpfs "),

@@ -237,22 +237,7 @@ fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
     let w = World::new();
     std::fs::write(w.dir.join("f"), b"x").unwrap();
     let fstab = w.root.path().join("fstab");
-    let units = w.root.path().join("units");
-    let o = w.enable_at(
-        &w.dir,
-        &w.store,
-        &[
-            "--size",
-            "16M",
-            "--boot",
-            "fstab",
-            "--fstab",
-            s(&fstab),
-            "--unit-dir",
-            s(&units),
-            "--allow-dev",
-        ],
-    );
+    let o = w.enable_fstab("16M", &["--allow-dev"]);
     assert!(o.status.success(), "{}", show(&o));
     let line = std::fs::read_to_string(&fstab).unwrap();
     assert!(
