@@ -13,31 +13,13 @@ pub mod persist;
 pub mod render;
 pub mod status;
 pub mod sys;
+pub mod term;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod top;
 pub mod units;
+pub mod variants;
 pub mod workspace;
-
-/// `impl E { pub const ALL }`: every variant of the fieldless enum `E`, in
-/// the order given, for the places that must offer each one (a flag's
-/// values, a help list). The same list feeds an exhaustive `match`, so a
-/// variant added to the enum but left out here fails to compile rather than
-/// silently never being offered (and one listed twice is an unreachable
-/// pattern). Use: `crate::all_variants!(Boot, [Fstab, Systemd, None]);` next
-/// to the enum.
-macro_rules! all_variants {
-    ($(#[$doc:meta])* $enum:ident, [$($variant:ident),+ $(,)?] $(,)?) => {
-        impl $enum {
-            $(#[$doc])*
-            pub const ALL: &'static [$enum] = &[$($enum::$variant),+];
-        }
-        const _: fn($enum) = |v| match v {
-            $($enum::$variant)|+ => {}
-        };
-    };
-}
-pub(crate) use all_variants;
 
 use anyhow::Result;
 
@@ -55,7 +37,7 @@ pub fn run(cli: cli::Cli) -> Result<ExitCode> {
         Err(e) if sys::signals::is_interrupted(&e) => {
             eprintln!(
                 "tmpfsctl: {}",
-                render::term::safe(&sys::signals::interrupted_message(&e))
+                term::safe(&sys::signals::interrupted_message(&e))
             );
             Ok(ExitCode::Interrupted)
         }
@@ -117,7 +99,7 @@ fn command<Q: Request>(
     match (output.write(&report), report.exit_code()) {
         (Err(e), code @ ExitCode::Child(_)) => {
             let text = format!("{e:#}");
-            eprintln!("tmpfsctl: error: {}", render::term::safe(&text));
+            eprintln!("tmpfsctl: error: {}", term::safe(&text));
             Ok(code)
         }
         (r, code) => r.map(|()| code),

@@ -45,7 +45,7 @@ fn main() -> ExitCode {
             // Errors quote paths and excerpts of files: each line is made
             // safe for the terminal, the line breaks of the message kept.
             let text = format!("{e:#}");
-            let text: Vec<_> = text.lines().map(tmpfsctl::render::term::safe).collect();
+            let text: Vec<_> = text.lines().map(tmpfsctl::term::safe).collect();
             eprintln!("tmpfsctl: {prefix} {}", text.join("\n"));
             tmpfsctl::ExitCode::Error.into()
         }

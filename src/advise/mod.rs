@@ -497,7 +497,7 @@ fn measure_huge(
 /// it from apply (its plan was made with it); a tmpfs already there by a
 /// remount, which keeps the files, and in its fstab line or unit.
 fn huge_commands(c: &mut Commands, dir: &str, v: &Verdict, facts: &mounts::Facts) {
-    let q = crate::render::term::shell_word(dir);
+    let q = crate::term::shell_word(dir);
     match v.kind {
         Kind::Move => {
             for a in &mut c.act {
@@ -574,7 +574,7 @@ fn location(facts: &mounts::Facts, dir: &Path, ram_backed: bool) -> Location {
 
 fn commands(dir: &str, v: &Verdict, p: &plan::Plan, ramfs: bool) -> Commands {
     let size = p.size_option.clone().unwrap_or_default();
-    let q = crate::render::term::shell_word(dir);
+    let q = crate::term::shell_word(dir);
     let mut c = Commands::default();
     match v.kind {
         Kind::Move => {

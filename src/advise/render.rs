@@ -130,7 +130,7 @@ fn sections(a: &Advice) -> Vec<(String, Vec<String>)> {
         let mut why: Vec<String> = c.refused.iter().map(|b| format!("- {b}")).collect();
         why.push(format!(
             "Fix that first, then run advise again (`tmpfsctl plan {}` shows the same)",
-            crate::render::term::shell_word(&a.dir)
+            crate::term::shell_word(&a.dir)
         ));
         out.push(("Apply would refuse".into(), why));
     }

@@ -42,7 +42,7 @@ pub enum Op {
     Metadata,
 }
 
-crate::all_variants!(
+crate::variants::all_variants!(
     Op,
     [
         SeqWrite, Rewrite, SeqRead, RandRead, RandWrite, SmallFiles, Metadata
@@ -338,7 +338,7 @@ pub enum Preset {
     Crystal,
 }
 
-crate::all_variants!(
+crate::variants::all_variants!(
     Preset,
     [Default, TempFile, Dd, Sysbench, Iozone, Smallfiles, Crystal]
 );

@@ -67,7 +67,7 @@ fn find(path: &[String]) -> Result<clap::Command> {
                 .collect();
             bail!(
                 "{}: no such command under `{}`; try one of: {}",
-                crate::render::term::safe(p),
+                crate::term::safe(p),
                 name.replace('-', " "),
                 known.join(", ")
             );
@@ -91,8 +91,8 @@ pub fn man(a: &ManArgs) -> Result<ExitCode> {
         if !dir.is_dir() {
             bail!(
                 "--dir {}: not a directory; create it first (e.g. mkdir -p {})",
-                crate::render::term::safe_path(dir),
-                crate::render::term::safe_path(dir)
+                crate::term::safe_path(dir),
+                crate::term::safe_path(dir)
             );
         }
         let mut paths = vec![Vec::new()];
@@ -102,7 +102,7 @@ pub fn man(a: &ManArgs) -> Result<ExitCode> {
         for p in &paths {
             let file = dir.join(format!("{}.1", find(p)?.get_name()));
             crate::sys::atomic::AtomicWrite::report("--dir").write(&file, &render_man(p)?)?;
-            println!("{}", crate::render::term::safe_path(&file));
+            println!("{}", crate::term::safe_path(&file));
         }
         return Ok(ExitCode::Ok);
     }

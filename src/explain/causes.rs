@@ -30,7 +30,7 @@ pub enum CauseKind {
     Ok,
 }
 
-crate::all_variants!(
+crate::variants::all_variants!(
     /// Every cause in binding order: `classify` checks them in this order,
     /// `explain --help` lists them in it.
     CauseKind,
@@ -419,7 +419,7 @@ pub fn classify(i: &Inputs) -> Vec<Cause> {
 /// The mount point as shown, and quoted for a shell: fixes are commands to paste.
 fn mount_point(i: &Inputs) -> (String, String) {
     let mp = i.mount.mount_point.display().to_string();
-    let q = crate::render::term::shell_word(&mp);
+    let q = crate::term::shell_word(&mp);
     (mp, q)
 }
 

@@ -7,7 +7,7 @@ use super::ExplainReport;
 use crate::context::ExitCode;
 use crate::render::color::{Tone, paint};
 use crate::render::report::{self, Format, Report};
-use crate::render::term::safe;
+use crate::term::safe;
 use crate::units::fmt_bytes;
 
 /// A line of prose wrapped to the terminal at words, as status wraps.

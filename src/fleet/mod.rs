@@ -27,7 +27,7 @@ pub use ingest::{Fleet, HostRecord};
 
 use crate::context::Context;
 use crate::render::report::Request;
-use crate::render::term::{safe, safe_path};
+use crate::term::{safe, safe_path};
 
 impl HostRecord {
     /// The figures `fit` needs from a snapshot, for the collected path `path`.

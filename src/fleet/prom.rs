@@ -14,7 +14,7 @@ use anyhow::{Context as _, Result};
 use serde::Deserialize;
 
 use super::ingest::{Fleet, HostRecord, IngestReport};
-use crate::render::term::{excerpt, safe};
+use crate::term::{excerpt, safe};
 
 #[derive(Debug, Clone)]
 pub struct PromOptions {

@@ -4,7 +4,7 @@
 
 use crate::render::color;
 use crate::render::html_escape as esc;
-use crate::render::term::safe;
+use crate::term::safe;
 use std::fmt::Write as _;
 
 use super::Analyzed;

@@ -151,7 +151,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
                 apply: &p.apply_command,
                 revert: &format!(
                     "tmpfsctl revert {} --keep-data{}",
-                    crate::render::term::shell_path(&dir),
+                    crate::term::shell_path(&dir),
                     args.target.follow_up()
                 ),
             };
@@ -204,7 +204,7 @@ fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir,
                 .and_then(|c| c.size_bytes)
                 .map(crate::units::fmt_bytes)
                 .unwrap_or_default(),
-            crate::render::term::shell_path(&dir),
+            crate::term::shell_path(&dir),
             p.size_option.clone().unwrap_or_default(),
             args.target.follow_up()
         );
@@ -230,7 +230,7 @@ fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
             format!(
                 "{} ({}: {})",
                 w.pid,
-                crate::render::term::safe(&w.comm),
+                crate::term::safe(&w.comm),
                 w.uses.join(", ")
             )
         })
@@ -296,8 +296,8 @@ fn check_mounted(ctx: &Context, dir: &Path, attached: Option<&OwnedFd>) -> Resul
     {
         eprintln!(
             "tmpfsctl: note: {} was renamed while apply ran; the tmpfs is on it, now at {}",
-            crate::render::term::safe_path(dir),
-            crate::render::term::safe_path(&m.mount_point)
+            crate::term::safe_path(dir),
+            crate::term::safe_path(&m.mount_point)
         );
     }
     let top = by_id

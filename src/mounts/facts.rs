@@ -18,7 +18,7 @@ use crate::units::{Size, parse_count, parse_size};
 /// after this acts on the descriptor, so a rename or a symlink swapped in
 /// later cannot redirect it.
 pub fn open_target(root: &Sysroot, p: &Path) -> Result<OpenedDir> {
-    let shown = crate::render::term::safe_path(p);
+    let shown = crate::term::safe_path(p);
     let abs = lexical_absolute(p).with_context(|| format!("cannot resolve {shown}"))?;
     if abs == Path::new("/") {
         bail!("refusing to put / on tmpfs; give a directory such as /tmp");
@@ -34,11 +34,9 @@ pub fn open_target(root: &Sysroot, p: &Path) -> Result<OpenedDir> {
         Err(ResolveError::Symlink { link, target }) => bail!(
             "{shown}: {} is a symbolic link to {}; tmpfsctl does not follow links (the link could be changed under it): \
              pass the target instead, e.g. `{}`",
-            crate::render::term::safe_path(&link),
-            crate::render::term::safe_path(&target),
-            crate::render::term::safe_path(
-                &target.join(abs.strip_prefix(&link).unwrap_or(Path::new("")))
-            )
+            crate::term::safe_path(&link),
+            crate::term::safe_path(&target),
+            crate::term::safe_path(&target.join(abs.strip_prefix(&link).unwrap_or(Path::new(""))))
         ),
         Err(ResolveError::Moved) => bail!(
             "{shown}: was renamed or replaced while being opened; make sure nobody is moving it and retry"
@@ -49,7 +47,7 @@ pub fn open_target(root: &Sysroot, p: &Path) -> Result<OpenedDir> {
         bail!(
             "refusing {}: {why}, so it could be swapped for another directory while tmpfsctl works on it \
              (as root, on the wrong files); give a directory that only root (or you) can change",
-            crate::render::term::safe_path(&d.path)
+            crate::term::safe_path(&d.path)
         );
     }
     Ok(d)

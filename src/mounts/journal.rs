@@ -138,7 +138,7 @@ pub fn recover_in(base: &Path, root: &Sysroot, dir: &Path) -> Result<Vec<String>
         anyhow::bail!(
             "`tmpfsctl {}` of {} is still running (pid {}); wait for it to finish, then run this again",
             p.op,
-            crate::render::term::safe(&p.dir),
+            crate::term::safe(&p.dir),
             p.pid
         );
     }
@@ -209,7 +209,7 @@ pub fn recover(dir: &Path) -> Result<Vec<String>> {
 pub fn recover_and_tell(given: &Path) -> Result<()> {
     if let Ok(abs) = crate::sys::resolve::lexical_absolute(given) {
         for n in recover(&abs)? {
-            eprintln!("tmpfsctl: {}", crate::render::term::safe(&n));
+            eprintln!("tmpfsctl: {}", crate::term::safe(&n));
         }
     }
     Ok(())

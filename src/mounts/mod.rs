@@ -26,7 +26,7 @@ use anyhow::Result;
 
 use crate::context::Context;
 use crate::render::report::Request as Command;
-use crate::render::term::shell_path;
+use crate::term::shell_path;
 use crate::units::Size;
 
 pub use facts::{gather_facts, resolve_dir};

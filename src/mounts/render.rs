@@ -7,7 +7,7 @@ use super::{ApplyReport, RevertReport};
 use crate::context::ExitCode;
 use crate::render::color::{Tone, paint};
 use crate::render::report::{self, Format, Report};
-use crate::render::term::safe;
+use crate::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
 impl Report for Plan {
@@ -191,7 +191,7 @@ pub fn apply_text(r: &ApplyReport) -> String {
                 "",
                 &format!(
                     "Nothing to change: {} already is on tmpfs as planned.",
-                    crate::render::term::safe(&r.dir)
+                    crate::term::safe(&r.dir)
                 )
             )
         );
@@ -216,7 +216,7 @@ pub fn apply_text(r: &ApplyReport) -> String {
     let undo = r.undo.clone().unwrap_or_else(|| {
         format!(
             "tmpfsctl revert {} --keep-data{}",
-            crate::render::term::shell_word(&r.dir),
+            crate::term::shell_word(&r.dir),
             r.follow_up
         )
     });

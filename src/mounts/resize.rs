@@ -13,10 +13,10 @@ use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Boot, Facts, OptionWhy, Persist, PersistAction, Plan};
 use super::{ApplyRequest, boot, live, render};
 use crate::context::Context;
-use crate::render::term::shell_path;
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::statfs;
 use crate::sys::systemd::UnitState;
+use crate::term::shell_path;
 use crate::units::{Size, check_tmpfs_cap, fmt_bytes};
 
 /// Where DIR's size is configured, and the text with only `size=` changed.

@@ -215,7 +215,7 @@ fn keep_data(
         return Err(e.context(format!(
             "the tmpfs is still mounted at {}; run `tmpfsctl revert {} --keep-data{}` again to finish",
             back.staging.path.display(),
-            crate::render::term::shell_path(&dir),
+            crate::term::shell_path(&dir),
             t.follow_up()
         )));
     }
@@ -405,7 +405,7 @@ fn held_entries(dir: &Path) -> Result<Vec<String>> {
         let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
         n += 1;
         if names.len() < 3 {
-            names.push(crate::render::term::safe(&e.file_name().to_string_lossy()).into_owned());
+            names.push(crate::term::safe(&e.file_name().to_string_lossy()).into_owned());
         }
     }
     if n > names.len() {
@@ -501,7 +501,7 @@ fn refuse_unready(
                 "{} holds files on the tmpfs ({}); say what happens to them: --keep-data copies them back to the directory on disk, --discard throws them away (`tmpfsctl revert {} --keep-data{}`)",
                 dir.display(),
                 held.join(", "),
-                crate::render::term::shell_path(dir),
+                crate::term::shell_path(dir),
                 t.follow_up()
             );
         }

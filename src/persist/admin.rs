@@ -18,10 +18,10 @@ use super::store::{Store, gen_name};
 use super::{load, mount, open_dir, resolve_dir, store, sync, units};
 use crate::context::Context;
 use crate::render::confirm;
-use crate::render::term::safe_path;
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::procfd::ProcUse;
 use crate::sys::unmount::{At, How, holders_line, unmount};
+use crate::term::safe_path;
 use crate::units::{Size, fmt_bytes};
 
 use crate::mounts::plan::Boot;
@@ -402,7 +402,7 @@ fn sync_detach_catch_up(
             crate::render::color::eprint_warning(&format!(
                 "{} is still open for writing on the detached tmpfs after {} s; \
                  what is written to it from now on is lost",
-                crate::render::term::safe(&p),
+                crate::term::safe(&p),
                 WRITER_WAIT.as_secs()
             ));
             break;
@@ -588,7 +588,7 @@ pub fn disable_text(out: &DisableReport) -> String {
             out.caught_up
                 .iter()
                 .take(5)
-                .map(|p| crate::render::term::safe(p).into_owned())
+                .map(|p| crate::term::safe(p).into_owned())
                 .collect::<Vec<_>>()
                 .join(", ")
         ));

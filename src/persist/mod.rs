@@ -32,8 +32,8 @@ use anyhow::{Context as _, Result, bail};
 use rustix::fs::{Mode, OFlags};
 
 use crate::context::Context;
-use crate::render::term::safe_path;
 use crate::sys::fs;
+use crate::term::safe_path;
 use crate::units::fmt_bytes;
 use registry::Registry;
 use store::{Store, gen_name};
@@ -275,14 +275,14 @@ pub fn sync_after(rep: &sync::SyncReport) {
     for p in &rep.skipped_mounts {
         eprintln!(
             "tmpfsctl: note: {} is another mount inside DIR; not synced",
-            crate::render::term::safe(p)
+            crate::term::safe(p)
         );
     }
 }
 
 /// What a sync had to do besides copying: said on stderr, naming files.
 fn sync_notes(rep: &sync::SyncReport) {
-    use crate::render::term::safe;
+    use crate::term::safe;
     for n in &rep.notes {
         crate::render::color::eprint_warning(&format!("{}", safe(n)));
     }

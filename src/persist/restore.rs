@@ -15,8 +15,8 @@ use super::scan::LiveIndex;
 use super::store::{self, Store, gen_name};
 use super::{RestoreRequest, mount, open_dir, resolve_dir, store_for, trust};
 use crate::context::Context;
-use crate::render::term::{safe, safe_path};
 use crate::sys::fs;
+use crate::term::{safe, safe_path};
 use crate::units::fmt_bytes;
 
 #[derive(Debug, serde::Serialize)]

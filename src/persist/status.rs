@@ -17,7 +17,7 @@ use super::{DEFAULT_INTERVAL_S, DEFAULT_KEEP, load, mount, open_dir, resolve_dir
 use crate::context::{Context, ExitCode};
 use crate::render::color::{Tone, paint};
 use crate::render::exposition::Exposition;
-use crate::render::term::{safe, safe_path};
+use crate::term::{safe, safe_path};
 use crate::units::fmt_bytes;
 
 #[derive(Debug, Clone)]
@@ -109,7 +109,7 @@ fn one(ctx: &Context, e: &Registered, now_s: u64) -> DirStatus {
 
 /// The one state a directory is in, worst first, and what to run about it.
 fn judge(s: &mut DirStatus, e: &Registered) {
-    let d = crate::render::term::safe_path(&e.dir);
+    let d = crate::term::safe_path(&e.dir);
     let ours = s.mounted && {
         // The tmpfs the last sync read, or the one the last restore filled.
         let known: Vec<u64> = [

@@ -22,9 +22,9 @@ use anyhow::{Result, bail};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use crate::render::term::safe_path;
 use crate::sys::resolve::{self, OpenedDir, ResolveError, lexical_absolute};
 use crate::sys::statfs::is_ram_fs_type;
+use crate::term::safe_path;
 
 /// What `enable` recorded about DIR's setup beyond its paths: the store's
 /// owner and mode (restore compares them) and the tmpfs's mount flags.
@@ -365,7 +365,7 @@ fn ram_backed_device(dev: u64, depth: u32) -> Option<String> {
             if bf.ends_with(" (deleted)") {
                 return Some(format!(
                     "it is on /dev/{disk}, a loop device whose backing file {} was deleted",
-                    crate::render::term::safe(bf)
+                    crate::term::safe(bf)
                 ));
             }
             let p = Path::new(bf);

@@ -59,7 +59,7 @@ pub fn check_unit_name(u: &str) -> Result<()> {
     if !ok_chars || !TYPES.iter().any(|t| u.len() > t.len() && u.ends_with(t)) {
         bail!(
             "--before {}: not a systemd unit name; give one like `myapp.service` (see `systemctl list-units`)",
-            crate::render::term::safe(u)
+            crate::term::safe(u)
         );
     }
     Ok(())
@@ -120,7 +120,7 @@ fn command(spec: &UnitSpec, verb: &str) -> String {
 /// The three unit files: (name, text).
 pub fn render(spec: &UnitSpec) -> [(String, String); 3] {
     let [main, sync, timer] = names(&spec.dir);
-    let shown = crate::render::term::safe_path(&spec.dir).replace('%', "%%");
+    let shown = crate::term::safe_path(&spec.dir).replace('%', "%%");
     let head = "# Written by `tmpfsctl persist enable`; `tmpfsctl persist disable` removes it.\n";
     // With an fstab line DIR's tmpfs is a mount unit systemd generates at
     // boot: restore after it (RequiresMountsFor also names it when it does

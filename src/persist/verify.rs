@@ -16,7 +16,7 @@ use super::scan::show;
 use super::store::{self, Store, gen_name};
 use super::{content, resolve_dir, store_for};
 use crate::context::{Context, ExitCode};
-use crate::render::term::{safe, safe_path};
+use crate::term::{safe, safe_path};
 
 #[derive(Debug, Clone)]
 pub struct VerifyRequest {

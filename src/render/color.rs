@@ -15,7 +15,7 @@ pub enum ColorChoice {
     Never,
 }
 
-crate::all_variants!(ColorChoice, [Auto, Always, Never]);
+crate::variants::all_variants!(ColorChoice, [Auto, Always, Never]);
 
 /// Bit 0: colour on stdout; bit 1: colour on stderr. Set once by [`init`].
 static ENABLED: AtomicU8 = AtomicU8::new(0);

@@ -5,7 +5,6 @@ pub mod exposition;
 pub mod fit;
 pub mod html;
 pub mod report;
-pub mod term;
 
 use std::io::IsTerminal;
 

@@ -17,9 +17,9 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::context::{Context, ExitCode};
-use crate::render::term::safe_path;
 use crate::sys::atomic::{AtomicWrite, check_writable, file_identity, same_destination};
 use crate::sys::descriptor;
+use crate::term::safe_path;
 
 /// A format a report can be written in, by the name a user knows it by. The
 /// common ones are here; a format only one report has can be declared next

@@ -517,7 +517,7 @@ fn memory_report(mounts: &[MountReport], mem: &MemInfo) -> MemoryReport {
 /// An apply or revert killed part way (its journal note outlived its
 /// process): the user should finish or undo it by running it again.
 fn interrupted_runs(root: &Sysroot) -> Vec<Warning> {
-    use crate::render::term::safe;
+    use crate::term::safe;
     sys::journal::pending(root)
         .into_iter()
         .map(|p| Warning {

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::{MountReport, StatusReport, UsageSource};
 use crate::render::color::{paint_fullness, warning_line, warnings_heading};
 use crate::render::report::{self, Format, Report};
-use crate::render::term::safe;
+use crate::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
 fn opt_bytes(b: Option<u64>, none: &str) -> String {

@@ -87,7 +87,7 @@ pub fn pids(root: &Sysroot) -> Vec<u32> {
 }
 
 /// /proc/PID/comm without its newline, as the process set it (raw: pass it
-/// through `render::term::safe` before it reaches a terminal); None when gone.
+/// through `term::safe` before it reaches a terminal); None when gone.
 pub fn name(root: &Sysroot, pid: u32) -> Option<String> {
     let b = std::fs::read(root.path(format!("/proc/{pid}/comm"))).ok()?;
     Some(

@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::Sysroot;
-use crate::render::term::safe_path;
+use crate::term::safe_path;
 
 /// One open regular file (or memfd) of a process.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use rustix::mount::UnmountFlags;
 
 use super::Sysroot;
 use super::procfd::{self, ProcUse};
-use crate::render::term::{safe, safe_path, shell_path};
+use crate::term::{safe, safe_path, shell_path};
 
 /// Which mount to take away.
 #[derive(Debug, Clone, Copy)]

@@ -96,7 +96,7 @@ impl Holdings {
                         if f.deleted {
                             String::new()
                         } else {
-                            format!(", then `rm {}`", crate::render::term::shell_word(&f.path))
+                            format!(", then `rm {}`", crate::term::shell_word(&f.path))
                         },
                         fd = b.fd.unwrap_or_default(),
                     ),
@@ -104,7 +104,7 @@ impl Holdings {
                         "mapped by pid {} ({}): `rm {}`, and its pages go when pid {} unmaps it or exits",
                         b.pid,
                         b.comm,
-                        crate::render::term::shell_word(&f.path),
+                        crate::term::shell_word(&f.path),
                         b.pid
                     ),
                     Some(b) => format!("held by pid {} ({}): restart it to free it", b.pid, b.comm),

@@ -9,7 +9,7 @@ use crate::context::ExitCode;
 use crate::render::color::{Tone, paint, paint_fullness};
 use crate::render::fit;
 use crate::render::report::{self, Format, Report};
-use crate::render::term::safe;
+use crate::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
 /// What the refreshing view orders mounts by (keys `b`, `i`, `g`).
@@ -163,7 +163,7 @@ pub(super) fn wants_detail(m: &MountTop) -> bool {
 /// A full mount's line: how full, and the remount that grows it (works on
 /// any live tmpfs, fstab line or not).
 fn full_line(s: &mut String, m: &MountTop) {
-    let q = crate::render::term::shell_word(&m.mountpoint);
+    let q = crate::term::shell_word(&m.mountpoint);
     if let (Some(p), Some(u), Some(t)) = (inode_percent(m), m.inodes_used, m.inodes_total)
         && p >= 90.0
     {
@@ -355,7 +355,7 @@ fn head(s: &mut String, r: &TopReport, mounts: &[&MountTop]) {
             safe(&p.fstype),
             safe(&p.source),
             safe(&p.mountpoint),
-            crate::render::term::shell_word(&p.mountpoint)
+            crate::term::shell_word(&p.mountpoint)
         );
         prose(s, "", Some(Tone::Warn), &line);
     }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, FlockOperation, Mode as FsMode, OFlags, StatxFlags};
 use rustix::io::Errno;
 
-use crate::render::term::safe_path;
+use crate::term::safe_path;
 
 /// Deeper than this, the rest of a tree is left in place (and reported):
 /// each level holds a descriptor open.

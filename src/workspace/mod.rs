@@ -365,7 +365,7 @@ fn spawn(
             code,
             format!(
                 "cannot run {}: {e}; {fix}",
-                crate::render::term::safe(&req.program.to_string_lossy())
+                crate::term::safe(&req.program.to_string_lossy())
             ),
         )
     })

@@ -220,7 +220,7 @@ impl Tree {
             let list: Vec<String> = out
                 .killed
                 .iter()
-                .map(|l| format!("{} ({})", l.pid, crate::render::term::safe(&l.comm)))
+                .map(|l| format!("{} ({})", l.pid, crate::term::safe(&l.comm)))
                 .collect();
             out.notes.insert(
                 0,
@@ -444,7 +444,7 @@ fn kill_and_remove(path: &Path) -> (Vec<Leftover>, Option<String>) {
         Ok(ev) => wait_empty(ev.as_fd()),
         Err(_) => true,
     };
-    let shown = crate::render::term::safe_path(path);
+    let shown = crate::term::safe_path(path);
     if !empty {
         let why = format!(
             "processes CMD started were still exiting after {} s; cgroup {shown} left in place",
@@ -454,7 +454,7 @@ fn kill_and_remove(path: &Path) -> (Vec<Leftover>, Option<String>) {
     }
     for d in cgroup_dirs(path).iter().rev() {
         if let Err(e) = std::fs::remove_dir(d) {
-            let d = crate::render::term::safe_path(d);
+            let d = crate::term::safe_path(d);
             return (killed, Some(format!("cannot remove cgroup {d}: {e}")));
         }
     }

@@ -9,7 +9,7 @@ use super::chunk::{ChunkOut, line_ends};
 use super::parsed::{Bad, Parsed, bad, bad_line_message, estimate_available, parse_u64};
 use super::store::{Fleet, Row};
 use super::{FileReport, IngestOptions, IngestReport};
-use crate::render::term::excerpt;
+use crate::term::excerpt;
 
 fn csv_u64(
     field: Option<&[u8]>,

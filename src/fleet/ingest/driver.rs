@@ -13,7 +13,7 @@ use super::map::Map;
 use super::parsed::{bad, bad_line_message};
 use super::store::{Fleet, Row};
 use super::{FileReport, Format, IngestOptions, IngestReport, csv, detect, jsonl, tsv};
-use crate::render::term::{excerpt, safe};
+use crate::term::{excerpt, safe};
 
 const BLOCK: usize = 4 << 20;
 

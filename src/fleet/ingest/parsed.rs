@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::render::term::{excerpt, safe};
+use crate::term::{excerpt, safe};
 
 /// The store's mark for an absent figure: a value no line may carry.
 pub(super) const NONE: u64 = u64::MAX;

@@ -29,7 +29,7 @@ pub enum Boot {
     None,
 }
 
-crate::all_variants!(Boot, [Fstab, Systemd, None]);
+crate::variants::all_variants!(Boot, [Fstab, Systemd, None]);
 
 impl Boot {
     pub fn name(self) -> &'static str {
@@ -52,7 +52,7 @@ pub enum Huge {
     Advise,
 }
 
-crate::all_variants!(Huge, [Never, Always, WithinSize, Advise]);
+crate::variants::all_variants!(Huge, [Never, Always, WithinSize, Advise]);
 
 impl Huge {
     pub(crate) fn as_str(self) -> &'static str {
@@ -73,7 +73,7 @@ pub enum FsKind {
     Ramfs,
 }
 
-crate::all_variants!(FsKind, [Tmpfs, Ramfs]);
+crate::variants::all_variants!(FsKind, [Tmpfs, Ramfs]);
 
 /// What the user asked for; `None` means "recommend something".
 #[derive(Debug, Clone, Default)]
@@ -479,7 +479,7 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
         persist,
         apply_command: format!(
             "tmpfsctl apply {}{}{}",
-            crate::render::term::shell_path(&facts.dir),
+            crate::term::shell_path(&facts.dir),
             req.options_given,
             req.follow_up
         ),
@@ -644,7 +644,7 @@ fn busy_warning(d: &mut Draft, facts: &Facts) {
         .busy
         .iter()
         .take(10)
-        .map(|p| format!("{} ({})", p.pid, crate::render::term::safe(&p.comm)))
+        .map(|p| format!("{} ({})", p.pid, crate::term::safe(&p.comm)))
         .collect();
     if facts.busy.len() > 10 {
         list.push(format!("and {} more", facts.busy.len() - 10));
