@@ -47,6 +47,20 @@ fn apply_json(dir: &Path, fstab: &Path, size: &str) -> serde_json::Value {
     json(&out)
 }
 
+/// `apply DIR --boot none --size SIZE --yes`: a live tmpfs over DIR and no
+/// boot entry, which must succeed.
+pub(crate) fn apply_live(dir: &Path, size: &str) {
+    ok(&tmpfsctl(&[
+        "apply",
+        s(dir),
+        "--boot",
+        "none",
+        "--size",
+        size,
+        "--yes",
+    ]));
+}
+
 /// Unmounts whatever is still at `path` when a test fails half way.
 pub(crate) struct Cleanup(pub(crate) PathBuf);
 impl Drop for Cleanup {

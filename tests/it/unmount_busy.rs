@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output};
 
 use crate::common::{bin, findmnt_fstype, s, stderr, tmpfsctl};
-use crate::mounts::Cleanup;
+use crate::mounts::{Cleanup, apply_live};
 use crate::require_root;
 
 /// A `sleep` whose cwd is inside a mount; killed (by its pid) and reaped on
@@ -122,15 +122,7 @@ fn persist_disable_and_revert_name_the_same_holder() {
     let applied = root.path().join("umount applied");
     std::fs::create_dir(&applied).unwrap();
     let _m1 = Cleanup(applied.clone());
-    ok(&tmpfsctl(&[
-        "apply",
-        s(&applied),
-        "--boot",
-        "none",
-        "--size",
-        "8M",
-        "--yes",
-    ]));
+    apply_live(&applied, "8M");
     let h1 = Holder::in_dir(&applied);
     let revert = || tmpfsctl(&["revert", s(&applied), "--fstab", s(&no_fstab), "--yes"]);
     let out = revert();
@@ -161,15 +153,7 @@ fn revert_names_a_holder_that_only_maps_a_file() {
     let dir = root.path().join("umount mapped");
     std::fs::create_dir(&dir).unwrap();
     let _m = Cleanup(dir.clone());
-    ok(&tmpfsctl(&[
-        "apply",
-        s(&dir),
-        "--boot",
-        "none",
-        "--size",
-        "16M",
-        "--yes",
-    ]));
+    apply_live(&dir, "16M");
     let exe = dir.join("sleep");
     std::fs::copy("/bin/sleep", &exe).unwrap();
     // Another test thread forking while the copy was open for writing makes

@@ -246,15 +246,7 @@ fn revert_without_keep_data_brings_back_the_disk_contents() {
     std::fs::write(dir.join("old"), b"on disk").unwrap();
     let _c = Cleanup(dir.clone());
     let before = tree(&dir);
-    ok(&tmpfsctl(&[
-        "apply",
-        s(&dir),
-        "--boot",
-        "none",
-        "--size",
-        "8M",
-        "--yes",
-    ]));
+    apply_live(&dir, "8M");
     std::fs::write(dir.join("scratch"), b"x").unwrap();
     // --yes only skips the prompt: files on the tmpfs need --keep-data or --discard.
     let out = tmpfsctl(&[

@@ -10,15 +10,7 @@ fn revert_refuses_when_busy_unless_lazy() {
     let dir = t.path().join("busy");
     std::fs::create_dir(&dir).unwrap();
     let _c = Cleanup(dir.clone());
-    ok(&tmpfsctl(&[
-        "apply",
-        s(&dir),
-        "--boot",
-        "none",
-        "--size",
-        "8M",
-        "--yes",
-    ]));
+    apply_live(&dir, "8M");
     let mut child = Command::new("sleep")
         .arg("60")
         .current_dir(&dir)
