@@ -151,16 +151,25 @@ impl Export {
     /// descriptor twice, or a descriptor and a path (or two descriptors)
     /// open on one regular file; paths as `same_destination` says.
     fn collides(&self, other: &Export) -> bool {
-        let fd_file = |n: i32| descriptor::file_identity(n);
         match (self.dest(), other.dest()) {
             (Ok(Dest::File(a)), Ok(Dest::File(b))) => same_destination(a, b),
-            (Ok(Dest::Fd(a)), Ok(Dest::Fd(b))) => {
-                a == b || matches!((fd_file(a), fd_file(b)), (Some(x), Some(y)) if x == y)
-            }
-            (Ok(Dest::Fd(n)), Ok(Dest::File(p))) | (Ok(Dest::File(p)), Ok(Dest::Fd(n))) => {
-                matches!((fd_file(n), file_identity(p)), (Some(x), Some(y)) if x == y)
+            (Ok(Dest::Fd(a)), Ok(Dest::Fd(b))) if a == b => true,
+            (Ok(a), Ok(b)) => {
+                matches!((a.file_identity(), b.file_identity()), (Some(x), Some(y)) if x == y)
             }
             _ => false,
+        }
+    }
+}
+
+impl Dest<'_> {
+    /// (device, inode) of the regular file a write here lands in; stdout is
+    /// checked on its own (two claims on it), so it has none here.
+    fn file_identity(&self) -> Option<(u64, u64)> {
+        match self {
+            Dest::Stdout => None,
+            Dest::Fd(n) => descriptor::file_identity(*n),
+            Dest::File(p) => file_identity(p),
         }
     }
 }
