@@ -98,10 +98,19 @@ fn command<Q: Request>(
     let report = request()?.run(ctx)?;
     match (output.write(&report), report.exit_code()) {
         (Err(e), code @ ExitCode::Child(_)) => {
-            let text = format!("{e:#}");
-            eprintln!("tmpfsctl: error: {}", term::safe(&text));
+            print_error(&e);
             Ok(code)
         }
         (r, code) => r.map(|()| code),
     }
+}
+
+/// "tmpfsctl: error: …" on stderr, the one way an error is said. Errors quote
+/// paths and excerpts of files: each line is made safe for the terminal, the
+/// line breaks of the message kept.
+pub fn print_error(e: &anyhow::Error) {
+    let prefix = render::color::paint_err(render::color::Tone::Bad, "error:");
+    let text = format!("{e:#}");
+    let text: Vec<_> = text.lines().map(term::safe).collect();
+    eprintln!("tmpfsctl: {prefix} {}", text.join("\n"));
 }

@@ -40,13 +40,7 @@ fn main() -> ExitCode {
         Ok(tmpfsctl::ExitCode::Interrupted) => tmpfsctl::sys::signals::exit_as_caught(),
         Ok(code) => code.into(),
         Err(e) => {
-            let prefix =
-                tmpfsctl::render::color::paint_err(tmpfsctl::render::color::Tone::Bad, "error:");
-            // Errors quote paths and excerpts of files: each line is made
-            // safe for the terminal, the line breaks of the message kept.
-            let text = format!("{e:#}");
-            let text: Vec<_> = text.lines().map(tmpfsctl::term::safe).collect();
-            eprintln!("tmpfsctl: {prefix} {}", text.join("\n"));
+            tmpfsctl::print_error(&e);
             tmpfsctl::ExitCode::Error.into()
         }
     }
