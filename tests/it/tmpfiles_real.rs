@@ -242,7 +242,7 @@ fn x_and_big_x_and_lines_of_their_own_exclude_as_systemd_tmpfiles_does() {
         return;
     }
     let mut s = Scratch::new();
-    for f in [
+    let old = [
         "ex/old",
         "ex/keepme",
         "ex/keepdir/old",
@@ -252,20 +252,11 @@ fn x_and_big_x_and_lines_of_their_own_exclude_as_systemd_tmpfiles_does() {
         "ex/own/old",
         "ex/file-rule",
         "boot/old",
-    ] {
+    ];
+    for f in old {
         s.make(f);
     }
-    for f in [
-        "ex/old",
-        "ex/keepme",
-        "ex/keepdir/old",
-        "ex/shallow/old",
-        "ex/dots/plain-old",
-        "ex/dots/.dot-old",
-        "ex/own/old",
-        "ex/file-rule",
-        "boot/old",
-    ] {
+    for f in old {
         s.age(f, "-m", "3 days ago");
     }
     let conf = s.conf(
