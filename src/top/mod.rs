@@ -19,7 +19,7 @@ use crate::context::Context;
 use crate::sys::cgroup;
 use crate::sys::procfd::{self, Scan};
 use crate::sys::sysvshm::{self, ShmSegment};
-use crate::sys::{MountInfo, Sysroot, du, mountinfo, statfs};
+use crate::sys::{MountInfo, Sysroot, du, mountinfo, passwd, statfs};
 
 /// 2: `mounts[].largest_files`, `deleted_open_known`, `usage_source`,
 /// `by_dir[].unreadable(_dirs)` and `paths_not_ram_backed` are new.
@@ -180,7 +180,7 @@ pub struct MountTop {
     /// `deleted_open_bytes` is then a lower bound, not "none".
     pub deleted_open_known: bool,
     /// Where `used_bytes` comes from: statfs (as df), or a walk for ramfs.
-    pub usage_source: crate::status::UsageSource,
+    pub usage_source: statfs::UsageSource,
     pub open_by: Vec<Holder>,
     /// From the previous refresh; null on a single snapshot.
     pub growth_bytes_per_s: Option<f64>,
@@ -264,17 +264,6 @@ fn ram_mounts<'a>(mounts: &'a [MountInfo], wanted: &[PathBuf]) -> Vec<&'a MountI
         out.push(m);
     }
     out
-}
-
-/// uid -> name from the inspected system's /etc/passwd.
-pub fn users(root: &Sysroot) -> HashMap<u32, String> {
-    let text = std::fs::read_to_string(root.path("/etc/passwd")).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(':').collect();
-            Some((f.get(2)?.parse().ok()?, (*f.first()?).to_string()))
-        })
-        .collect()
 }
 
 /// Resolve the PATH arguments up front, so a typo fails before any measuring.
@@ -406,9 +395,9 @@ fn mount_top(
         deleted_open_bytes: deleted_bytes,
         deleted_open_known: scan.unreadable == 0,
         usage_source: match (&stats, ramfs) {
-            (None, _) => crate::status::UsageSource::Unknown,
-            (Some(_), true) => crate::status::UsageSource::Walk,
-            (Some(_), false) => crate::status::UsageSource::Statfs,
+            (None, _) => statfs::UsageSource::Unknown,
+            (Some(_), true) => statfs::UsageSource::Walk,
+            (Some(_), false) => statfs::UsageSource::Statfs,
         },
         open_by,
         growth_bytes_per_s: None,
@@ -459,7 +448,7 @@ pub fn snapshot(ctx: &Context, paths: &[PathBuf], top_n: usize) -> Result<TopRep
     let root = &ctx.sysroot;
     let (mounts, _) = root.mountinfo()?;
     let (mem, _) = root.meminfo()?;
-    let names = users(root);
+    let names = passwd::users(root);
     let chosen = ram_mounts(&mounts, paths);
     // The walk already spreads over every core: one thread for /proc beside it
     // (a few thousand syscalls) keeps the two from fighting over the CPUs.
