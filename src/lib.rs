@@ -3,6 +3,7 @@
 //! only parses arguments, calls [`run`] and maps the result to an exit code.
 
 pub mod advise;
+pub mod attrib;
 pub mod bench;
 pub mod cli;
 pub mod context;

@@ -76,7 +76,7 @@ pub struct ExplainReport {
     /// Why `hidden_below` is null at a mount point (not root, ...).
     pub hidden_below_unknown: Option<String>,
     /// The mount's largest files, its root included (RAM-backed mounts only).
-    pub largest_files: Vec<crate::top::LargeFile>,
+    pub largest_files: Vec<crate::attrib::LargeFile>,
     pub tmpfiles_rules: Vec<RuleOut>,
     pub will_be_cleaned: Vec<Cleaned>,
     /// A `D`, `R` or `r` rule removes PATH (a directory: its contents) at
@@ -212,7 +212,7 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
     let largest = walk
         .as_ref()
         .map(|w| {
-            crate::top::largest_files(
+            crate::attrib::largest_files(
                 root,
                 w,
                 &scan,
