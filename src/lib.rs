@@ -9,6 +9,8 @@ pub mod cli;
 pub mod context;
 pub mod explain;
 pub mod fleet;
+#[cfg(test)]
+mod floors;
 pub mod mounts;
 pub mod persist;
 pub mod render;
