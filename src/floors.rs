@@ -23,7 +23,7 @@ const CAPABILITIES: &[&str] = &[
 const COMPOSER: &str = "advise";
 
 /// Engines the capabilities share: they name no capability.
-const ENGINES: &[&str] = &["attrib", "render", "context"];
+const ENGINES: &[&str] = &["attrib", "render", "command"];
 
 /// What `sys` may name: itself and the modules with no `crate::` above them.
 const GROUND: &[&str] = &["sys", "units", "term", "variants", "test_support"];

@@ -30,7 +30,7 @@ pub struct Target {
 /// `need_inodes`. Nothing is written; only scratch directories left by
 /// earlier runs that were killed are removed first, so their space counts.
 pub fn check(
-    ctx: &crate::context::Context,
+    ctx: &crate::command::Context,
     dir: &Path,
     need_bytes: u64,
     need_inodes: u64,
@@ -370,7 +370,7 @@ impl TmpfsOptions {
 }
 
 /// The disk directory to compare with by default: where /var/tmp lives, else $HOME.
-pub fn default_disk_dir(ctx: &crate::context::Context) -> Result<PathBuf> {
+pub fn default_disk_dir(ctx: &crate::command::Context) -> Result<PathBuf> {
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let mut cands: Vec<PathBuf> = vec!["/var/tmp".into()];
     if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {

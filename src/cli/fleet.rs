@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
+use crate::command::{Format, Output};
 use crate::fleet::analyze::{AnalyzeOptions, DEFAULT_BUCKETS};
 use crate::fleet::prom::PromOptions;
 use crate::fleet::{AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams};
-use crate::render::report::{Format, Output};
 use crate::units::{self, Size};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

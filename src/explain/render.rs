@@ -4,9 +4,8 @@
 use std::fmt::Write;
 
 use super::ExplainReport;
-use crate::context::ExitCode;
+use crate::command::{self, ExitCode, Format, Report};
 use crate::render::color::{Tone, paint};
-use crate::render::report::{self, Format, Report};
 use crate::term::safe;
 use crate::units::fmt_bytes;
 
@@ -18,8 +17,8 @@ fn prose(s: &mut String, indent: &str, tone: Option<Tone>, text: &str) {
 impl Report for ExplainReport {
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
-            Format::TEXT => report::text(text(self)),
-            Format::JSON => Some(report::json(self)),
+            Format::TEXT => command::text(text(self)),
+            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }

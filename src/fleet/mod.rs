@@ -25,8 +25,7 @@ pub use collect::{HostName, Snapshot, snapshot};
 pub use fit::{FitParams, HostFit, host_fit};
 pub use ingest::{Fleet, HostRecord};
 
-use crate::context::Context;
-use crate::render::report::Request;
+use crate::command::{Context, Request};
 use crate::term::{safe, safe_path};
 
 impl HostRecord {
@@ -153,7 +152,7 @@ fn collect(ctx: &Context, args: &CollectRequest) -> Result<Snapshot> {
     spinner.finish_and_clear();
     let snap = snap?;
     for p in snap.paths.iter().filter(|p| p.unreadable_dirs > 0) {
-        crate::render::color::eprint_warning(&format!(
+        crate::command::warn(&format!(
             "{}: {} directories could not be read, their contents are not counted \
              (run as root for a full figure)",
             safe(&p.path),

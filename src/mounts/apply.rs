@@ -14,7 +14,7 @@ use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{ApplyRequest, boot, journal, render};
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::copy;
 use crate::sys::resolve::OpenedDir;
@@ -244,7 +244,7 @@ fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
             list.join("; ")
         );
     }
-    crate::render::color::eprint_warning(&format!(
+    crate::command::warn(&format!(
         "--force: writes made through these open files after the copy stay in the directory \
          hidden under the tmpfs (not in the tmpfs): {}",
         list.join("; ")
@@ -295,11 +295,11 @@ fn check_mounted(ctx: &Context, dir: &Path, attached: Option<&OwnedFd>) -> Resul
     if let Some(m) = by_id
         && m.mount_point != dir
     {
-        eprintln!(
-            "tmpfsctl: note: {} was renamed while apply ran; the tmpfs is on it, now at {}",
+        crate::command::note(&format!(
+            "{} was renamed while apply ran; the tmpfs is on it, now at {}",
             crate::term::safe_path(dir),
             crate::term::safe_path(&m.mount_point)
-        );
+        ));
     }
     let top = by_id
         .or_else(|| mount_at(&mounts, dir))

@@ -12,7 +12,7 @@ use super::facts::{gather_facts_at, read_fstab};
 use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Boot, Facts, OptionWhy, Persist, PersistAction, Plan};
 use super::{ApplyRequest, boot, live, render};
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::statfs;
 use crate::sys::systemd::UnitState;

@@ -13,7 +13,7 @@ use super::facts::{fstab_file, mount_at, read_fstab, unit_dir};
 use super::outcome::PersistResult;
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{RevertRequest, boot, live, plan};
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::copy;
 use crate::sys::resolve::OpenedDir;

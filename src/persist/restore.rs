@@ -14,7 +14,7 @@ use super::load::{self, LoadReport};
 use super::scan::LiveIndex;
 use super::store::{self, Store, gen_name};
 use super::{RestoreRequest, mount, open_dir, resolve_dir, store_for, trust};
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::fs;
 use crate::term::{safe, safe_path};
 use crate::units::fmt_bytes;
@@ -226,7 +226,7 @@ fn refuse_overwrite(
 fn finish_restore(rep: RestoreReport, json: bool) -> Result<RestoreReport> {
     if !json {
         for n in &rep.skipped {
-            crate::render::color::eprint_warning(&format!("skipped {}", safe(n)));
+            crate::command::warn(&format!("skipped {}", safe(n)));
         }
     }
     Ok(rep)

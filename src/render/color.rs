@@ -93,12 +93,6 @@ pub fn warning_line(code: &str, message: &str) -> String {
     format!("{} {message}", paint(Tone::Warn, &format!("[{code}]")))
 }
 
-/// A warning on standard error, "tmpfsctl: warning: …", as every command
-/// writes one. `message` must already be safe for a terminal.
-pub fn eprint_warning(message: &str) {
-    eprintln!("tmpfsctl: {} {message}", paint_err(Tone::Warn, "warning:"));
-}
-
 /// A tmpfs this full (use% or inodes, strictly above) gets status's
 /// `tmpfs_nearly_full` warning, which points at `top` and `explain`, and is
 /// painted yellow: at 90% a 16 MiB scratch has 1.6 MiB left, one more build
