@@ -194,7 +194,6 @@ impl CollectArgs {
                 CollectFormatArg::Kirkland => CollectFormat::Kirkland,
                 CollectFormatArg::Prom => CollectFormat::Prom,
             },
-            output: self.output.clone(),
             anonymize: self.anonymize,
             salt: self.salt.clone(),
             host: self.host.clone(),

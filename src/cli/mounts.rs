@@ -215,7 +215,8 @@ impl TargetArgs {
             dir: self.dir.clone(),
             fstab: self.fstab.clone(),
             unit_dir: self.unit_dir.clone(),
-            json: self.json,
+            // The JSON document holds what the text would say on stderr.
+            quiet: self.json,
         }
     }
 }

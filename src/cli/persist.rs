@@ -272,7 +272,7 @@ impl PersistArgs {
                 force: a.force,
                 generation: a.generation,
                 registry,
-                json: a.json,
+                quiet: a.json,
             }),
             PersistCmd::Status(a) => PersistRequest::Status(StatusRequest {
                 dir: a.dir.clone(),

@@ -63,8 +63,6 @@ pub struct CollectRequest {
     /// Directories to measure.
     pub paths: Vec<PathBuf>,
     pub format: CollectFormat,
-    /// Write to this file atomically instead of stdout.
-    pub output: Option<PathBuf>,
     /// Replace the host name with a stable salted hash.
     pub anonymize: bool,
     /// Salt for `anonymize`.

@@ -85,7 +85,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
     let (facts, opened, p) = checked_plan(ctx, args)?;
     let via = p.persist.via;
     let dir = facts.dir.clone();
-    if !args.target.json {
+    if !args.target.quiet {
         eprint!("{}", render::plan_text(&p));
     }
     let nothing_to_mount = p.mount_state == plan::MountState::Same;
@@ -116,7 +116,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         // Refused by checked_plan: a resize is `--resize`, done by resize::resize.
         plan::MountState::SizeDiffers => bail!("only the size differs: use --resize"),
         plan::MountState::NotMounted => {
-            let show = crate::render::stderr_is_tty() && !args.target.json;
+            let show = crate::render::stderr_is_tty() && !args.target.quiet;
             let mut sw = stage_and_move(&p, &opened, &cancel, show, &mut note)?;
             let stats = &sw.stats;
             changes.push(format!(

@@ -40,7 +40,9 @@ pub struct Target {
     pub fstab: Option<PathBuf>,
     /// Look for mount units and write drop-ins here instead of /etc/systemd/system.
     pub unit_dir: Option<PathBuf>,
-    pub json: bool,
+    /// Say nothing on stderr while working (the plan shown before acting,
+    /// progress bars): the caller's report holds it all.
+    pub quiet: bool,
 }
 
 impl Target {

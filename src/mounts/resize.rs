@@ -205,7 +205,7 @@ pub(super) fn resize(ctx: &Context, args: &ApplyRequest, r: Size) -> Result<Appl
     }
     let old_b = cur.size_bytes;
     let p = resize_plan(&facts, args, r, &config)?;
-    if !args.target.json {
+    if !args.target.quiet {
         eprint!("{}", render::plan_text(&p));
     }
     let same_live = old_b.is_some_and(|b| plan::same_size(b, new_b));

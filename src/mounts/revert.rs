@@ -105,7 +105,7 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<RevertReport> {
     if dropin_ours {
         what.push(format!("remove the drop-in {}", dropin.display()));
     }
-    if !t.json {
+    if !t.quiet {
         eprintln!("Revert {}:", dir.display());
         for w in &what {
             eprintln!("  - {w}");
@@ -178,7 +178,7 @@ fn keep_data(
 ) -> Result<copy::CopyStats> {
     let t = &args.target;
     let dir = opened.path.clone();
-    let show = crate::render::stderr_is_tty() && !t.json;
+    let show = crate::render::stderr_is_tty() && !t.quiet;
     let mut back = match copy_back(mounts, top, opened, cancel, show, journal) {
         Ok(b) => b,
         Err(e) => {

@@ -59,7 +59,9 @@ pub struct RestoreRequest {
     /// Load this generation, not the newest that verifies.
     pub generation: Option<u64>,
     pub registry: PathBuf,
-    pub json: bool,
+    /// Say nothing on stderr (the newer generations passed over): the
+    /// caller's report lists them.
+    pub quiet: bool,
 }
 
 /// DIR as an absolute path without symlinks (what the registry and units

@@ -172,7 +172,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
                 rep.generation = g;
                 rep.skipped = notes;
                 rep.skipped.extend(probe);
-                return finish_restore(rep, req.json);
+                return finish_restore(rep, req.quiet);
             }
             if !req.force {
                 refuse_overwrite(&dir, &store_path, g, &d)?;
@@ -189,7 +189,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         (rep.generation, rep.files, rep.bytes) = (g, l.files, l.bytes);
     }
     rep.skipped = notes;
-    finish_restore(rep, req.json)
+    finish_restore(rep, req.quiet)
 }
 
 fn refuse_overwrite(
@@ -223,8 +223,8 @@ fn refuse_overwrite(
 
 /// Newer generations passed over go to stderr before the text report says
 /// it restored an older one ("see the warnings above"); JSON lists them.
-fn finish_restore(rep: RestoreReport, json: bool) -> Result<RestoreReport> {
-    if !json {
+fn finish_restore(rep: RestoreReport, quiet: bool) -> Result<RestoreReport> {
+    if !quiet {
         for n in &rep.skipped {
             crate::command::warn(&format!("skipped {}", safe(n)));
         }
