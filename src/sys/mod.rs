@@ -11,6 +11,7 @@ pub mod fstab;
 pub mod journal;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod outdir;
 pub mod proc;
 pub mod procfd;
 pub mod resolve;
