@@ -14,6 +14,7 @@ pub mod hidden;
 pub mod journal;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod outdir;
 pub mod passwd;
 pub mod proc;
 pub mod procfd;
