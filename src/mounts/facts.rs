@@ -64,7 +64,7 @@ pub(crate) fn refuse_system_dir(dir: &Path) -> Result<()> {
     if resolve::is_system_dir(dir) {
         bail!(
             "refusing to put {} on tmpfs: the system keeps files there that must survive a reboot \
-             (and hiding them breaks it); give a directory such as /tmp, /var/tmp or one under /var/cache",
+             (and hiding them breaks it); give a directory such as /tmp or one of your own, e.g. /mnt/scratch",
             dir.display()
         );
     }
