@@ -127,7 +127,7 @@ pub struct CgroupCheck {
     pub memory_current_bytes: Option<u64>,
     /// For a cgroup with a limit: the RAM-backed files its processes hold.
     #[serde(flatten)]
-    pub holds: crate::top::Holdings,
+    pub holds: crate::attrib::Holdings,
 }
 
 pub struct Inputs<'a> {
@@ -144,7 +144,7 @@ pub struct Inputs<'a> {
     /// The mount's walk (per directory and largest files), when it was walked.
     pub walk: Option<&'a du::Breakdown>,
     /// The largest files of that walk, with owners and holders.
-    pub largest: &'a [crate::top::LargeFile],
+    pub largest: &'a [crate::attrib::LargeFile],
 }
 
 /// Bytes are used up when less than one page, or 0.5 %, is left.
@@ -173,7 +173,7 @@ pub fn cgroup_checks(
         for p in cgroup::ancestors(path) {
             if let Some(c) = cgroup::read(root, h, &p) {
                 let holds = if c.memory_limit_bytes.is_some() && c.shmem_bytes > 0 {
-                    crate::top::holdings_below(root, h, &p, scan, mounts, 5)
+                    crate::attrib::holdings_below(root, h, &p, scan, mounts, 5)
                 } else {
                     Default::default()
                 };

@@ -24,7 +24,7 @@ use crate::sys::unmount::{At, How, holders_line, unmount};
 use crate::term::safe_path;
 use crate::units::{Size, fmt_bytes};
 
-use crate::mounts::plan::Boot;
+use crate::sys::boot::Boot;
 
 #[derive(Debug, Clone)]
 pub struct EnableRequest {
@@ -365,10 +365,10 @@ fn sync_detach_catch_up(
     keep: usize,
     never: &AtomicBool,
 ) -> Result<Detached> {
-    use crate::mounts::copy;
+    use crate::sys::copy;
     let src = open_dir(dir)?;
     let rep = sync::sync(src.as_fd(), store, keep, never)?;
-    let under = crate::mounts::live::open_underlying(mounts, top, dir)?;
+    let under = crate::sys::hidden::open_underlying(mounts, top, dir)?;
     let u = under.dir.as_fd();
     {
         let _lock = store.lock()?;

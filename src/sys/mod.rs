@@ -3,14 +3,18 @@
 //! `--sysroot DIR` can point them at fixtures or a mounted image.
 
 pub mod atomic;
+pub mod boot;
 pub mod cgroup;
+pub mod copy;
 pub mod descriptor;
 pub mod du;
 pub mod fs;
 pub mod fstab;
+pub mod hidden;
 pub mod journal;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod passwd;
 pub mod proc;
 pub mod procfd;
 pub mod resolve;

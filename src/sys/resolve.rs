@@ -7,8 +7,11 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+use anyhow::{Context as _, Result, bail};
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
+
+use super::Sysroot;
 
 /// A directory held open (O_PATH) together with its parent, and the path
 /// that reached it.
@@ -367,6 +370,64 @@ pub fn package_files(root: &Path, dir: &Path, max: usize) -> (Vec<PathBuf>, usiz
     }
     found.sort();
     (found, n)
+}
+
+/// Open DIR once (relative to cwd, no symbolic link anywhere in it) on the
+/// inspected system, with errors that say what to pass instead. Everything
+/// after this acts on the descriptor, so a rename or a symlink swapped in
+/// later cannot redirect it.
+pub fn open_target(root: &Sysroot, p: &Path) -> Result<OpenedDir> {
+    let shown = crate::term::safe_path(p);
+    let abs = lexical_absolute(p).with_context(|| format!("cannot resolve {shown}"))?;
+    if abs == Path::new("/") {
+        bail!("refusing to put / on tmpfs; give a directory such as /tmp");
+    }
+    let d = match open_dir(root.root(), &abs) {
+        Ok(d) => d,
+        Err(ResolveError::NotFound) => bail!(
+            "{shown}: no such directory; check the path, or create it first (mkdir -p {shown})"
+        ),
+        Err(ResolveError::NotADirectory) => bail!(
+            "{shown}: is a file, not a directory; tmpfs is mounted on a directory (give the directory that should hold the files)"
+        ),
+        Err(ResolveError::Symlink { link, target }) => bail!(
+            "{shown}: {} is a symbolic link to {}; tmpfsctl does not follow links (the link could be changed under it): \
+             pass the target instead, e.g. `{}`",
+            crate::term::safe_path(&link),
+            crate::term::safe_path(&target),
+            crate::term::safe_path(&target.join(abs.strip_prefix(&link).unwrap_or(Path::new(""))))
+        ),
+        Err(ResolveError::Moved) => bail!(
+            "{shown}: was renamed or replaced while being opened; make sure nobody is moving it and retry"
+        ),
+        Err(ResolveError::Io(e)) => bail!("{shown}: cannot be opened: {e}"),
+    };
+    if let Some(why) = untrusted_writer(root.root(), &d, &caller_uids()) {
+        bail!(
+            "refusing {}: {why}, so it could be swapped for another directory while tmpfsctl works on it \
+             (as root, on the wrong files); give a directory that only root (or you) can change",
+            crate::term::safe_path(&d.path)
+        );
+    }
+    Ok(d)
+}
+
+/// DIR's absolute path on the inspected system (see [`open_target`]).
+pub fn resolve_dir(root: &Sysroot, p: &Path) -> Result<PathBuf> {
+    Ok(open_target(root, p)?.path)
+}
+
+/// Refuse what must never go on tmpfs, with no override: the system's own
+/// directories.
+pub fn refuse_system_dir(dir: &Path) -> Result<()> {
+    if is_system_dir(dir) {
+        bail!(
+            "refusing to put {} on tmpfs: the system keeps files there that must survive a reboot \
+             (and hiding them breaks it); give a directory such as /tmp or one of your own, e.g. /mnt/scratch",
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
