@@ -136,7 +136,7 @@ fn plan_boot(
             dir: dir.to_path_buf(),
             store: store.to_path_buf(),
             interval_s: req.interval_s,
-            bin: std::env::current_exe().context("cannot tell where tmpfsctl is installed")?,
+            bin: units::unit_binary()?,
             registry: (req.registry != Path::new(super::registry::DEFAULT_PATH))
                 .then(|| req.registry.clone()),
             fstab_mount: req.boot == Boot::Fstab,
