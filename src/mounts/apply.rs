@@ -221,7 +221,7 @@ fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir,
 /// writes after the copy would land in the hidden directory. With `force`,
 /// say exactly what may be lost and go on.
 fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
-    let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::default(), dir);
+    let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::live(), dir);
     if writers.is_empty() {
         return Ok(());
     }

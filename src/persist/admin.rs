@@ -379,7 +379,7 @@ fn sync_detach_catch_up(
     // Detached on purpose (the data is on disk now): a process that keeps
     // DIR busy would otherwise stop the disable halfway. It is named, since
     // what it writes on the old tmpfs after the catch-up is lost.
-    let held_by = crate::sys::procfd::users_of(&crate::sys::Sysroot::default(), dir);
+    let held_by = crate::sys::procfd::users_of(&crate::sys::Sysroot::live(), dir);
     unmount(At::Root(src.as_fd(), dir), How::Detach).map_err(|e| {
         anyhow::Error::new(e.errno())
             .context(format!("cannot detach the tmpfs at {}", safe_path(dir)))

@@ -68,7 +68,7 @@ pub struct RestoreRequest {
 /// for another is refused, since persist mounts over it and writes its data
 /// back as root.
 pub fn resolve_dir(dir: &Path) -> Result<PathBuf> {
-    let p = resolve::resolve_dir(&crate::sys::Sysroot::default(), dir)?;
+    let p = resolve::resolve_dir(&crate::sys::Sysroot::live(), dir)?;
     resolve::refuse_system_dir(&p)?;
     Ok(p)
 }
