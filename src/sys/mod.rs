@@ -26,6 +26,7 @@ pub mod sysvshm;
 pub mod tmpfiles;
 pub mod tmpfs;
 pub mod unmount;
+pub mod zram;
 
 use std::path::{Path, PathBuf};
 
