@@ -13,9 +13,10 @@ use super::facts::{gather_facts_at, mount_at, read_fstab};
 use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
-use super::{ApplyRequest, boot, copy, journal, render};
+use super::{ApplyRequest, boot, journal, render};
 use crate::context::Context;
 use crate::sys::atomic::{AtomicWrite, check_writable};
+use crate::sys::copy;
 use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
 use crate::sys::tmpfs;
@@ -210,7 +211,7 @@ fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir,
         );
     }
     if p.mount_state == plan::MountState::NotMounted {
-        let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::default(), &dir);
+        let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::live(), &dir);
         if let Some(w) = crate::sys::procfd::refuse_writers(&dir, &writers, args.force)? {
             crate::render::color::eprint_warning(&w);
         }

@@ -28,7 +28,7 @@ pub fn check(dir: &Path, already_tmpfs: bool, force: bool) -> Result<bool> {
     if already_tmpfs {
         return Ok(false);
     }
-    let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::default(), dir);
+    let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::live(), dir);
     let (journald, others): (Vec<_>, Vec<_>) =
         writers.into_iter().partition(|w| is_journald(w.pid));
     if let Some(w) = crate::sys::procfd::refuse_writers(dir, &others, force)? {
@@ -50,7 +50,7 @@ impl Journald {
     pub fn begin(dir: &Path) -> Result<Journald> {
         journalctl("--relinquish-var")?;
         let j = Journald { flushed: false };
-        let still: Vec<_> = crate::sys::procfd::writers_of(&crate::sys::Sysroot::default(), dir)
+        let still: Vec<_> = crate::sys::procfd::writers_of(&crate::sys::Sysroot::live(), dir)
             .into_iter()
             .filter(|w| is_journald(w.pid))
             .collect();
