@@ -211,7 +211,11 @@ fn sigkill_leaves_a_device_that_the_next_run_removes() {
     child.wait().unwrap();
     let seq = diskseq(&dev);
     assert!(seq.is_some(), "{dev} outlives a kill -9");
-    assert_eq!(made_by(pid), [dev.as_str()], "its note names the dead maker");
+    assert_eq!(
+        made_by(pid),
+        [dev.as_str()],
+        "its note names the dead maker"
+    );
     // Its mount went with the private mount namespace.
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mounts.contains(&format!("/dev/{dev} ")));
