@@ -114,7 +114,7 @@ pub fn sweep(dir: &Path, base: &str, kind: Kind) -> Vec<String> {
 /// A process's start time in clock ticks after boot; None when there is no
 /// such process.
 fn start_ticks(pid: u32) -> Option<u64> {
-    crate::sys::proc::stat(&crate::sys::Sysroot::default(), pid).map(|s| s.starttime)
+    crate::sys::proc::stat(&crate::sys::Sysroot::live(), pid).map(|s| s.starttime)
 }
 
 #[cfg(test)]

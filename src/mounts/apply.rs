@@ -13,9 +13,10 @@ use super::facts::{gather_facts_at, mount_at, read_fstab};
 use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
-use super::{ApplyRequest, boot, copy, journal, render};
+use super::{ApplyRequest, boot, journal, render};
 use crate::context::Context;
 use crate::sys::atomic::{AtomicWrite, check_writable};
+use crate::sys::copy;
 use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::Interrupt;
 use crate::sys::tmpfs;
@@ -220,7 +221,7 @@ fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir,
 /// writes after the copy would land in the hidden directory. With `force`,
 /// say exactly what may be lost and go on.
 fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
-    let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::default(), dir);
+    let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::live(), dir);
     if writers.is_empty() {
         return Ok(());
     }

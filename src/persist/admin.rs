@@ -24,7 +24,7 @@ use crate::sys::unmount::{At, How, holders_line, unmount};
 use crate::term::safe_path;
 use crate::units::{Size, fmt_bytes};
 
-use crate::mounts::plan::Boot;
+use crate::sys::boot::Boot;
 
 #[derive(Debug, Clone)]
 pub struct EnableRequest {
@@ -136,7 +136,7 @@ fn plan_boot(
             dir: dir.to_path_buf(),
             store: store.to_path_buf(),
             interval_s: req.interval_s,
-            bin: std::env::current_exe().context("cannot tell where tmpfsctl is installed")?,
+            bin: units::unit_binary()?,
             registry: (req.registry != Path::new(super::registry::DEFAULT_PATH))
                 .then(|| req.registry.clone()),
             fstab_mount: req.boot == Boot::Fstab,
@@ -365,10 +365,10 @@ fn sync_detach_catch_up(
     keep: usize,
     never: &AtomicBool,
 ) -> Result<Detached> {
-    use crate::mounts::copy;
+    use crate::sys::copy;
     let src = open_dir(dir)?;
     let rep = sync::sync(src.as_fd(), store, keep, never)?;
-    let under = crate::mounts::live::open_underlying(mounts, top, dir)?;
+    let under = crate::sys::hidden::open_underlying(mounts, top, dir)?;
     let u = under.dir.as_fd();
     {
         let _lock = store.lock()?;
@@ -379,7 +379,7 @@ fn sync_detach_catch_up(
     // Detached on purpose (the data is on disk now): a process that keeps
     // DIR busy would otherwise stop the disable halfway. It is named, since
     // what it writes on the old tmpfs after the catch-up is lost.
-    let held_by = crate::sys::procfd::users_of(&crate::sys::Sysroot::default(), dir);
+    let held_by = crate::sys::procfd::users_of(&crate::sys::Sysroot::live(), dir);
     unmount(At::Root(src.as_fd(), dir), How::Detach).map_err(|e| {
         anyhow::Error::new(e.errno())
             .context(format!("cannot detach the tmpfs at {}", safe_path(dir)))

@@ -32,7 +32,7 @@ use anyhow::{Context as _, Result, bail};
 use rustix::fs::{Mode, OFlags};
 
 use crate::context::Context;
-use crate::sys::fs;
+use crate::sys::{fs, resolve};
 use crate::term::safe_path;
 use crate::units::fmt_bytes;
 use registry::Registry;
@@ -68,8 +68,8 @@ pub struct RestoreRequest {
 /// for another is refused, since persist mounts over it and writes its data
 /// back as root.
 pub fn resolve_dir(dir: &Path) -> Result<PathBuf> {
-    let p = crate::mounts::facts::resolve_dir(&crate::sys::Sysroot::default(), dir)?;
-    crate::mounts::facts::refuse_system_dir(&p)?;
+    let p = resolve::resolve_dir(&crate::sys::Sysroot::live(), dir)?;
+    resolve::refuse_system_dir(&p)?;
     Ok(p)
 }
 

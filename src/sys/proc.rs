@@ -173,7 +173,7 @@ pub struct Owner {
 impl Owner {
     /// This process; None where /proc does not tell.
     pub fn me() -> Option<Owner> {
-        Owner::of(&Sysroot::default(), std::process::id())
+        Owner::of(&Sysroot::live(), std::process::id())
     }
 
     /// The process running as `pid` now.
@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn this_process_is_alive_and_a_reused_pid_is_not_it() {
-        let root = Sysroot::default();
+        let root = Sysroot::live();
         let me = Owner::me().unwrap();
         assert!(me.alive(&root));
         let mine = stat(&root, me.pid).unwrap();

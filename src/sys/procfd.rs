@@ -458,9 +458,7 @@ mod tests {
         assert_ne!(map, libc::MAP_FAILED);
         drop(f);
         let st = rustix::fs::stat(&p).unwrap();
-        let got = mapped_files(&Sysroot::default(), std::process::id(), |d, _| {
-            d == st.st_dev
-        });
+        let got = mapped_files(&Sysroot::live(), std::process::id(), |d, _| d == st.st_dev);
         let hit = got
             .iter()
             .find(|m| m.ino == st.st_ino)
@@ -479,16 +477,16 @@ mod tests {
         f.write_all(&vec![1u8; 100_000]).unwrap();
         f.sync_all().unwrap();
         std::fs::remove_file(&p).unwrap();
-        let me = process(&Sysroot::default(), std::process::id()).unwrap();
+        let me = process(&Sysroot::live(), std::process::id()).unwrap();
         let hit = me
             .files
             .iter()
             .find(|o| o.deleted && o.path == p)
             .expect("deleted file listed");
         assert!(hit.bytes >= 100_000, "{hit:?}");
-        let all = scan(&Sysroot::default(), 2);
+        let all = scan(&Sysroot::live(), 2);
         assert!(all.processes.iter().any(|q| q.pid == me.pid));
-        let who = holders(&Sysroot::default(), &all, hit.dev, hit.ino);
+        let who = holders(&Sysroot::live(), &all, hit.dev, hit.ino);
         assert!(who.iter().any(|(pid, _)| *pid == me.pid), "{who:?}");
         drop(f);
     }

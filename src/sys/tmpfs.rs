@@ -183,4 +183,3 @@ mod tests {
         assert!(!flags_of(&d).contains(F::NODEV));
     }
 }
-

@@ -342,7 +342,7 @@ impl ZramDevice {
 
     fn setup(&self, spec: &Spec) -> Result<()> {
         let name = self.name();
-        let root = Sysroot::default();
+        let root = Sysroot::live();
         if let Some(a) = &spec.algorithm {
             let (offered, _) = read_trim(&sys_block(&root, &name, "comp_algorithm"))
                 .map(|t| parse_algorithms(&t))
@@ -395,18 +395,14 @@ impl ZramDevice {
     }
 
     pub fn mm_stat(&self) -> Option<MmStat> {
-        read_trim(&sys_block(&Sysroot::default(), &self.name(), "mm_stat"))
+        read_trim(&sys_block(&Sysroot::live(), &self.name(), "mm_stat"))
             .and_then(|t| MmStat::parse(&t))
     }
 
     /// The back end in use.
     pub fn algorithm(&self) -> Option<String> {
-        read_trim(&sys_block(
-            &Sysroot::default(),
-            &self.name(),
-            "comp_algorithm",
-        ))
-        .and_then(|t| parse_algorithms(&t).1)
+        read_trim(&sys_block(&Sysroot::live(), &self.name(), "comp_algorithm"))
+            .and_then(|t| parse_algorithms(&t).1)
     }
 
     /// Remove the device (it must not be mounted any more) and its note.
@@ -468,7 +464,7 @@ pub fn sweep() -> Vec<String> {
     if !m.is_dir() || m.uid() != 0 || m.mode() & 0o022 != 0 {
         return removed;
     }
-    let root = Sysroot::default();
+    let root = Sysroot::live();
     for e in std::fs::read_dir(NOTE_DIR).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(index) = name

@@ -22,6 +22,7 @@ mod mounts;
 mod mounts_guarded;
 mod outputs;
 mod outputs_fd;
+mod outputs_hostile;
 mod outputs_identity;
 mod persist;
 mod readme;
