@@ -14,6 +14,7 @@ pub mod hidden;
 pub mod journal;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod outdir;
 pub mod passwd;
 pub mod proc;
 pub mod procfd;
@@ -25,6 +26,7 @@ pub mod sysvshm;
 pub mod tmpfiles;
 pub mod tmpfs;
 pub mod unmount;
+pub mod zram;
 
 use std::path::{Path, PathBuf};
 

@@ -154,6 +154,14 @@ pub fn unix_socket_paths(root: &Sysroot) -> std::collections::HashSet<String> {
         .unwrap_or_default()
 }
 
+/// The inode of this process's PID namespace (`pid:[4026531836]`): PIDs a
+/// note records can be checked only from the namespace that gave them.
+pub fn pid_namespace() -> Option<u64> {
+    let l = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    let s = l.to_str()?;
+    s.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+}
+
 /// A process as noted by something it leaves behind (a progress note, a
 /// directory name): enough to tell it from a later process given its PID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
