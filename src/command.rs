@@ -349,12 +349,6 @@ impl Output {
         }
     }
 
-    /// Whether stdout is for a machine (JSON): prose a command would show
-    /// while it runs then stays off stdout.
-    pub fn is_json(&self) -> bool {
-        self.shows() == Some(Format::JSON)
-    }
-
     /// Fail (exit 2) now, not after minutes of work, when a file could not
     /// be written (a missing directory, a directory given as the file, no
     /// write permission, an `fd:N` not open for writing), when one file is

@@ -78,10 +78,6 @@ pub fn paint_err(t: Tone, text: &str) -> String {
     wrap(ENABLED.load(Ordering::Relaxed) & 2 != 0, t, text)
 }
 
-pub fn stdout_enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed) & 1 != 0
-}
-
 /// The heading over a command's warnings, the same on every command.
 pub fn warnings_heading() -> String {
     paint(Tone::Warn, "Warnings")
