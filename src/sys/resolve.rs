@@ -269,6 +269,34 @@ const GUARDED: &[&str] = &[
     "/etc/ssl/private",
 ];
 
+/// Directories whose contents the FHS says survive a reboot (/tmp and /run
+/// are the ones meant to be cleared), with what a reboot would delete there:
+/// a plain tmpfs on one empties it at every boot. /var/tmp counts itself
+/// only: programs keep files there across reboots, while a directory
+/// someone made inside it is theirs to use as scratch.
+pub fn outlives_reboot(abs: &Path) -> Option<&'static str> {
+    const BELOW: &[(&str, &str)] = &[
+        ("/var/log", "the system's and services' logs"),
+        (
+            "/var/cache",
+            "caches programs expect to find again (package downloads, fonts, man pages)",
+        ),
+        ("/var/spool", "queued mail, print and cron jobs"),
+        ("/var/mail", "users' mailboxes"),
+        ("/srv", "the data this machine serves"),
+        ("/home", "users' files"),
+    ];
+    if abs == Path::new("/var/tmp") {
+        return Some(
+            "temporary files programs keep across reboots (editor recovery files, unfinished downloads)",
+        );
+    }
+    BELOW
+        .iter()
+        .find(|(d, _)| abs.starts_with(d))
+        .map(|(_, what)| *what)
+}
+
 /// Directories that are never put on tmpfs, whatever is asked: the system
 /// itself lives there, or the package managers' databases and the key store
 /// (see [`GUARDED`]).
@@ -405,7 +433,7 @@ pub fn refuse_system_dir(dir: &Path) -> Result<()> {
     if is_system_dir(dir) {
         bail!(
             "refusing to put {} on tmpfs: the system keeps files there that must survive a reboot \
-             (and hiding them breaks it); give a directory such as /tmp, /var/tmp or one under /var/cache",
+             (and hiding them breaks it); give a directory such as /tmp or one of your own, e.g. /mnt/scratch",
             dir.display()
         );
     }
@@ -449,6 +477,35 @@ mod tests {
             "/etc/ssl/certs",
         ] {
             assert!(!is_system_dir(Path::new(d)), "{d}");
+        }
+    }
+
+    #[test]
+    fn directories_that_outlive_a_reboot_are_recognised() {
+        for d in [
+            "/var/log",
+            "/var/log/nginx",
+            "/var/cache",
+            "/var/cache/apt",
+            "/var/tmp",
+            "/var/spool",
+            "/var/mail",
+            "/srv",
+            "/srv/data",
+            "/home",
+            "/home/u/build",
+        ] {
+            assert!(outlives_reboot(Path::new(d)).is_some(), "{d}");
+        }
+        for d in [
+            "/tmp",
+            "/run/x",
+            "/var/tmp/my-build",
+            "/var/logs",
+            "/srvx",
+            "/mnt/x",
+        ] {
+            assert!(outlives_reboot(Path::new(d)).is_none(), "{d}");
         }
     }
 

@@ -330,7 +330,7 @@ fn supervise(child: i32) -> i32 {
 /// The processes in the namespace besides the init, with their names;
 /// zombies (exited, waiting to be reaped) are not running.
 fn running() -> Vec<(i32, String)> {
-    let root = crate::sys::Sysroot::default();
+    let root = crate::sys::Sysroot::live();
     crate::sys::proc::pids(&root)
         .into_iter()
         .filter(|&p| p != 1)
