@@ -178,3 +178,62 @@ fn a_damaged_current_manifest_falls_back_to_the_previous_generation() {
     let v = w.run(&["persist", "verify", s(&w.dir)]);
     assert_eq!(v.status.code(), Some(0), "{}", show(&v));
 }
+
+/// One byte of `obj` flipped in place: same size, same mtime, so only the
+/// content hash can tell.
+fn flip_a_byte(obj: &Path) -> Vec<u8> {
+    let before = std::fs::metadata(obj).unwrap();
+    let mut bytes = std::fs::read(obj).unwrap();
+    bytes[3] ^= 0x01;
+    let f = std::fs::OpenOptions::new().write(true).open(obj).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, &bytes, 0).unwrap();
+    f.set_modified(before.modified().unwrap()).unwrap();
+    assert_eq!(std::fs::metadata(obj).unwrap().len(), before.len());
+    bytes
+}
+
+#[test]
+fn a_flipped_byte_of_the_same_size_is_named_by_verify_and_never_restored() {
+    require_root!();
+    let w = two_generations();
+    // Only the newest generation holds this one: restore has an older one.
+    let newest = object_of(&w.store, "b");
+    let rotten_b = flip_a_byte(&newest);
+    let v = w.run(&["persist", "verify", s(&w.dir), "--json"]);
+    assert_eq!(v.status.code(), Some(1), "{}", show(&v));
+    let j = json(&v);
+    assert_eq!(
+        j["stores"][0]["damaged"][0]["store_path"],
+        newest.to_str().unwrap(),
+        "{j}"
+    );
+    lose_tmpfs(&w.dir);
+    let o = w.ok(&["persist", "restore", s(&w.dir)]);
+    let got = std::fs::read(w.dir.join("b")).unwrap();
+    assert_ne!(got, rotten_b, "restore loaded the rotten object");
+    assert_eq!(got, b"b, first version", "{}", show(&o));
+
+    // Every generation holds this one: there is no sound copy to fall back
+    // to, so restore refuses or leaves the file out, and never loads it.
+    let w = two_generations();
+    let shared = object_of(&w.store, "shared");
+    let rotten = flip_a_byte(&shared);
+    let v = w.run(&["persist", "verify", s(&w.dir), "--json"]);
+    assert_eq!(v.status.code(), Some(1), "{}", show(&v));
+    assert!(
+        String::from_utf8_lossy(&v.stdout).contains(shared.to_str().unwrap()),
+        "verify names the object: {}",
+        show(&v)
+    );
+    lose_tmpfs(&w.dir);
+    let o = w.run(&["persist", "restore", s(&w.dir)]);
+    match std::fs::read(w.dir.join("shared")) {
+        Ok(got) => assert_ne!(
+            got,
+            rotten,
+            "restore loaded the rotten object: {}",
+            show(&o)
+        ),
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}"),
+    }
+}
