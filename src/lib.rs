@@ -19,6 +19,10 @@ pub mod sys;
 pub mod term;
 #[cfg(test)]
 pub(crate) mod test_support;
+// The one skip helper, shared with tests/it and tests/boot.
+#[cfg(test)]
+#[path = "../tests/support/skip.rs"]
+pub(crate) mod skip;
 pub mod top;
 pub mod units;
 pub mod variants;

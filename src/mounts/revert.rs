@@ -288,9 +288,8 @@ fn copy_back(
     let copied = copy::copy_tree(src.as_fd(), staged.as_fd(), false, cancel, &|n| pb.inc(n));
     pb.finish_and_clear();
     let res = copied.and_then(|s| {
-        let base =
-            super::apply::verify_copy(src.as_fd(), staged.as_fd(), dir, false, since, cancel)?;
-        Ok((s, base))
+        let checked = super::apply::verify_copy(src.as_fd(), staged.as_fd(), false, since, cancel)?;
+        Ok((s, checked.base))
     });
     let (stats, base) = match res {
         Ok(s) => s,
