@@ -502,7 +502,7 @@ fn refuse_unready(
             nested.join(", ")
         );
     }
-    let busy = sys::procfd::users_of(&sys::Sysroot::default(), dir);
+    let busy = sys::procfd::users_of(&sys::Sysroot::live(), dir);
     if !busy.is_empty() && !args.lazy {
         return Err(Busy::with(dir, busy).or(OR_LAZY).into());
     }
