@@ -72,7 +72,9 @@ fn main() {
         if only.as_deref().is_some_and(|o| o != fs) {
             continue;
         }
-        rows.push(check::run_fs(fs));
+        let row = check::run_fs(fs);
+        eprintln!("{}", check::table(std::slice::from_ref(&row)));
+        rows.push(row);
     }
     println!(
         "\ncrash states checked (suite time {:.0} s):",
