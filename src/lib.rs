@@ -3,11 +3,14 @@
 //! only parses arguments, calls [`run`] and maps the result to an exit code.
 
 pub mod advise;
+pub mod attrib;
 pub mod bench;
 pub mod cli;
 pub mod context;
 pub mod explain;
 pub mod fleet;
+#[cfg(test)]
+mod floors;
 pub mod mounts;
 pub mod persist;
 pub mod render;
@@ -58,7 +61,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode> {
                 }
                 sys::Sysroot::new(p)
             }
-            None => sys::Sysroot::default(),
+            None => sys::Sysroot::live(),
         },
     };
     use cli::Command;

@@ -95,6 +95,9 @@ pub struct Verdict {
 pub const WORTH_IT_SPEEDUP: f64 = 1.5;
 /// A tmpfs is "too small" when its limit leaves less than this headroom over the usage.
 pub const MIN_HEADROOM: f64 = 1.25;
+/// Without swap, a tmpfs gets at most 1/this of the RAM (plan's default
+/// share for /tmp without swap).
+const NO_SWAP_SHARE: u64 = 4;
 /// Below this much RAM, /tmp stays on disk: every MiB of it is needed for programs.
 const SMALL_RAM_BYTES: u64 = 1 << 30;
 
@@ -299,7 +302,21 @@ fn decide_on_disk(dir: &str, f: &Facts) -> Decision {
         .iter()
         .map(|(_, r, _)| *r)
         .fold(f64::NAN, f64::max);
-    if f.mem_total_bytes < SMALL_RAM_BYTES {
+    let reboot_deletes = crate::sys::resolve::outlives_reboot(std::path::Path::new(dir));
+    if let Some(what) = reboot_deletes {
+        (
+            Kind::KeepOnDisk,
+            format!(
+                "keep {dir} on disk: it holds {what}, which a plain tmpfs would delete at every boot"
+            ),
+            format!(
+                "{dir}'s contents must outlive a reboot; to have them in RAM with a durable copy on \
+                 disk, synced on a timer and at shutdown, run `tmpfsctl persist enable {}`",
+                crate::term::shell_word(dir)
+            ),
+            None,
+        )
+    } else if f.mem_total_bytes < SMALL_RAM_BYTES {
         (
             Kind::KeepOnDisk,
             format!(
@@ -335,6 +352,21 @@ fn decide_on_disk(dir: &str, f: &Facts) -> Decision {
                 "without swap, {} with headroom would take more than half of the {} available",
                 fmt_bytes(used),
                 fmt_bytes(f.mem_available_bytes)
+            ),
+            None,
+        )
+    } else if f.swap_total_bytes == 0 && size > f.mem_total_bytes / NO_SWAP_SHARE {
+        // Without swap a full tmpfs pins its whole size in RAM: no more than
+        // the share a /tmp gets here (plan's default without swap).
+        (
+            Kind::KeepOnDisk,
+            format!("keep {dir} on disk because without swap its data would starve RAM"),
+            format!(
+                "without swap, a tmpfs is given at most a quarter of the RAM ({}), and {} with \
+                 headroom needs {}",
+                fmt_bytes(f.mem_total_bytes / NO_SWAP_SHARE),
+                fmt_bytes(used),
+                fmt_bytes(size)
             ),
             None,
         )
@@ -550,6 +582,20 @@ mod tests {
                 needle: "move",
             },
             Case {
+                name: "no swap, more than a quarter of RAM needed",
+                change: |f| {
+                    f.swap_total_bytes = 0;
+                    f.swap_free_bytes = 0;
+                    f.mem_total_bytes = 24 * G;
+                    f.mem_available_bytes = 23 * G;
+                    f.used_bytes = 7 * G + 768 * M;
+                    f.recommended_bytes = 12 * G;
+                    f.recommended_option = "12G".into();
+                },
+                kind: Kind::KeepOnDisk,
+                needle: "without swap",
+            },
+            Case {
                 name: "disk as fast as RAM",
                 change: |f| {
                     f.speedups = vec![
@@ -611,6 +657,29 @@ mod tests {
             assert_eq!(v.kind, c.kind, "{}: {v:?}", c.name);
             assert!(v.headline.contains(c.needle), "{}: {}", c.name, v.headline);
             assert!(!v.reasons.is_empty(), "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn directories_that_outlive_a_reboot_never_get_a_plain_tmpfs() {
+        for dir in [
+            "/var/tmp",
+            "/var/log",
+            "/var/cache/apt",
+            "/srv/data",
+            "/home/u",
+        ] {
+            let v = decide(dir, &base());
+            assert_eq!(v.kind, Kind::KeepOnDisk, "{dir}: {v:?}");
+            assert!(v.headline.contains("every boot"), "{dir}: {}", v.headline);
+            assert!(
+                v.reasons
+                    .iter()
+                    .any(|r| r.contains("tmpfsctl persist enable")),
+                "{dir}: {:?}",
+                v.reasons
+            );
+            assert_eq!(v.size_bytes, None);
         }
     }
 

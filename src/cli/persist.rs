@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use crate::mounts::plan::Boot;
 use crate::persist::admin::{DisableRequest, EnableRequest};
 use crate::persist::status::StatusRequest;
 use crate::persist::verify::VerifyRequest;
 use crate::persist::{PersistRequest, RestoreRequest, SyncRequest, registry};
 use crate::render::report::{Format, Output};
+use crate::sys::boot::Boot;
 use crate::units::Size;
 
 #[derive(Debug, clap::Args)]

@@ -72,11 +72,11 @@ pub struct ExplainReport {
     pub causes: Vec<Cause>,
     /// What the filesystem below holds at this mount point, hidden by the
     /// mount (PATH is a mount point; root only); null otherwise.
-    pub hidden_below: Option<crate::status::hidden::HiddenBelow>,
+    pub hidden_below: Option<crate::sys::hidden::HiddenBelow>,
     /// Why `hidden_below` is null at a mount point (not root, ...).
     pub hidden_below_unknown: Option<String>,
     /// The mount's largest files, its root included (RAM-backed mounts only).
-    pub largest_files: Vec<crate::top::LargeFile>,
+    pub largest_files: Vec<crate::attrib::LargeFile>,
     pub tmpfiles_rules: Vec<RuleOut>,
     pub will_be_cleaned: Vec<Cleaned>,
     /// A `D`, `R` or `r` rule removes PATH (a directory: its contents) at
@@ -212,17 +212,17 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
     let largest = walk
         .as_ref()
         .map(|w| {
-            crate::top::largest_files(
+            crate::attrib::largest_files(
                 root,
                 w,
                 &scan,
-                &crate::top::users(root),
+                &crate::sys::passwd::users(root),
                 sys::du::LARGEST_FILES,
             )
         })
         .unwrap_or_default();
     let (hidden_below, hidden_below_unknown) = if root.is_live() && m.mount_point == resolved {
-        match crate::status::hidden::open(&mounts, m) {
+        match crate::sys::hidden::open(&mounts, m) {
             Ok(b) => (b.measure(), None),
             Err(e) => (None, Some(e.reason().to_string())),
         }
@@ -239,7 +239,7 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         read_only,
         scan: &scan,
         writer_uid: writer_uid(root, &q.writer),
-        live: root.is_live(),
+        root,
         walk: walk.as_ref(),
         largest: &largest,
     };

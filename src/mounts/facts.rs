@@ -1,75 +1,18 @@
 //! Reading the machine for planning: the directory, what is mounted on it,
 //! its fstab line and systemd unit, the memory and the other tmpfs limits.
 
+use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 
 use super::plan::{self, Facts};
 use super::{Target, live, parse_mode};
 use crate::context::Context;
-use crate::sys::resolve::{self, OpenedDir, ResolveError, lexical_absolute};
+use crate::sys::resolve::{self, OpenedDir, open_target, refuse_system_dir};
 use crate::sys::{self, MountInfo, Sysroot, statfs, systemd};
 use crate::units::{Size, parse_count, parse_size};
-
-/// Open DIR once (relative to cwd, no symbolic link anywhere in it) on the
-/// inspected system, with errors that say what to pass instead. Everything
-/// after this acts on the descriptor, so a rename or a symlink swapped in
-/// later cannot redirect it.
-pub fn open_target(root: &Sysroot, p: &Path) -> Result<OpenedDir> {
-    let shown = crate::term::safe_path(p);
-    let abs = lexical_absolute(p).with_context(|| format!("cannot resolve {shown}"))?;
-    if abs == Path::new("/") {
-        bail!("refusing to put / on tmpfs; give a directory such as /tmp");
-    }
-    let d = match resolve::open_dir(root.root(), &abs) {
-        Ok(d) => d,
-        Err(ResolveError::NotFound) => bail!(
-            "{shown}: no such directory; check the path, or create it first (mkdir -p {shown})"
-        ),
-        Err(ResolveError::NotADirectory) => bail!(
-            "{shown}: is a file, not a directory; tmpfs is mounted on a directory (give the directory that should hold the files)"
-        ),
-        Err(ResolveError::Symlink { link, target }) => bail!(
-            "{shown}: {} is a symbolic link to {}; tmpfsctl does not follow links (the link could be changed under it): \
-             pass the target instead, e.g. `{}`",
-            crate::term::safe_path(&link),
-            crate::term::safe_path(&target),
-            crate::term::safe_path(&target.join(abs.strip_prefix(&link).unwrap_or(Path::new(""))))
-        ),
-        Err(ResolveError::Moved) => bail!(
-            "{shown}: was renamed or replaced while being opened; make sure nobody is moving it and retry"
-        ),
-        Err(ResolveError::Io(e)) => bail!("{shown}: cannot be opened: {e}"),
-    };
-    if let Some(why) = resolve::untrusted_writer(root.root(), &d, &resolve::caller_uids()) {
-        bail!(
-            "refusing {}: {why}, so it could be swapped for another directory while tmpfsctl works on it \
-             (as root, on the wrong files); give a directory that only root (or you) can change",
-            crate::term::safe_path(&d.path)
-        );
-    }
-    Ok(d)
-}
-
-/// DIR's absolute path on the inspected system (see [`open_target`]).
-pub fn resolve_dir(root: &Sysroot, p: &Path) -> Result<PathBuf> {
-    Ok(open_target(root, p)?.path)
-}
-
-/// Refuse what must never go on tmpfs, with no override: the system's own
-/// directories.
-pub(crate) fn refuse_system_dir(dir: &Path) -> Result<()> {
-    if resolve::is_system_dir(dir) {
-        bail!(
-            "refusing to put {} on tmpfs: the system keeps files there that must survive a reboot \
-             (and hiding them breaks it); give a directory such as /tmp, /var/tmp or one under /var/cache",
-            dir.display()
-        );
-    }
-    Ok(())
-}
 
 /// The topmost mount exactly at `dir`, if any.
 pub(crate) fn mount_at<'a>(mounts: &'a [MountInfo], dir: &Path) -> Option<&'a MountInfo> {
@@ -180,6 +123,45 @@ fn unit_for(root: &Sysroot, t: &Target, name: &str) -> systemd::UnitInfo {
     u
 }
 
+/// The size limits of all visible tmpfs mounts, each filesystem counted once
+/// (as `status` adds them up), minus the one at DIR (which we replace) when
+/// no other mount shows that filesystem.
+fn other_tmpfs_limits(
+    root: &Sysroot,
+    mounts: &[MountInfo],
+    mem_total: u64,
+    dir: &Path,
+    top: Option<&MountInfo>,
+) -> u64 {
+    let tmpfs: Vec<(&MountInfo, u64)> = mounts
+        .iter()
+        .zip(sys::mountinfo::visible_mask(mounts))
+        .filter(|(m, visible)| *visible && m.fstype == "tmpfs")
+        .map(|(m, _)| {
+            let size = statfs::limits(m, root.is_live(), mem_total).size_bytes;
+            (m, size.unwrap_or(0))
+        })
+        .collect();
+    let dev = |m: &MountInfo| (m.major, m.minor);
+    let mut seen = HashSet::new();
+    let all: u64 = tmpfs
+        .iter()
+        .filter(|(m, _)| seen.insert(dev(m)))
+        .map(|(_, size)| size)
+        .sum();
+    match tmpfs.iter().find(|(m, _)| m.mount_point == dir) {
+        Some((r, size))
+            if top.is_some_and(|m| m.fstype == "tmpfs")
+                && !tmpfs
+                    .iter()
+                    .any(|(o, _)| dev(o) == dev(r) && o.mount_point != dir) =>
+        {
+            all.saturating_sub(*size)
+        }
+        _ => all,
+    }
+}
+
 /// Read everything planning needs about `dir` from the machine (or --sysroot).
 pub fn gather_facts(ctx: &Context, t: &Target) -> Result<Facts> {
     Ok(gather_facts_at(ctx, t)?.0)
@@ -202,22 +184,7 @@ pub fn gather_facts_at(ctx: &Context, t: &Target) -> Result<(Facts, OpenedDir)> 
     let top = mount_at(&mounts, &dir);
     let current = top.map(|m| current_mount(root, m, mem.mem_total_bytes));
 
-    // All tmpfs limits from `status`, minus the one at DIR (which we replace).
-    let status = crate::status::gather(ctx, &crate::status::StatusQuery::default())?;
-    let mut other = status.memory.tmpfs_limits_bytes;
-    if let Some(m) = top.filter(|m| m.fstype == "tmpfs")
-        && let Some(r) = status
-            .mounts
-            .iter()
-            .find(|r| Path::new(&r.mountpoint) == dir)
-        && !status
-            .mounts
-            .iter()
-            .any(|o| o.device == r.device && Path::new(&o.mountpoint) != dir)
-    {
-        let _ = m;
-        other = other.saturating_sub(r.size_bytes.unwrap_or(0));
-    }
+    let other = other_tmpfs_limits(root, &mounts, mem.mem_total_bytes, &dir, top);
 
     let fstab_path = fstab_file(root, t);
     let fstab = sys::fstab::Fstab::parse(&read_fstab(&fstab_path)?);

@@ -1,15 +1,14 @@
 //! The live side: resizing tmpfs mounts, a staging clone, reaching the
 //! directory underneath a mount.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
-use rustix::fs::{CWD, Mode, OFlags};
+use anyhow::{Context, Result};
+use rustix::fs::CWD;
 use rustix::mount::{FsOpenFlags, FsPickFlags, MoveMountFlags, OpenTreeFlags};
 
 use super::plan;
-use crate::sys::MountInfo;
 use crate::sys::unmount::{self, At, How};
 
 /// A second mount of a tmpfs at a staging point: its files stay reachable
@@ -90,57 +89,6 @@ pub fn resize(dir: &Path, size: &str) -> Result<()> {
             "cannot resize {} to {size} (is more than that in use?)",
             dir.display()
         )
-    })
-}
-
-/// The directory that `top` (mounted at `dir`) hides, opened through a
-/// private non-recursive clone of the mount below: the clone carries no
-/// submounts, so `dir` in it is the plain directory on disk.
-pub struct Underlying {
-    _clone: OwnedFd,
-    pub dir: OwnedFd,
-}
-
-pub fn open_underlying(mounts: &[MountInfo], top: &MountInfo, dir: &Path) -> Result<Underlying> {
-    let parent = mounts
-        .iter()
-        .find(|m| m.mount_id == top.parent_id)
-        .with_context(|| format!("cannot find the mount below {} in mountinfo", dir.display()))?;
-    if parent.mount_point == dir {
-        bail!(
-            "{} is a mount stacked on another mount at the same place ({}); copy the data by hand",
-            dir.display(),
-            parent.fstype
-        );
-    }
-    let rel = dir.strip_prefix(&parent.mount_point).with_context(|| {
-        format!(
-            "{} is not under {}",
-            dir.display(),
-            parent.mount_point.display()
-        )
-    })?;
-    let clone = rustix::mount::open_tree(
-        CWD,
-        &parent.mount_point,
-        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
-    )
-    .with_context(|| format!("cannot clone the mount at {}", parent.mount_point.display()))?;
-    let rel: &Path = if rel.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        rel
-    };
-    let d = rustix::fs::openat(
-        &clone,
-        rel,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .with_context(|| format!("cannot open the directory underneath {}", dir.display()))?;
-    Ok(Underlying {
-        _clone: clone,
-        dir: d,
     })
 }
 

@@ -8,7 +8,6 @@
 
 pub mod apply;
 pub mod boot;
-pub mod copy;
 pub mod facts;
 pub mod journal;
 pub mod live;
@@ -29,7 +28,7 @@ use crate::render::report::Request as Command;
 use crate::term::shell_path;
 use crate::units::Size;
 
-pub use facts::{gather_facts, resolve_dir};
+pub use facts::gather_facts;
 pub use outcome::{ApplyReport, PersistResult};
 pub use plan::{Facts, Plan, PlanError, Request, plan};
 pub use revert::RevertReport;

@@ -3,8 +3,9 @@
 
 use serde::Serialize;
 
+use super::boot;
 use super::plan::Plan;
-use super::{boot, copy};
+use crate::sys::copy;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PersistResult {

@@ -19,9 +19,9 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context as _, Result};
 use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
 
-use super::copy;
 use super::facts::mount_at;
-use super::live;
+use crate::sys::copy;
+use crate::sys::hidden;
 use crate::sys::journal::Pending;
 use crate::sys::{Sysroot, fs};
 
@@ -51,11 +51,11 @@ fn open_dir(path: &Path) -> Result<OwnedFd> {
     .with_context(|| format!("cannot open {}", path.display()))
 }
 
-fn underlying(dir: &Path) -> Result<live::Underlying> {
-    let (mounts, _) = Sysroot::new("/").mountinfo()?;
+fn underlying(dir: &Path) -> Result<hidden::Underlying> {
+    let (mounts, _) = Sysroot::live().mountinfo()?;
     let top = mount_at(&mounts, dir)
         .with_context(|| format!("no mount at {} in mountinfo", dir.display()))?;
-    live::open_underlying(&mounts, top, dir)
+    hidden::open_underlying(&mounts, top, dir)
 }
 
 fn settle_apply(p: &Pending, dir: &Path) -> Result<Vec<String>> {
@@ -243,7 +243,7 @@ fn merge(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, cut: (i64, u64)) -> Result<co
         })
         .collect();
     let mut all = copy::delta::Delta::default();
-    for _ in 0..super::copy::delta::CATCH_UP_PASSES {
+    for _ in 0..copy::delta::CATCH_UP_PASSES {
         let d = copy::delta::carry(src, dst, &mut base, &cancel)?;
         if all.absorb(d) {
             break;

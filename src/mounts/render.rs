@@ -64,6 +64,14 @@ pub fn plan_text(p: &Plan) -> String {
             fmt_bytes(p.swap_total_bytes)
         ),
     );
+    // What a reboot would delete is said before anything else.
+    for w in p.warnings.iter().filter(|w| w.code == "outlives_reboot") {
+        para(
+            &mut s,
+            "",
+            crate::render::color::warning_line(&w.code, &w.message),
+        );
+    }
     if let Some(c) = &p.current {
         let _ = writeln!(
             s,
@@ -160,9 +168,9 @@ pub fn plan_text(p: &Plan) -> String {
             );
         }
     }
-    if !p.warnings.is_empty() {
+    if p.warnings.iter().any(|w| w.code != "outlives_reboot") {
         let _ = writeln!(s, "\n{}", crate::render::color::warnings_heading());
-        for w in &p.warnings {
+        for w in p.warnings.iter().filter(|w| w.code != "outlives_reboot") {
             para(
                 &mut s,
                 "  ",

@@ -9,16 +9,18 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
-use super::facts::{fstab_file, mount_at, open_target, read_fstab, unit_dir};
+use super::facts::{fstab_file, mount_at, read_fstab, unit_dir};
 use super::outcome::PersistResult;
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
-use super::{RevertRequest, boot, copy, live, plan};
+use super::{RevertRequest, boot, live, plan};
 use crate::context::Context;
 use crate::sys::atomic::AtomicWrite;
+use crate::sys::copy;
 use crate::sys::resolve::OpenedDir;
+use crate::sys::resolve::open_target;
 use crate::sys::signals::Interrupt;
 use crate::sys::unmount::{At, Busy, How, UnmountError, unmount};
-use crate::sys::{self, MountInfo, fs, statfs, systemd};
+use crate::sys::{self, MountInfo, fs, hidden, statfs, systemd};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RevertReport {
@@ -219,6 +221,12 @@ fn keep_data(
             t.follow_up()
         )));
     }
+    // The renames, the catch-up and the directory's own metadata are on
+    // disk before the tmpfs, the last other copy, is let go: without this a
+    // power cut in the next writeback interval loses what revert reported
+    // as kept.
+    rustix::fs::syncfs(back.under.dir.as_fd())
+        .with_context(|| format!("flushing {} on disk (syncfs)", dir.display()))?;
     journal.step("caught-up", |_| {})?;
     back.staging.hold(false);
     drop(back);
@@ -236,7 +244,7 @@ struct Back {
     stats: copy::CopyStats,
     staging: live::StagingMount,
     src: OwnedFd,
-    under: live::Underlying,
+    under: hidden::Underlying,
     base: BTreeMap<Vec<u8>, copy::EntrySig>,
 }
 
@@ -250,7 +258,7 @@ fn copy_back(
 ) -> Result<Back> {
     let dir = opened.path.as_path();
     use rustix::fs::{AtFlags, Mode};
-    let under = live::open_underlying(mounts, top, dir)?;
+    let under = hidden::open_underlying(mounts, top, dir)?;
     let u = under.dir.as_fd();
     let pid = std::process::id();
     let stage = std::ffi::CString::new(format!(".tmpfsctl-revert-{pid}"))?;
@@ -294,6 +302,10 @@ fn copy_back(
             )));
         }
     };
+    // The copy is durable before the old entries go: a power cut from here
+    // on finds the copy whole on disk, not files renamed in but still empty.
+    rustix::fs::syncfs(u)
+        .with_context(|| format!("flushing {} on disk (syncfs)", dir.display()))?;
     // From here on only renames on one filesystem.
     rustix::fs::mkdirat(u, &trash, Mode::RWXU)
         .context("cannot create a scratch directory on disk")?;
@@ -357,7 +369,7 @@ fn catch_up(
     let u = back.under.dir.as_fd();
     let mut brought = Vec::new();
     let mut kept = Vec::new();
-    for _ in 0..super::copy::delta::CATCH_UP_PASSES {
+    for _ in 0..copy::delta::CATCH_UP_PASSES {
         let d = copy::delta::carry(back.src.as_fd(), u, &mut back.base, cancel).with_context(|| {
             format!(
                 "the tmpfs at {} is detached, but copying back what was written to it at the end failed",
@@ -490,7 +502,7 @@ fn refuse_unready(
             nested.join(", ")
         );
     }
-    let busy = sys::procfd::users_of(&sys::Sysroot::default(), dir);
+    let busy = sys::procfd::users_of(&sys::Sysroot::live(), dir);
     if !busy.is_empty() && !args.lazy {
         return Err(Busy::with(dir, busy).or(OR_LAZY).into());
     }

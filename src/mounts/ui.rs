@@ -3,7 +3,7 @@
 
 use anyhow::{Result, bail};
 
-use super::copy;
+use crate::sys::copy;
 
 pub(crate) fn require_root(what: &str) -> Result<()> {
     if !rustix::process::geteuid().is_root() {

@@ -55,8 +55,13 @@ pub struct DirStatus {
     pub last_sync_complete: bool,
     /// Why the last sync attempt failed, when it did.
     pub last_sync_error: Option<String>,
+    /// The binary DIR's units run as root (None with `--boot none`).
+    pub unit_binary: Option<PathBuf>,
+    /// Why that binary is gone or not safe for root to run, if it is.
+    pub unit_binary_problem: Option<String>,
     /// `ok`, `not_mounted` (no tmpfs on DIR), `other_mount` (a tmpfs that
-    /// is not the one persist mounted), `failed` (last sync failed),
+    /// is not the one persist mounted), `unsafe_unit` (the units' binary is
+    /// gone or another user can change it), `failed` (last sync failed),
     /// `partial` (files stored torn), `at_risk` (changes older than one
     /// interval not synced), `stale`, `error`.
     pub state: &'static str,
@@ -90,6 +95,8 @@ fn one(ctx: &Context, e: &Registered, now_s: u64) -> DirStatus {
         torn_files: 0,
         last_sync_complete: false,
         last_sync_error: None,
+        unit_binary: None,
+        unit_binary_problem: None,
         state: "ok",
         fix: None,
         error: None,
@@ -99,6 +106,16 @@ fn one(ctx: &Context, e: &Registered, now_s: u64) -> DirStatus {
     }
     if e.persist != "none" {
         s.timer_next_unix_s = units::next_run_unix_s(&e.dir);
+        if let Some(ud) = &e.unit_dir {
+            s.unit_binary = units::unit_bin(ud, &e.dir);
+            s.unit_binary_problem = match &s.unit_binary {
+                Some(b) => units::binary_problem(b),
+                None => Some(format!(
+                    "no ExecStart can be read from {}",
+                    ud.join(&units::names(&e.dir)[0]).display()
+                )),
+            };
+        }
     }
     if let Err(err) = fill(&mut s, e, now_s) {
         s.error = Some(format!("{err:#}"));
@@ -138,6 +155,15 @@ fn judge(s: &mut DirStatus, e: &Registered) {
             "other_mount",
             Some(format!(
                 "the tmpfs on {d} is not the one persist filled; unmount it and run `tmpfsctl persist restore {d}`"
+            )),
+        )
+    } else if let Some(why) = &s.unit_binary_problem {
+        (
+            "unsafe_unit",
+            Some(format!(
+                "its units run, as root, a binary that cannot be relied on: {why}; install the \
+                 package (or copy a built tmpfsctl with `sudo install -m755` into /usr/local/bin), \
+                 then run `persist disable {d}` and `persist enable {d}` with that binary"
             )),
         )
     } else if s.error.is_some() {

@@ -196,6 +196,144 @@ WantedBy=timers.target\n",
     [(main, main_text), (sync, sync_text), (timer, timer_text)]
 }
 
+/// Where the package installs the binary.
+pub const PACKAGED_BIN: &str = "/usr/bin/tmpfsctl";
+/// dpkg's list of the package's files: present while the package is installed.
+const PACKAGE_LIST: &str = "/var/lib/dpkg/info/tmpfsctl.list";
+
+/// The binary the units run as root at boot, every interval and at
+/// shutdown: the package's when it is installed, else the running one, and
+/// only if nobody but root can change it and it outlives a reboot and a
+/// `cargo clean` (a build tree, /tmp or a user's copy would either vanish,
+/// losing the shutdown sync and the boot restore, or run as root whatever
+/// its owner puts there). Refused with the fix otherwise.
+pub fn unit_binary() -> Result<PathBuf> {
+    let exe = if Path::new(PACKAGE_LIST).exists() {
+        PathBuf::from(PACKAGED_BIN)
+    } else {
+        std::env::current_exe().context("cannot tell where tmpfsctl is installed")?
+    };
+    if let Some(why) = binary_problem(&exe) {
+        bail!(
+            "refusing to write units that run {} as root: {why}. A unit needs a binary only root \
+             can change that stays where it is: install the package (its binary is {PACKAGED_BIN}), \
+             or `sudo install -m755 {} /usr/local/bin/tmpfsctl` and run enable with that one; \
+             `--boot none` writes no units (nothing was changed)",
+            crate::term::safe_path(&exe),
+            crate::term::shell_path(&exe)
+        );
+    }
+    Ok(exe)
+}
+
+/// Directories whose contents go at a reboot or at any user's will.
+const SCRATCH: &[&str] = &["/tmp", "/var/tmp", "/dev/shm", "/run"];
+
+/// Why root must not run `bin` from a unit, if it must not: it is gone or
+/// not a regular executable file; it or a directory above it belongs to
+/// another user or is group/other-writable (sticky or not: a binary's
+/// directory needs no sharing); it lies in a scratch directory, on a RAM
+/// file system or in a build tree (a directory above it holds `Cargo.toml`,
+/// `.git` or Cargo's `CACHEDIR.TAG`).
+pub fn binary_problem(bin: &Path) -> Option<String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !bin.is_absolute() {
+        return Some(format!("{} is not an absolute path", bin.display()));
+    }
+    let real = match std::fs::canonicalize(bin) {
+        Ok(r) => r,
+        Err(e) => return Some(format!("{} cannot be found ({e})", bin.display())),
+    };
+    for p in [bin, real.as_path()] {
+        if let Some(s) = SCRATCH.iter().find(|s| p.starts_with(s)) {
+            return Some(format!(
+                "{} is under {s}, which is emptied at boot or open to every user",
+                p.display()
+            ));
+        }
+        for a in p.ancestors().skip(1) {
+            for mark in ["Cargo.toml", ".git", "CACHEDIR.TAG"] {
+                if a.join(mark).exists() {
+                    return Some(format!(
+                        "{} is in a build tree ({} holds {mark}): `cargo clean` or a rebuild \
+                         replaces or removes it",
+                        p.display(),
+                        a.display()
+                    ));
+                }
+            }
+        }
+        // The file and every directory above it, as named (symbolic links
+        // included: whoever owns the directory holding a link can repoint it).
+        for a in p.ancestors() {
+            let Ok(m) = std::fs::symlink_metadata(a) else {
+                return Some(format!("{} cannot be read", a.display()));
+            };
+            if m.uid() != 0 {
+                return Some(format!(
+                    "{} belongs to uid {}, who can change what runs",
+                    a.display(),
+                    m.uid()
+                ));
+            }
+            let mode = m.permissions().mode() & 0o7777;
+            if !m.file_type().is_symlink() && mode & 0o022 != 0 {
+                return Some(format!(
+                    "{} is writable by {} (mode {mode:o})",
+                    a.display(),
+                    if mode & 0o002 != 0 {
+                        "everyone"
+                    } else {
+                        "its group"
+                    }
+                ));
+            }
+        }
+    }
+    let m = std::fs::metadata(&real).ok()?;
+    if !m.is_file() || m.permissions().mode() & 0o100 == 0 {
+        return Some(format!("{} is not an executable file", real.display()));
+    }
+    if rustix::fs::statfs(&real).is_ok_and(|s| crate::sys::statfs::is_ram_fs_type(s.f_type as u64))
+    {
+        return Some(format!(
+            "{} is on a RAM file system, gone at the next boot",
+            real.display()
+        ));
+    }
+    None
+}
+
+/// The binary the restore unit written for DIR in `unit_dir` runs, if it
+/// can be read back (the first word of its ExecStart, unquoted).
+pub fn unit_bin(unit_dir: &Path, dir: &Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let [main, _, _] = names(dir);
+    let text = std::fs::read_to_string(unit_dir.join(main)).ok()?;
+    let line = text.lines().find_map(|l| l.strip_prefix("ExecStart="))?;
+    let mut b = line.strip_prefix('"')?.bytes();
+    let mut out = Vec::new();
+    loop {
+        match b.next()? {
+            b'"' => break,
+            b'\\' => match b.next()? {
+                b'x' => {
+                    let h = [b.next()?, b.next()?];
+                    out.push(u8::from_str_radix(std::str::from_utf8(&h).ok()?, 16).ok()?);
+                }
+                c => out.push(c),
+            },
+            // `%%` and `$$` each stand for one.
+            c @ (b'%' | b'$') => {
+                (b.next()? == c).then_some(())?;
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+}
+
 pub fn have(tool: &str) -> bool {
     Command::new(tool)
         .arg("--version")
@@ -391,6 +529,46 @@ mod tests {
             main.contains("Before=local-fs.target systemd-journal-flush.service shutdown.target")
         );
         assert!(u[1].1.contains("ExecStartPre=-journalctl --sync\n"));
+    }
+
+    #[test]
+    fn the_binary_named_in_exec_start_reads_back() {
+        let t = tempfile::tempdir().unwrap();
+        let spec = UnitSpec {
+            dir: PathBuf::from("/srv/x"),
+            store: PathBuf::from("/var/lib/tmpfsctl/persist/x"),
+            interval_s: 600,
+            bin: PathBuf::from("/opt/my tools/100%/\"$x\\/tmpfs\u{e9}ctl"),
+            registry: None,
+            fstab_mount: false,
+            before: Vec::new(),
+        };
+        for (n, text) in render(&spec) {
+            std::fs::write(t.path().join(n), text).unwrap();
+        }
+        assert_eq!(unit_bin(t.path(), &spec.dir), Some(spec.bin.clone()));
+        assert_eq!(unit_bin(t.path(), Path::new("/srv/other")), None);
+    }
+
+    #[test]
+    fn a_binary_in_a_build_tree_or_scratch_dir_or_owned_by_a_user_is_refused() {
+        // This test binary itself lives in Cargo's target directory, which
+        // may itself be below /tmp (CI clones anywhere): either refusal is right.
+        let me = std::env::current_exe().unwrap();
+        let why = binary_problem(&me).unwrap();
+        assert!(
+            why.contains("build tree")
+                || why.contains("belongs to uid")
+                || why.contains("under /tmp"),
+            "{why}"
+        );
+        assert!(binary_problem(Path::new("/nonexistent/tmpfsctl")).is_some());
+        assert!(binary_problem(Path::new("relative/tmpfsctl")).is_some());
+        let t = tempfile::Builder::new().tempdir_in("/var/tmp").unwrap();
+        let f = t.path().join("tmpfsctl");
+        std::fs::copy("/bin/true", &f).unwrap();
+        let why = binary_problem(&f).unwrap();
+        assert!(why.contains("under /var/tmp"), "{why}");
     }
 
     #[test]

@@ -1,16 +1,16 @@
 //! `tmpfsctl status`: what is RAM-backed here, how full, and what it costs in RAM.
 
-pub mod hidden;
+pub mod kernel;
 mod render;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::context::Context;
-use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, statfs, systemd};
+use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, mountinfo, statfs, systemd};
 
 /// 2: a ramfs's `used_bytes`/`inodes_used` (and so `memory.ram_fs_used_bytes`)
 /// come from walking its files instead of statfs's 0; `usage_source`, `huge`,
@@ -18,25 +18,14 @@ use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, statfs, system
 /// 3: a temp directory's `used_bytes`/`inodes` come from statfs where it is
 /// its own mount, from a walk only with `--du`, and are null otherwise
 /// (`paths[].usage_source` says which); `mounts[].hidden_below` is new.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: `zram` (devices with algorithm, data, RAM cost, ratio, use; the
+/// kernel's zram features), `tmpfs_features` and `swap` (tmpfs data out in
+/// swap now) are new.
+pub const SCHEMA_VERSION: u32 = 4;
 
 use crate::render::color::NEARLY_FULL_PERCENT;
 
-/// Where a mount's `used_bytes` comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UsageSource {
-    /// statfs(2), as `df`.
-    Statfs,
-    /// A walk of its files, as `du -s -x -B1`: ramfs keeps no usage count.
-    Walk,
-    /// Not measured (a `--sysroot` capture, or the walk failed).
-    Unknown,
-    /// Not counted: the directory shares its filesystem with other data, so
-    /// statfs does not answer for it, and walking it (`--du`) was not asked
-    /// for: a walk grows with every file there.
-    NotCounted,
-}
+pub use crate::sys::statfs::UsageSource;
 
 /// What `status` is asked about: the plain request the CLI (or another
 /// capability) hands to [`gather`].
@@ -154,6 +143,9 @@ pub struct StatusReport {
     pub mounts: Vec<MountReport>,
     pub paths: Vec<PathReport>,
     pub memory: MemoryReport,
+    pub swap: kernel::SwappedReport,
+    pub zram: kernel::ZramReport,
+    pub tmpfs_features: kernel::TmpfsFeatures,
     pub warnings: Vec<Warning>,
 }
 
@@ -263,27 +255,11 @@ fn mount_report(root: &Sysroot, m: MountInfo, mem: &MemInfo) -> MountReport {
     }
 }
 
-/// The visible mounts: for stacked mounts on one point, the last one wins,
-/// listed where it appears in mountinfo. One pass to find each point's last
-/// mount, one to keep it: hosts with many containers have tens of thousands
-/// of mounts, where comparing every mount with every other took minutes.
-fn visible_mask(mounts: &[MountInfo]) -> Vec<bool> {
-    let mut last: HashMap<&Path, usize> = HashMap::with_capacity(mounts.len());
-    for (i, m) in mounts.iter().enumerate() {
-        last.insert(m.mount_point.as_path(), i);
-    }
-    mounts
-        .iter()
-        .enumerate()
-        .map(|(i, m)| last.get(m.mount_point.as_path()) == Some(&i))
-        .collect()
-}
-
 #[cfg(test)]
 fn visible(mounts: &[MountInfo]) -> Vec<&MountInfo> {
     mounts
         .iter()
-        .zip(visible_mask(mounts))
+        .zip(mountinfo::visible_mask(mounts))
         .filter_map(|(m, v)| v.then_some(m))
         .collect()
 }
@@ -409,7 +385,7 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
     }
 
     // Last, as it consumes the mount table.
-    let keep = visible_mask(&mounts);
+    let keep = mountinfo::visible_mask(&mounts);
     let look_below = root.is_live() && rustix::process::geteuid().is_root();
     let mut checks = 0usize;
     let below: Vec<Option<u64>> = mounts
@@ -421,7 +397,7 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
                 return None;
             }
             checks += 1;
-            hidden::open(&mounts, m).ok().map(|b| b.entries())
+            sys::hidden::open(&mounts, m).ok().map(|b| b.entries())
         })
         .collect();
     let shown: Vec<MountReport> = mounts
@@ -445,12 +421,21 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
     let memory = memory_report(&shown, &mem);
     let mut warnings = warnings(&shown, &paths, &memory, &parse_warnings);
     warnings.extend(interrupted_runs(root));
+    let zram = kernel::zram_report(root);
+    let swap = kernel::swapped(
+        memory.ram_fs_used_bytes - memory.ramfs_used_bytes,
+        &mem,
+        &zram,
+    );
     Ok(StatusReport {
         schema_version: SCHEMA_VERSION,
         sysroot: root.root().to_string_lossy().into_owned(),
         mounts: shown,
         paths,
         memory,
+        swap,
+        zram,
+        tmpfs_features: kernel::tmpfs_features(root),
         warnings,
     })
 }

@@ -7,8 +7,11 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+use anyhow::{Context as _, Result, bail};
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
+
+use super::Sysroot;
 
 /// A directory held open (O_PATH) together with its parent, and the path
 /// that reached it.
@@ -217,27 +220,37 @@ pub fn untrusted_writer(root: &Path, d: &OpenedDir, trusted: &[u32]) -> Option<S
         let Some(st) = st else {
             continue;
         };
-        let (mode, uid, gid) = (st.st_mode, st.st_uid, st.st_gid);
-        let sticky = mode & 0o1000 != 0;
-        let ok_user = |u: u32| u == 0 || trusted.contains(&u);
-        let shown = p.display();
-        if !ok_user(uid) && mode & 0o200 != 0 {
-            return Some(format!(
-                "{shown} belongs to uid {uid}, who can rename what is in it"
-            ));
+        if let Some(why) = writable_by_other(&st, trusted) {
+            return Some(format!("{} {why}", p.display()));
         }
-        if !sticky && gid != 0 && mode & 0o020 != 0 {
-            return Some(format!(
-                "{shown} is writable by group {gid} (mode {:o}, no sticky bit)",
-                mode & 0o7777
-            ));
-        }
-        if !sticky && mode & 0o002 != 0 {
-            return Some(format!(
-                "{shown} is writable by everyone (mode {:o}, no sticky bit)",
-                mode & 0o7777
-            ));
-        }
+    }
+    None
+}
+
+/// Why a user other than root and `trusted` could swap entries in the
+/// directory `st` describes (owner write permission, or group/other write
+/// without the sticky bit), said after the directory's name; `None` when no
+/// one else can.
+pub fn writable_by_other(st: &rustix::fs::Stat, trusted: &[u32]) -> Option<String> {
+    let (mode, uid, gid) = (st.st_mode, st.st_uid, st.st_gid);
+    let sticky = mode & 0o1000 != 0;
+    let ok_user = |u: u32| u == 0 || trusted.contains(&u);
+    if !ok_user(uid) && mode & 0o200 != 0 {
+        return Some(format!(
+            "belongs to uid {uid}, who can rename what is in it"
+        ));
+    }
+    if !sticky && gid != 0 && mode & 0o020 != 0 {
+        return Some(format!(
+            "is writable by group {gid} (mode {:o}, no sticky bit)",
+            mode & 0o7777
+        ));
+    }
+    if !sticky && mode & 0o002 != 0 {
+        return Some(format!(
+            "is writable by everyone (mode {:o}, no sticky bit)",
+            mode & 0o7777
+        ));
     }
     None
 }
@@ -255,6 +268,34 @@ const GUARDED: &[&str] = &[
     "/usr/local",
     "/etc/ssl/private",
 ];
+
+/// Directories whose contents the FHS says survive a reboot (/tmp and /run
+/// are the ones meant to be cleared), with what a reboot would delete there:
+/// a plain tmpfs on one empties it at every boot. /var/tmp counts itself
+/// only: programs keep files there across reboots, while a directory
+/// someone made inside it is theirs to use as scratch.
+pub fn outlives_reboot(abs: &Path) -> Option<&'static str> {
+    const BELOW: &[(&str, &str)] = &[
+        ("/var/log", "the system's and services' logs"),
+        (
+            "/var/cache",
+            "caches programs expect to find again (package downloads, fonts, man pages)",
+        ),
+        ("/var/spool", "queued mail, print and cron jobs"),
+        ("/var/mail", "users' mailboxes"),
+        ("/srv", "the data this machine serves"),
+        ("/home", "users' files"),
+    ];
+    if abs == Path::new("/var/tmp") {
+        return Some(
+            "temporary files programs keep across reboots (editor recovery files, unfinished downloads)",
+        );
+    }
+    BELOW
+        .iter()
+        .find(|(d, _)| abs.starts_with(d))
+        .map(|(_, what)| *what)
+}
 
 /// Directories that are never put on tmpfs, whatever is asked: the system
 /// itself lives there, or the package managers' databases and the key store
@@ -341,6 +382,64 @@ pub fn package_files(root: &Path, dir: &Path, max: usize) -> (Vec<PathBuf>, usiz
     (found, n)
 }
 
+/// Open DIR once (relative to cwd, no symbolic link anywhere in it) on the
+/// inspected system, with errors that say what to pass instead. Everything
+/// after this acts on the descriptor, so a rename or a symlink swapped in
+/// later cannot redirect it.
+pub fn open_target(root: &Sysroot, p: &Path) -> Result<OpenedDir> {
+    let shown = crate::term::safe_path(p);
+    let abs = lexical_absolute(p).with_context(|| format!("cannot resolve {shown}"))?;
+    if abs == Path::new("/") {
+        bail!("refusing to put / on tmpfs; give a directory such as /tmp");
+    }
+    let d = match open_dir(root.root(), &abs) {
+        Ok(d) => d,
+        Err(ResolveError::NotFound) => bail!(
+            "{shown}: no such directory; check the path, or create it first (mkdir -p {shown})"
+        ),
+        Err(ResolveError::NotADirectory) => bail!(
+            "{shown}: is a file, not a directory; tmpfs is mounted on a directory (give the directory that should hold the files)"
+        ),
+        Err(ResolveError::Symlink { link, target }) => bail!(
+            "{shown}: {} is a symbolic link to {}; tmpfsctl does not follow links (the link could be changed under it): \
+             pass the target instead, e.g. `{}`",
+            crate::term::safe_path(&link),
+            crate::term::safe_path(&target),
+            crate::term::safe_path(&target.join(abs.strip_prefix(&link).unwrap_or(Path::new(""))))
+        ),
+        Err(ResolveError::Moved) => bail!(
+            "{shown}: was renamed or replaced while being opened; make sure nobody is moving it and retry"
+        ),
+        Err(ResolveError::Io(e)) => bail!("{shown}: cannot be opened: {e}"),
+    };
+    if let Some(why) = untrusted_writer(root.root(), &d, &caller_uids()) {
+        bail!(
+            "refusing {}: {why}, so it could be swapped for another directory while tmpfsctl works on it \
+             (as root, on the wrong files); give a directory that only root (or you) can change",
+            crate::term::safe_path(&d.path)
+        );
+    }
+    Ok(d)
+}
+
+/// DIR's absolute path on the inspected system (see [`open_target`]).
+pub fn resolve_dir(root: &Sysroot, p: &Path) -> Result<PathBuf> {
+    Ok(open_target(root, p)?.path)
+}
+
+/// Refuse what must never go on tmpfs, with no override: the system's own
+/// directories.
+pub fn refuse_system_dir(dir: &Path) -> Result<()> {
+    if is_system_dir(dir) {
+        bail!(
+            "refusing to put {} on tmpfs: the system keeps files there that must survive a reboot \
+             (and hiding them breaks it); give a directory such as /tmp or one of your own, e.g. /mnt/scratch",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,6 +477,35 @@ mod tests {
             "/etc/ssl/certs",
         ] {
             assert!(!is_system_dir(Path::new(d)), "{d}");
+        }
+    }
+
+    #[test]
+    fn directories_that_outlive_a_reboot_are_recognised() {
+        for d in [
+            "/var/log",
+            "/var/log/nginx",
+            "/var/cache",
+            "/var/cache/apt",
+            "/var/tmp",
+            "/var/spool",
+            "/var/mail",
+            "/srv",
+            "/srv/data",
+            "/home",
+            "/home/u/build",
+        ] {
+            assert!(outlives_reboot(Path::new(d)).is_some(), "{d}");
+        }
+        for d in [
+            "/tmp",
+            "/run/x",
+            "/var/tmp/my-build",
+            "/var/logs",
+            "/srvx",
+            "/mnt/x",
+        ] {
+            assert!(outlives_reboot(Path::new(d)).is_none(), "{d}");
         }
     }
 

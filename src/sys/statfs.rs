@@ -14,6 +14,22 @@ pub fn is_ram_fs_type(f_type: u64) -> bool {
     f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC
 }
 
+/// Where a mount's `used_bytes` comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageSource {
+    /// statfs(2), as `df`.
+    Statfs,
+    /// A walk of its files, as `du -s -x -B1`: ramfs keeps no usage count.
+    Walk,
+    /// Not measured (a `--sysroot` capture, or the walk failed).
+    Unknown,
+    /// Not counted: the directory shares its filesystem with other data, so
+    /// statfs does not answer for it, and walking it (`--du`) was not asked
+    /// for: a walk grows with every file there.
+    NotCounted,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct FsStats {
     pub block_size: u64,

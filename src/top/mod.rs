@@ -3,31 +3,30 @@
 //! SysV shared memory, the cgroups charged, and how much of meminfo's Shmem
 //! all that explains.
 
-mod cgroups;
 mod live;
 mod prom;
 mod render;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
+use crate::attrib::cgroups::{self, CgroupTop};
+use crate::attrib::{LargeFile, largest_files, ram_mounts};
 use crate::context::Context;
 use crate::sys::cgroup;
 use crate::sys::procfd::{self, Scan};
 use crate::sys::sysvshm::{self, ShmSegment};
-use crate::sys::{MountInfo, Sysroot, du, mountinfo, statfs};
+use crate::sys::{MountInfo, Sysroot, du, mountinfo, passwd, statfs};
 
 /// 2: `mounts[].largest_files`, `deleted_open_known`, `usage_source`,
 /// `by_dir[].unreadable(_dirs)` and `paths_not_ram_backed` are new.
 /// 3: `cgroups[].processes`, `held_mounts`, `held_files` and `held_bytes`
 /// (what each cgroup's processes hold open or mapped) are new.
 pub const SCHEMA_VERSION: u32 = 3;
-
-pub use cgroups::{CgroupTop, HeldBy, HeldFile, HeldMount, Holdings, holdings_below};
 
 /// How `top` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,69 +69,6 @@ pub struct DirUse {
     pub unreadable: bool,
     /// Directories below it (itself included) whose contents were not counted.
     pub unreadable_dirs: u64,
-}
-
-/// A process with a file open: who to ask (or restart) to let it go.
-#[derive(Debug, Clone, Serialize)]
-pub struct OpenBy {
-    pub pid: u32,
-    pub comm: String,
-    pub fd: u32,
-}
-
-/// One of a mount's largest files, root files included (`du -a | sort -h | tail`).
-#[derive(Debug, Clone, Serialize)]
-pub struct LargeFile {
-    pub path: String,
-    /// Allocated bytes, as du.
-    pub bytes: u64,
-    /// User name, or the uid as a number when it has no passwd entry.
-    pub owner: String,
-    pub uid: u32,
-    /// Last modification, seconds since the epoch.
-    pub mtime: i64,
-    /// Processes holding it open (one entry per fd).
-    pub open_by: Vec<OpenBy>,
-}
-
-/// The largest files a walk found, with their owners and the processes
-/// holding them open; shared by `top` and `explain`.
-pub fn largest_files(
-    root: &Sysroot,
-    walk: &du::Breakdown,
-    scan: &Scan,
-    names: &HashMap<u32, String>,
-    n: usize,
-) -> Vec<LargeFile> {
-    walk.largest_files
-        .iter()
-        .take(n)
-        .map(|f| LargeFile {
-            path: f.path.to_string_lossy().into_owned(),
-            bytes: f.bytes,
-            owner: names
-                .get(&f.uid)
-                .cloned()
-                .unwrap_or_else(|| f.uid.to_string()),
-            uid: f.uid,
-            mtime: f.mtime,
-            open_by: scan
-                .processes
-                .iter()
-                .flat_map(|p| {
-                    p.files
-                        .iter()
-                        .filter(|o| o.dev == f.dev && o.ino == f.ino && !o.deleted)
-                        .map(move |o| (p.pid, o.fd))
-                })
-                .map(|(pid, fd)| OpenBy {
-                    pid,
-                    comm: procfd::comm(root, pid),
-                    fd,
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -180,7 +116,7 @@ pub struct MountTop {
     /// `deleted_open_bytes` is then a lower bound, not "none".
     pub deleted_open_known: bool,
     /// Where `used_bytes` comes from: statfs (as df), or a walk for ramfs.
-    pub usage_source: crate::status::UsageSource,
+    pub usage_source: statfs::UsageSource,
     pub open_by: Vec<Holder>,
     /// From the previous refresh; null on a single snapshot.
     pub growth_bytes_per_s: Option<f64>,
@@ -229,52 +165,6 @@ pub struct TopReport {
     /// PATH arguments that live on a disk, not on a RAM-backed mount.
     pub paths_not_ram_backed: Vec<NotRam>,
     pub notes: Vec<String>,
-}
-
-/// Mounts on the visible tree that `top` covers: the last of stacked mounts,
-/// one per superblock (a bind mount of a tmpfs shown elsewhere is skipped).
-fn ram_mounts<'a>(mounts: &'a [MountInfo], wanted: &[PathBuf]) -> Vec<&'a MountInfo> {
-    let mut visible: Vec<&MountInfo> = Vec::new();
-    for m in mounts {
-        visible.retain(|o| o.mount_point != m.mount_point);
-        visible.push(m);
-    }
-    let mut out: Vec<&MountInfo> = Vec::new();
-    for m in visible {
-        if !matches!(m.fstype.as_str(), "tmpfs" | "ramfs") {
-            continue;
-        }
-        if !wanted.is_empty()
-            && !wanted
-                .iter()
-                .any(|p| mountinfo::mount_for(mounts, p).is_some_and(|h| std::ptr::eq(h, m)))
-        {
-            continue;
-        }
-        if let Some(i) = out
-            .iter()
-            .position(|o| (o.major, o.minor) == (m.major, m.minor))
-        {
-            // Keep the mount of the filesystem's root over a bind of a subdirectory.
-            if out[i].root != Path::new("/") && m.root == Path::new("/") {
-                out[i] = m;
-            }
-            continue;
-        }
-        out.push(m);
-    }
-    out
-}
-
-/// uid -> name from the inspected system's /etc/passwd.
-pub fn users(root: &Sysroot) -> HashMap<u32, String> {
-    let text = std::fs::read_to_string(root.path("/etc/passwd")).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(':').collect();
-            Some((f.get(2)?.parse().ok()?, (*f.first()?).to_string()))
-        })
-        .collect()
 }
 
 /// Resolve the PATH arguments up front, so a typo fails before any measuring.
@@ -406,9 +296,9 @@ fn mount_top(
         deleted_open_bytes: deleted_bytes,
         deleted_open_known: scan.unreadable == 0,
         usage_source: match (&stats, ramfs) {
-            (None, _) => crate::status::UsageSource::Unknown,
-            (Some(_), true) => crate::status::UsageSource::Walk,
-            (Some(_), false) => crate::status::UsageSource::Statfs,
+            (None, _) => statfs::UsageSource::Unknown,
+            (Some(_), true) => statfs::UsageSource::Walk,
+            (Some(_), false) => statfs::UsageSource::Statfs,
         },
         open_by,
         growth_bytes_per_s: None,
@@ -459,7 +349,7 @@ pub fn snapshot(ctx: &Context, paths: &[PathBuf], top_n: usize) -> Result<TopRep
     let root = &ctx.sysroot;
     let (mounts, _) = root.mountinfo()?;
     let (mem, _) = root.meminfo()?;
-    let names = users(root);
+    let names = passwd::users(root);
     let chosen = ram_mounts(&mounts, paths);
     // The walk already spreads over every core: one thread for /proc beside it
     // (a few thousand syscalls) keeps the two from fighting over the CPUs.
@@ -613,28 +503,6 @@ mod tests {
 
     fn mi(line: &str) -> MountInfo {
         mountinfo::parse_line(line.as_bytes()).unwrap()
-    }
-
-    #[test]
-    fn one_row_per_superblock_and_only_ram_filesystems() {
-        let ms = vec![
-            mi("1 0 253:1 / / rw - ext4 /dev/vda1 rw"),
-            mi("2 1 0:40 / /tmp rw - tmpfs tmpfs rw,size=1024k"),
-            mi("3 1 0:40 /sub /srv/bind rw - tmpfs tmpfs rw,size=1024k"),
-            mi("4 1 0:41 / /run rw - tmpfs tmpfs rw"),
-            mi("5 1 0:42 / /run rw - ramfs ramfs rw"),
-        ];
-        let got: Vec<_> = ram_mounts(&ms, &[]).iter().map(|m| m.mount_id).collect();
-        assert_eq!(
-            got,
-            vec![2, 5],
-            "bind of 0:40 skipped, /run stacked: last wins"
-        );
-        let only: Vec<_> = ram_mounts(&ms, &[PathBuf::from("/tmp/x")])
-            .iter()
-            .map(|m| m.mount_id)
-            .collect();
-        assert_eq!(only, vec![2]);
     }
 
     #[test]

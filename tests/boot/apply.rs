@@ -9,7 +9,7 @@ fn apply_via_fstab_survives_reboot_and_revert_keep_data_keeps_every_file() {
     let _one = guest::one_at_a_time();
     let script = format!(
         r#"{tree}
-A=/srv/app
+A=/mnt/app
 case $n in
 1)
   mkdir -p $A/sub; echo one > $A/a; echo two > $A/sub/b

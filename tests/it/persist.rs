@@ -25,6 +25,8 @@ mod guards;
 /// The tmpfs lost, disable with a writer, vanishing entries, a killed prune,
 /// enable --size.
 mod lifecycle;
+/// SIGTERM and SIGINT during enable and disable.
+mod stop;
 /// Stores another user could change, and persist's mount flags.
 mod trust;
 /// Every subcommand's JSON carries schema_version.
@@ -55,6 +57,41 @@ struct World {
     dir: PathBuf,
     store: PathBuf,
     registry: PathBuf,
+    /// The binary installed where units may name it, made on first use.
+    installed: std::cell::OnceCell<Installed>,
+}
+
+/// tmpfsctl copied the way an administrator installs it (`install -m755`,
+/// root-owned, in a directory only root can change, with only root-owned,
+/// non-writable directories above it), so that the units enable writes
+/// may run it: the build tree's binary is refused. A private directory
+/// under /var/lib, not /usr/local/bin, so the machine's PATH is untouched.
+struct Installed {
+    _dir: tempfile::TempDir,
+    bin: PathBuf,
+}
+
+fn install_bin() -> Installed {
+    let dir = tempfile::Builder::new()
+        .prefix("tmpfsctl-it-bin-")
+        .tempdir_in("/var/lib")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("tmpfsctl");
+    let st = Command::new("install")
+        .args([
+            "-m755",
+            "-o",
+            "root",
+            "-g",
+            "root",
+            env!("CARGO_BIN_EXE_tmpfsctl"),
+        ])
+        .arg(&bin)
+        .status()
+        .unwrap();
+    assert!(st.success(), "install -m755 tmpfsctl {}", bin.display());
+    Installed { _dir: dir, bin }
 }
 
 impl World {
@@ -72,6 +109,7 @@ impl World {
             dir,
             store,
             registry,
+            installed: std::cell::OnceCell::new(),
         }
     }
 
@@ -81,6 +119,35 @@ impl World {
             .args(args)
             .output()
             .unwrap()
+    }
+
+    /// The installed copy (see [`Installed`]).
+    fn installed(&self) -> &Installed {
+        self.installed.get_or_init(install_bin)
+    }
+
+    /// [`World::run`] with the installed copy: what writing units needs.
+    fn run_installed(&self, args: &[&str]) -> Output {
+        Command::new(&self.installed().bin)
+            .env("TMPFSCTL_PERSIST_REGISTRY", &self.registry)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// `persist enable DIR --store STORE --yes ARGS` by the installed copy,
+    /// which must succeed: for enables that write units.
+    fn enable_units(&self, args: &[&str]) -> Output {
+        let mut a = vec![
+            "persist",
+            "enable",
+            s(&self.dir),
+            "--store",
+            s(&self.store),
+            "--yes",
+        ];
+        a.extend(args);
+        self.run_installed(&a)
     }
 
     fn ok(&self, args: &[&str]) -> Output {
@@ -109,7 +176,7 @@ impl World {
         let mut a = vec!["--size", size, "--boot", "fstab", "--fstab", s(&fstab)];
         a.extend(["--unit-dir", s(&units)]);
         a.extend(extra);
-        self.enable_at(&self.dir, &self.store, &a)
+        self.enable_units(&a)
     }
 
     /// [`World::enable_at`] for this world's DIR and STORE, which must succeed.
@@ -434,7 +501,7 @@ fn systemd_units_verify_and_disable_removes_them() {
     let w = World::new();
     std::fs::write(w.dir.join("f"), b"x").unwrap();
     let units = w.root.path().join("units");
-    w.enable_ok(&[
+    let o = w.enable_units(&[
         "--boot",
         "systemd",
         "--unit-dir",
@@ -442,6 +509,7 @@ fn systemd_units_verify_and_disable_removes_them() {
         "--interval",
         "5min",
     ]);
+    assert!(o.status.success(), "{}", show(&o));
     let mut names: Vec<PathBuf> = std::fs::read_dir(&units)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -457,6 +525,14 @@ fn systemd_units_verify_and_disable_removes_them() {
     );
     let main = names.iter().find(|p| !s(p).contains("-sync-")).unwrap();
     let text = std::fs::read_to_string(main).unwrap();
+    // The installed binary runs as root, not the build tree's.
+    assert!(
+        text.contains(&format!(
+            "ExecStart=\"{}\" persist restore",
+            w.installed().bin.display()
+        )),
+        "{text}"
+    );
     assert!(
         text.contains("ExecStop=") && text.contains("Before=local-fs.target"),
         "{text}"

@@ -16,30 +16,7 @@ use crate::units::{Size, fmt_bytes};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// How a mount comes back at boot: the one answer `plan`, `apply` and
-/// `persist enable` share (`--boot`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Boot {
-    /// A line in /etc/fstab (persist: plus its units)
-    Fstab,
-    /// A drop-in for DIR's systemd mount unit, tmp.mount for /tmp (persist: its own units)
-    Systemd,
-    /// Nothing: the live mount only, gone after the next reboot
-    None,
-}
-
-crate::variants::all_variants!(Boot, [Fstab, Systemd, None]);
-
-impl Boot {
-    pub fn name(self) -> &'static str {
-        match self {
-            Boot::Fstab => "fstab",
-            Boot::Systemd => "systemd",
-            Boot::None => "none",
-        }
-    }
-}
+pub use crate::sys::boot::Boot;
 
 /// Transparent huge pages policy (tmpfs `huge=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -373,6 +350,7 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
     let shown = dir.display().to_string();
     let mem = &facts.mem;
     let mut d = Draft::default();
+    outlives_reboot(&mut d, facts, req);
     security_flags(&mut d, req);
     let limits = if req.ramfs {
         Limits::default()
@@ -490,14 +468,41 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
     })
 }
 
+/// A plain tmpfs on a directory whose contents must outlive a reboot
+/// deletes them at every boot: said first, and refused unless `--force`;
+/// `persist` is the way to keep such a directory in RAM.
+fn outlives_reboot(d: &mut Draft, facts: &Facts, req: &Request) {
+    let Some(what) = crate::sys::resolve::outlives_reboot(&facts.dir) else {
+        return;
+    };
+    let shown = facts.dir.display();
+    let persist = format!(
+        "tmpfsctl persist enable {}",
+        crate::term::shell_path(&facts.dir)
+    );
+    d.warn(
+        "outlives_reboot",
+        format!(
+            "{shown} holds {what}, meant to outlive a reboot: a plain tmpfs here is emptied at every \
+             boot and they are deleted. To keep it in RAM with a durable copy on disk, run `{persist}`"
+        ),
+    );
+    if !req.force {
+        d.blockers.push(format!(
+            "{shown} must keep its contents across reboots ({what}); a reboot would delete them all. \
+             Use `{persist}`, or pass --force if losing them at each boot is meant"
+        ));
+    }
+}
+
 fn security_flags(d: &mut Draft, req: &Request) {
     d.opt(
         "nosuid".into(),
-        "a scratch directory has no business running setuid programs".into(),
+        "nothing kept in RAM here needs to run setuid programs".into(),
     );
     d.opt(
         "nodev".into(),
-        "device nodes in a writable scratch directory are a way around /dev permissions".into(),
+        "device nodes in a writable directory are a way around /dev permissions".into(),
     );
     if req.noexec {
         d.opt(

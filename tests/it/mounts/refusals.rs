@@ -212,6 +212,48 @@ fn symlinks_and_system_directories_are_refused() {
     }
 }
 
+/// /var/log, /var/cache/*, /var/tmp, /var/spool, /var/mail, /srv, /home/*
+/// keep files across reboots: plan says so in its first lines and exits 1,
+/// apply refuses without --force naming what a reboot deletes and `persist`.
+#[test]
+fn directories_that_outlive_a_reboot_are_warned_about_first_and_refused() {
+    require_root!();
+    for d in ["/var/log", "/var/tmp", "/var/cache/apt", "/var/spool"] {
+        if !Path::new(d).is_dir() {
+            continue;
+        }
+        let out = tmpfsctl(&["plan", d]);
+        assert_eq!(out.status.code(), Some(1), "{d}: {}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let head: String = text.lines().take(4).collect::<Vec<_>>().join("\n");
+        assert!(
+            head.contains("outlive a reboot") && head.contains(&format!("persist enable {d}")),
+            "{d}: not in the first lines:\n{text}"
+        );
+        assert!(!text.contains("scratch directory"), "{d}: {text}");
+        let j = json(&tmpfsctl(&["plan", d, "--json"]));
+        assert!(
+            j["blockers"]
+                .to_string()
+                .contains("must keep its contents across reboots"),
+            "{d}: {j}"
+        );
+        assert_eq!(j["warnings"][0]["code"], "outlives_reboot", "{d}: {j}");
+        // No --yes: had the refusal not come first, apply stops at the
+        // prompt (stdin is no terminal) and changes nothing either way.
+        let out = tmpfsctl(&["apply", d, "--boot", "none"]);
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{d}: {e}");
+        assert!(
+            e.contains("a reboot would delete them")
+                && e.contains(&format!("tmpfsctl persist enable {d}"))
+                && e.contains("--force"),
+            "{d}: {e}"
+        );
+        assert_ne!(findmnt_fstype(Path::new(d)).as_deref(), Some("tmpfs"));
+    }
+}
+
 #[test]
 fn package_files_are_a_blocker_lifted_only_by_the_flag() {
     require_root!();

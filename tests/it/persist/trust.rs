@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use super::{World, is_mount, s, says, show};
-use crate::common::{TestMount, findmnt_options};
+use crate::common::{TestMount, as_nobody, findmnt_options};
 
 fn chown(p: &Path, uid: u32) {
     std::os::unix::fs::chown(p, Some(uid), Some(uid)).unwrap();
@@ -31,22 +31,6 @@ fn refused(w: &World, o: &Output, says: &[&str]) {
     }
     assert!(!is_mount(&w.dir), "DIR mounted after a refusal");
     assert!(!w.registry.exists(), "registry written after a refusal");
-}
-
-fn as_nobody(script: &str) -> Output {
-    Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ])
-        .current_dir("/")
-        .output()
-        .unwrap()
 }
 
 #[test]
@@ -272,4 +256,98 @@ fn sync_refuses_a_store_path_that_became_a_symlink() {
         0,
         "sync wrote through the link"
     );
+}
+
+/// The units enable writes run as root at boot, every interval and at
+/// shutdown: a binary from the build tree (gone after `cargo clean`), from
+/// /var/tmp, or one another user owns or may write is refused with exit 2
+/// and the fix, before anything is created; the installed copy is accepted.
+#[test]
+fn units_only_name_a_binary_only_root_can_change() {
+    crate::require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    let units = w.root.path().join("units");
+    let a = ["--boot", "systemd", "--unit-dir", s(&units)];
+    let mut args = vec![
+        "persist",
+        "enable",
+        s(&w.dir),
+        "--store",
+        s(&w.store),
+        "--yes",
+    ];
+    args.extend(a);
+    // The build tree's binary (what `cargo build` leaves).
+    let o = w.run(&args);
+    refused(
+        &w,
+        &o,
+        &["build tree", "install -m755", "/usr/bin/tmpfsctl"],
+    );
+    assert!(!units.exists() && !w.store.exists(), "{}", show(&o));
+    // The same bytes owned by another user, then group-writable, then in
+    // /var/tmp.
+    let inst = w.installed();
+    let run_copy = |bin: &Path| {
+        Command::new(bin)
+            .env("TMPFSCTL_PERSIST_REGISTRY", &w.registry)
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    chown(&inst.bin, 1000);
+    refused(&w, &run_copy(&inst.bin), &["belongs to uid 1000"]);
+    chown(&inst.bin, 0);
+    std::fs::set_permissions(&inst.bin, std::fs::Permissions::from_mode(0o775)).unwrap();
+    refused(&w, &run_copy(&inst.bin), &["writable by its group"]);
+    let tmp = tempfile::Builder::new().tempdir_in("/var/tmp").unwrap();
+    let in_tmp = tmp.path().join("tmpfsctl");
+    std::fs::copy(&inst.bin, &in_tmp).unwrap();
+    refused(&w, &run_copy(&in_tmp), &["under /var/tmp"]);
+    assert!(!units.exists() && !w.store.exists());
+    std::fs::set_permissions(&inst.bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = w.enable_units(&a);
+    assert!(o.status.success(), "{}", show(&o));
+    let o = w.run(&["persist", "status", s(&w.dir), "--json"]);
+    let j = crate::common::json(&o);
+    assert_eq!(j["dirs"][0]["unit_binary"], s(&inst.bin), "{}", show(&o));
+    assert!(
+        j["dirs"][0]["unit_binary_problem"].is_null(),
+        "{}",
+        show(&o)
+    );
+    w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
+}
+
+/// `persist status` flags units whose binary went away or another user can
+/// now change: the boot restore and the shutdown sync would fail or run
+/// their code as root.
+#[test]
+fn status_flags_units_whose_binary_is_gone_or_unsafe() {
+    crate::require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    let units = w.root.path().join("units");
+    let o = w.enable_units(&["--boot", "systemd", "--unit-dir", s(&units)]);
+    assert!(o.status.success(), "{}", show(&o));
+    let bin = w.installed().bin.clone();
+    chown(&bin, 1000);
+    let o = w.run(&["persist", "status", s(&w.dir)]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    says(&o.stdout, "UNSAFE_UNIT", &o);
+    says(&o.stdout, "belongs to uid 1000", &o);
+    std::fs::remove_file(&bin).unwrap();
+    let o = w.run(&["persist", "status", s(&w.dir), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let j = crate::common::json(&o);
+    assert_eq!(j["dirs"][0]["state"], "unsafe_unit", "{}", show(&o));
+    assert!(
+        j["dirs"][0]["unit_binary_problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("cannot be found")),
+        "{}",
+        show(&o)
+    );
+    w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
 }

@@ -10,6 +10,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use anyhow::{Context as _, Result, bail};
 use rustix::fs::{CWD, Mode, OFlags, RawDir};
 use rustix::mount::{OpenTreeFlags, open_tree};
 use serde::Serialize;
@@ -128,4 +129,55 @@ pub fn open(mounts: &[MountInfo], m: &MountInfo) -> Result<Below, Blind> {
         _ => Blind::Unreachable,
     })?;
     Ok(Below { _tree: tree, dir })
+}
+
+/// The directory that `top` (mounted at `dir`) hides, opened through a
+/// private non-recursive clone of the mount below: the clone carries no
+/// submounts, so `dir` in it is the plain directory on disk.
+pub struct Underlying {
+    _clone: OwnedFd,
+    pub dir: OwnedFd,
+}
+
+pub fn open_underlying(mounts: &[MountInfo], top: &MountInfo, dir: &Path) -> Result<Underlying> {
+    let parent = mounts
+        .iter()
+        .find(|m| m.mount_id == top.parent_id)
+        .with_context(|| format!("cannot find the mount below {} in mountinfo", dir.display()))?;
+    if parent.mount_point == dir {
+        bail!(
+            "{} is a mount stacked on another mount at the same place ({}); copy the data by hand",
+            dir.display(),
+            parent.fstype
+        );
+    }
+    let rel = dir.strip_prefix(&parent.mount_point).with_context(|| {
+        format!(
+            "{} is not under {}",
+            dir.display(),
+            parent.mount_point.display()
+        )
+    })?;
+    let clone = open_tree(
+        CWD,
+        &parent.mount_point,
+        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
+    )
+    .with_context(|| format!("cannot clone the mount at {}", parent.mount_point.display()))?;
+    let rel: &Path = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    let d = rustix::fs::openat(
+        &clone,
+        rel,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .with_context(|| format!("cannot open the directory underneath {}", dir.display()))?;
+    Ok(Underlying {
+        _clone: clone,
+        dir: d,
+    })
 }
