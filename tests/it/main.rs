@@ -23,6 +23,7 @@ mod mounts_guarded;
 mod outputs;
 mod outputs_fd;
 mod outputs_identity;
+mod package;
 mod persist;
 mod readme;
 mod reports;
