@@ -6,7 +6,7 @@
 use crate::sys::Sysroot;
 
 /// What every command gets besides its own arguments.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Context {
     pub sysroot: Sysroot,
 }

@@ -61,7 +61,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode> {
                 }
                 sys::Sysroot::new(p)
             }
-            None => sys::Sysroot::default(),
+            None => sys::Sysroot::live(),
         },
     };
     use cli::Command;

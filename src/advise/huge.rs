@@ -164,6 +164,7 @@ pub fn measure(
         let parsed = target::TmpfsOptions::parse(o)?;
         let m = target::PrivateTmpfs::mount_with(size_bytes, Some(&parsed))?;
         specs.push(target::PrivateSpec {
+            zram: None,
             path: m.path.clone(),
             options: Some(o.to_string()),
         });

@@ -28,7 +28,7 @@ impl Owner {
         Some(Owner {
             pid,
             start: start_ticks(pid)?,
-            pidns: pid_namespace()?,
+            pidns: crate::sys::proc::pid_namespace()?,
         })
     }
 
@@ -114,14 +114,7 @@ pub fn sweep(dir: &Path, base: &str, kind: Kind) -> Vec<String> {
 /// A process's start time in clock ticks after boot; None when there is no
 /// such process.
 fn start_ticks(pid: u32) -> Option<u64> {
-    crate::sys::proc::stat(&crate::sys::Sysroot::default(), pid).map(|s| s.starttime)
-}
-
-/// The inode of this process's PID namespace (`pid:[4026531836]`).
-fn pid_namespace() -> Option<u64> {
-    let l = std::fs::read_link("/proc/self/ns/pid").ok()?;
-    let s = l.to_str()?;
-    s.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+    crate::sys::proc::stat(&crate::sys::Sysroot::live(), pid).map(|s| s.starttime)
 }
 
 #[cfg(test)]

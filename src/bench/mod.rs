@@ -23,6 +23,7 @@ mod stock;
 pub mod suite;
 pub mod target;
 pub mod workload;
+pub mod zram;
 
 #[cfg(test)]
 mod tests;
@@ -137,50 +138,80 @@ fn run(ctx: &Context, req: &BenchRequest) -> Result<BenchOutcome> {
     }
 }
 
-/// A private tmpfs mounted for the run, and the options it was asked for.
-type Mounted = (target::PrivateTmpfs, Option<String>);
+/// What a run mounted for itself: held until the run ends, then unmounted
+/// (and, for zram, the device removed) by drop.
+type Held = (Vec<target::PrivateTmpfs>, Vec<zram::PrivateZram>);
 
-/// The target directories, mounting the private tmpfs ones (the default
-/// pair when none is named). Called on the main thread before any
-/// benchmark thread starts, as the private mount namespace needs.
+/// The target directories, mounting the private tmpfs and zram ones (the
+/// default pair when none is named), and what describes each mount made.
+/// Called on the main thread before any benchmark thread starts, as the
+/// private mount namespace needs.
 fn mount_targets(
     ctx: &Context,
     specs: &[target::TargetSpec],
     workloads: &[Workload],
-) -> Result<(Vec<PathBuf>, Vec<Mounted>)> {
+) -> Result<(Vec<PathBuf>, Vec<target::PrivateSpec>, Held)> {
     let (nb, _) = need(workloads);
     let size = nb + target::margin_bytes(nb) + (8 << 20);
     let root = rustix::process::geteuid().is_root();
-    let mut private: Vec<Mounted> = Vec::new();
+    let mut held: Held = (Vec::new(), Vec::new());
+    let mut private = Vec::new();
     let mut targets = Vec::new();
+    let tmpfs_spec = |t: &target::PrivateTmpfs, options: Option<String>| target::PrivateSpec {
+        path: t.path.clone(),
+        options,
+        zram: None,
+    };
     if specs.is_empty() {
         let disk = target::default_disk_dir(ctx)?;
         if root {
             let t = target::PrivateTmpfs::mount(size)?;
             targets.push(t.path.clone());
-            private.push((t, None));
+            private.push(tmpfs_spec(&t, None));
+            held.0.push(t);
         } else {
             targets.push(PathBuf::from("/dev/shm"));
         }
         targets.push(disk);
-        return Ok((targets, private));
+        return Ok((targets, private, held));
+    }
+    // Checked before anything is mounted or made.
+    if let Some(s) = specs
+        .iter()
+        .find(|s| !matches!(s, target::TargetSpec::Dir(_)))
+        && !root
+    {
+        anyhow::bail!(
+            "target {}: mounting a private tmpfs or making a zram device needs root; run with sudo, or name a directory",
+            match s {
+                target::TargetSpec::Tmpfs(o) => format!("tmpfs:{}", o.text),
+                target::TargetSpec::Zram(Some(a)) => format!("zram:{a}"),
+                _ => "zram".into(),
+            }
+        );
     }
     for spec in specs {
         match spec {
             target::TargetSpec::Dir(d) => targets.push(d.clone()),
             target::TargetSpec::Tmpfs(o) => {
-                anyhow::ensure!(
-                    root,
-                    "target tmpfs:{}: mounting a private tmpfs needs root; run with sudo, or name a directory",
-                    o.text
-                );
                 let t = target::PrivateTmpfs::mount_with(size, Some(o))?;
                 targets.push(t.path.clone());
-                private.push((t, Some(o.text.clone())));
+                private.push(tmpfs_spec(&t, Some(o.text.clone())));
+                held.0.push(t);
+            }
+            target::TargetSpec::Zram(alg) => {
+                let z = zram::PrivateZram::make(ctx, alg.as_deref(), size)?;
+                targets.push(z.path.clone());
+                private.push(target::PrivateSpec {
+                    path: z.path.clone(),
+                    options: None,
+                    zram: Some(z.info.clone()),
+                });
+                held.1.push(z);
             }
         }
     }
-    Ok((targets, private))
+    Ok((targets, private, held))
 }
 
 fn measure(ctx: &Context, m: &Measure) -> Result<BenchReport> {
@@ -190,14 +221,7 @@ fn measure(ctx: &Context, m: &Measure) -> Result<BenchReport> {
     use crate::sys::signals::Interrupt;
     let _signals = Interrupt::install_on(stop, true).context("cannot install signal handlers")?;
 
-    let (targets, private) = mount_targets(ctx, &m.targets, workloads)?;
-    let specs: Vec<target::PrivateSpec> = private
-        .iter()
-        .map(|(t, options)| target::PrivateSpec {
-            path: t.path.clone(),
-            options: options.clone(),
-        })
-        .collect();
+    let (targets, specs, private) = mount_targets(ctx, &m.targets, workloads)?;
     let res = suite::run_suite_on(ctx, &targets, &specs, workloads, opts);
     // Unmounted here, before the report is written: nothing outlives the run.
     drop(private);
@@ -208,9 +232,9 @@ fn measure(ctx: &Context, m: &Measure) -> Result<BenchReport> {
             }
             Ok(r)
         }
-        Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
-            Err(e.context("scratch directories removed, nothing left behind"))
-        }
+        Err(e) if e.downcast_ref::<Interrupted>().is_some() => Err(e.context(
+            "scratch directories removed, zram devices and private mounts taken away: nothing left behind",
+        )),
         Err(e) => Err(e),
     }
 }

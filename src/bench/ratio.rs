@@ -4,10 +4,14 @@
 use super::report::TargetInfo;
 
 /// Which two targets the ratio column compares: the first RAM-backed one
-/// against the first disk one; else the first against the second.
+/// against the first disk one (a real disk before a zram device, which is
+/// RAM behind a block device); else the first against the second.
 pub fn ratio_pair(targets: &[TargetInfo]) -> Option<(usize, usize)> {
     let ram = targets.iter().position(|t| t.ram_backed);
-    let disk = targets.iter().position(|t| !t.ram_backed);
+    let disk = targets
+        .iter()
+        .position(|t| !t.ram_backed && t.zram.is_none())
+        .or_else(|| targets.iter().position(|t| !t.ram_backed));
     match (ram, disk) {
         (Some(r), Some(d)) => Some((r, d)),
         _ if targets.len() >= 2 => Some((0, 1)),

@@ -197,6 +197,41 @@ fn latency_rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
+/// The RAM each zram target's data cost, per workload: data written
+/// (`orig_data_size`, file-system metadata included), RAM held
+/// (`mem_used_total`) and data per byte of RAM. Empty without zram targets.
+fn zram_rows(r: &BenchReport) -> (Vec<String>, Vec<Vec<String>>) {
+    let zt: Vec<_> = r.targets.iter().filter(|t| t.zram.is_some()).collect();
+    let mut header =
+        vec!["zram: data written / RAM it costs (mem_used_total) = data per RAM byte".to_string()];
+    header.extend(zt.iter().map(|t| t.label()));
+    let mut rows = Vec::new();
+    for w in &r.workloads {
+        let mut row = vec![w.label.clone()];
+        let mut any = false;
+        for t in &zt {
+            row.push(
+                r.result(&w.id, &t.path)
+                    .and_then(|x| x.zram.as_ref())
+                    .map_or("-".into(), |z| {
+                        any = true;
+                        format!(
+                            "{} / {} = {}",
+                            fmt_bytes(z.orig_data_bytes),
+                            fmt_bytes(z.mem_used_total_bytes),
+                            z.data_per_ram_ratio
+                                .map_or("-".into(), |x| format!("{x:.2}x"))
+                        )
+                    }),
+            );
+        }
+        if any {
+            rows.push(row);
+        }
+    }
+    (header, rows)
+}
+
 /// How every output of a `--quick` report marks its figures.
 pub const QUICK_NOTE: &str = "quick run: figures not meaningful";
 
@@ -264,6 +299,16 @@ pub fn table(r: &BenchReport) -> String {
         crate::render::fit_to_terminal(&mut lt);
         out.push_str(&format!("\n{lt}\n"));
     }
+    let (zh, zrs) = zram_rows(r);
+    if !zrs.is_empty() {
+        let hs: Vec<&str> = zh.iter().map(|s| s.as_str()).collect();
+        let mut zt = crate::render::table(&hs);
+        for row in zrs {
+            zt.add_row(row);
+        }
+        crate::render::fit_to_terminal(&mut zt);
+        out.push_str(&format!("\n{zt}\n"));
+    }
     out.push_str(&format!("\n{}\n", para(&summary_line(r))));
     for w in r
         .warnings
@@ -278,7 +323,7 @@ pub fn table(r: &BenchReport) -> String {
 pub fn markdown(r: &BenchReport) -> String {
     let esc = |s: &str| s.replace('|', "\\|");
     let mut out = quick_line(r).map_or(String::new(), |q| format!("**{q}**\n\n"));
-    for (h, rs) in [rows(r), latency_rows(r)] {
+    for (h, rs) in [rows(r), latency_rows(r), zram_rows(r)] {
         if rs.is_empty() {
             continue;
         }

@@ -71,12 +71,18 @@ pub struct TargetInfo {
     /// inode deleted in the last minutes (see the `ext4_recently_deleted` warning).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ext4_journal: Option<bool>,
+    /// A zram device made for the run (`zram[:ALG]`): which, with what back end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zram: Option<super::zram::ZramTargetInfo>,
 }
 
 impl TargetInfo {
     /// The target named by what it is: a private tmpfs (with its options) by
     /// that, not by the temporary directory it was mounted on; else its path.
     pub fn label(&self) -> String {
+        if let Some(z) = &self.zram {
+            return format!("zram {}", z.algorithm);
+        }
         match (&self.options, self.private_mount) {
             (Some(o), _) => format!("private tmpfs {o}"),
             (None, true) => "private tmpfs".into(),
@@ -188,6 +194,10 @@ pub struct BenchResult {
     /// Machine-readable caveats: above_memory_ceiling, not_durable_page_cache,
     /// warm_not_cold, high_spread, outliers, cpu_contention, ...
     pub flags: Vec<String>,
+    /// zram targets: the RAM the workload's data cost there, read after its
+    /// runs with its files still in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zram: Option<super::zram::ZramCost>,
 }
 
 impl BenchResult {

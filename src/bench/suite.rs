@@ -113,6 +113,7 @@ pub fn run_suite_with(
         .map(|p| target::PrivateSpec {
             path: p.clone(),
             options: None,
+            zram: None,
         })
         .collect();
     run_suite_on(ctx, targets, &private, workloads, opts)
@@ -280,10 +281,19 @@ impl Alternation<'_> {
             round += 1;
         }
         let mut results = Vec::new();
-        for (t, sess) in checked.iter().zip(sessions) {
+        for ((t, sess), s) in checked.iter().zip(sessions).zip(self.scratches) {
+            // Before finish, which removes the workload's files.
+            let zram = t
+                .info
+                .zram
+                .as_ref()
+                .and_then(|_| super::zram::cost_at(s.path()));
             pb.set_message(format!("{}: latency pass", what(t)));
             let m = sess.finish()?;
-            results.push(to_result(w, t, &m, self.ceiling, self.host));
+            results.push(BenchResult {
+                zram,
+                ..to_result(w, t, &m, self.ceiling, self.host)
+            });
         }
         Ok(results)
     }
@@ -517,6 +527,7 @@ fn to_result(
         ceiling_fraction,
         cpu_wait_percent,
         flags,
+        zram: None,
     }
 }
 

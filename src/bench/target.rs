@@ -113,6 +113,7 @@ pub fn check(
             ram_backed,
             private_mount,
             options: private.and_then(|p| p.options.clone()),
+            zram: private.and_then(|p| p.zram.clone()),
             huge: m
                 .filter(|m| m.fstype == "tmpfs")
                 .map(|m| m.option("huge").unwrap_or("never").to_string()),
@@ -158,12 +159,14 @@ pub fn ext4_journal(sysroot: &crate::sys::Sysroot, dev: u64) -> Option<bool> {
 pub struct PrivateSpec {
     pub path: PathBuf,
     pub options: Option<String>,
+    /// A zram device made for the run, not a tmpfs.
+    pub zram: Option<super::zram::ZramTargetInfo>,
 }
 
 /// Scratch directories are named this, then their owner (see `leftover`).
 const SCRATCH_BASE: &str = ".tmpfsctl-bench-";
-/// Mount points of private tmpfs mounts, in the temporary directory.
-const MOUNT_BASE: &str = "tmpfsctl-bench-mnt-";
+/// Mount points of private tmpfs and zram mounts, in the temporary directory.
+pub(super) const MOUNT_BASE: &str = "tmpfsctl-bench-mnt-";
 
 /// A fresh scratch directory (mkdtemp, mode 0700) inside a target.
 /// Dropping it removes it; `std::fs::remove_dir_all` unlinks symlinks instead
@@ -263,7 +266,7 @@ impl PrivateTmpfs {
 /// the threads it starts afterwards, not threads already running; and
 /// /proc/self/mountinfo (which the target checks read) shows the main
 /// thread's view: hence on the main thread, before any thread starts.
-fn enter_private_namespace() -> Result<()> {
+pub(super) fn enter_private_namespace() -> Result<()> {
     use std::sync::atomic::{AtomicBool, Ordering};
     // Several private mounts share one namespace: a second unshare would
     // only copy it.
@@ -290,21 +293,42 @@ impl Drop for PrivateTmpfs {
     }
 }
 
-/// What a command-line target names: a directory, or a private tmpfs
-/// mounted for the run with the kernel's options (`tmpfs:huge=within_size`).
+/// What a command-line target names: a directory, a private tmpfs
+/// mounted for the run with the kernel's options (`tmpfs:huge=within_size`),
+/// or a zram device made for the run (`zram`, `zram:lz4`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TargetSpec {
     Dir(PathBuf),
     Tmpfs(TmpfsOptions),
+    /// The back end, or None for the kernel's default.
+    Zram(Option<String>),
 }
 
 impl TargetSpec {
-    /// `tmpfs:OPTIONS` is a private tmpfs; anything else a directory (write
-    /// `./tmpfs:x` for a directory of that name).
+    /// `tmpfs:OPTIONS` is a private tmpfs, `zram[:ALG]` a zram device;
+    /// anything else a directory (write `./tmpfs:x` or `./zram` for a
+    /// directory of that name).
     pub fn parse(arg: &Path) -> Result<TargetSpec> {
-        match arg.to_str().and_then(|s| s.strip_prefix("tmpfs:")) {
-            Some(opts) => Ok(TargetSpec::Tmpfs(TmpfsOptions::parse(opts)?)),
-            None => Ok(TargetSpec::Dir(arg.to_path_buf())),
+        let s = arg.to_str();
+        if let Some(opts) = s.and_then(|s| s.strip_prefix("tmpfs:")) {
+            return Ok(TargetSpec::Tmpfs(TmpfsOptions::parse(opts)?));
+        }
+        match s {
+            Some("zram") => Ok(TargetSpec::Zram(None)),
+            Some(z) if z.starts_with("zram:") => {
+                let alg = &z[5..];
+                anyhow::ensure!(
+                    !alg.is_empty()
+                        && alg.len() <= 32
+                        && alg
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                    "target {}: not a zram algorithm name; write zram or zram:ALG with ALG one of the names in /sys/block/zram*/comp_algorithm (e.g. zram:lz4)",
+                    crate::term::safe(z)
+                );
+                Ok(TargetSpec::Zram(Some(alg.to_string())))
+            }
+            _ => Ok(TargetSpec::Dir(arg.to_path_buf())),
         }
     }
 }
@@ -410,6 +434,16 @@ mod tests {
             TargetSpec::Dir(_)
         ));
         assert!(matches!(spec("/var/tmp").unwrap(), TargetSpec::Dir(_)));
+        assert_eq!(spec("zram").unwrap(), TargetSpec::Zram(None));
+        assert_eq!(
+            spec("zram:lzo-rle").unwrap(),
+            TargetSpec::Zram(Some("lzo-rle".into()))
+        );
+        assert!(matches!(spec("./zram").unwrap(), TargetSpec::Dir(_)));
+        for bad in ["zram:", "zram:LZ4", "zram:lz4;rm", "zram:a/b"] {
+            let e = spec(bad).unwrap_err().to_string();
+            assert!(e.contains("not a zram algorithm"), "{bad}: {e}");
+        }
         for ok in [
             "huge=within_size",
             "nr_inodes=10k,mode=1777",

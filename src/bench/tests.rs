@@ -81,6 +81,7 @@ pub(super) fn fake_result(w: &Workload, target: &str, v: f64) -> BenchResult {
         ceiling_fraction: None,
         cpu_wait_percent: Some(1.0),
         flags: vec![],
+        zram: None,
     }
 }
 
@@ -100,6 +101,7 @@ pub(super) fn fake_report() -> BenchReport {
         need_bytes: 1 << 20,
         need_inodes: 10,
         ext4_journal: None,
+        zram: None,
     };
     // The disk differs from the tmpfs only in what makes it a disk.
     let disk = TargetInfo {

@@ -17,6 +17,7 @@ use crate::render::report::{Format, Output};
     after_help = "Examples:\n  tmpfsctl bench                       # private tmpfs (root) or /dev/shm vs /var/tmp's disk\n  \
 tmpfsctl bench /dev/shm ~/build       # any directories\n  \
 tmpfsctl bench tmpfs:huge=within_size tmpfs:huge=never   # does huge= help here? (root)\n  \
+tmpfsctl bench tmpfs:huge=never zram:lz4 /var/tmp   # tmpfs, zram and disk side by side, with zram's RAM cost (root)\n  \
 tmpfsctl bench --preset dd            # dd done right: buffered vs conv=fsync vs oflag=dsync\n  \
 tmpfsctl bench --rw rand-read --bs 4k --size 1G /dev/shm /var/tmp\n  \
 tmpfsctl bench --json > run.json       # or --export-json run.json --export-markdown run.md\n  \
@@ -30,7 +31,7 @@ figure is compared with memcpy measured in the same run, and memcpy is measured 
 memory bandwidth moved. Free space and inodes are checked before anything is written. Units are binary (MiB = 2^20)."
 )]
 pub struct BenchArgs {
-    /// Directories to compare, or tmpfs:OPTIONS for a private tmpfs mounted for the run with the kernel's options (root; e.g. tmpfs:huge=within_size tmpfs:huge=never) (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)
+    /// Directories to compare, or tmpfs:OPTIONS for a private tmpfs mounted for the run with the kernel's options (root; e.g. tmpfs:huge=within_size tmpfs:huge=never), or zram[:ALG] for a zram device made for the run (root; ext4 without a journal, mounted with discard, removed at the end; ALG one of /sys/block/zram*/comp_algorithm, e.g. zram:lz4; its RAM cost is reported as mem_used_total) (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)
     #[arg(value_name = "TARGET")]
     pub targets: Vec<PathBuf>,
 

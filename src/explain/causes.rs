@@ -139,8 +139,9 @@ pub struct Inputs<'a> {
     pub read_only: bool,
     pub scan: &'a Scan,
     pub writer_uid: u32,
-    /// Walks and statfs are meaningful (not a --sysroot fixture).
-    pub live: bool,
+    /// The system explained: its /proc names the processes (walks and
+    /// statfs are meaningful only when it is the live one).
+    pub root: &'a Sysroot,
     /// The mount's walk (per directory and largest files), when it was walked.
     pub walk: Option<&'a du::Breakdown>,
     /// The largest files of that walk, with owners and holders.
@@ -247,7 +248,7 @@ fn consumers(i: &Inputs, by_inodes: bool) -> String {
                  or restart pid {}",
                 f.path.display(),
                 p.pid,
-                procfd::comm(&Sysroot::default(), p.pid),
+                procfd::comm(i.root, p.pid),
                 f.fd,
                 fmt_bytes(f.bytes),
                 p.pid,
@@ -340,7 +341,8 @@ fn quota_cause(i: &Inputs) -> Option<Cause> {
         .option("usrquota_inode_hardlimit")
         .and_then(|v| crate::units::parse_count(v).ok());
     let b = i
-        .live
+        .root
+        .is_live()
         .then(|| du::breakdown(&m.mount_point, 1).ok())
         .flatten()?;
     let mine = b.by_owner.iter().find(|o| o.uid == i.writer_uid);
@@ -613,7 +615,7 @@ mod tests {
             read_only: ro,
             scan: &scan,
             writer_uid: 0,
-            live: false,
+            root: &Sysroot::new("/nonexistent"),
             walk: None,
             largest: &[],
         };
@@ -750,5 +752,62 @@ mod tests {
         );
         let full = kinds(&d, Some(&stats(1 << 30, 0, 100, 50)), &[], false, 1 << 30);
         assert_eq!(full, vec![("not_ram_backed".into(), true)]);
+    }
+
+    /// A deleted file a process still holds is named with that process's
+    /// name on the system explained: under --sysroot the fixture's /proc,
+    /// never the live one's (this test's own pid is alive here, with
+    /// another name).
+    #[test]
+    fn a_holder_is_named_from_the_explained_system() {
+        let d = tempfile::tempdir().unwrap();
+        let pid = std::process::id();
+        std::fs::create_dir_all(d.path().join(format!("proc/{pid}"))).unwrap();
+        std::fs::write(
+            d.path().join(format!("proc/{pid}/comm")),
+            "fixture-holder\n",
+        )
+        .unwrap();
+        let m = mount("2 1 0:40 / /t rw - tmpfs tmpfs rw,size=1024k");
+        let mem = MemInfo {
+            mem_total_bytes: 8 << 30,
+            mem_available_bytes: 4 << 30,
+            ..Default::default()
+        };
+        let scan = Scan {
+            processes: vec![procfd::Process {
+                pid,
+                comm: String::new(),
+                files: vec![procfd::OpenFile {
+                    fd: 7,
+                    path: "/t/gone".into(),
+                    deleted: true,
+                    memfd: None,
+                    dev: procfd::dev_of(0, 40),
+                    ino: 9,
+                    bytes: 1 << 20,
+                }],
+            }],
+            unreadable: 0,
+        };
+        let full = stats(1 << 20, 0, 100, 50);
+        let i = Inputs {
+            path: Path::new("/t/x"),
+            mount: &m,
+            stats: Some(&full),
+            mem: &mem,
+            cgroups: &[],
+            read_only: false,
+            scan: &scan,
+            writer_uid: 0,
+            root: &Sysroot::new(d.path()),
+            walk: None,
+            largest: &[],
+        };
+        let fix: String = classify(&i).into_iter().map(|c| c.fix).collect();
+        assert!(
+            fix.contains(&format!("pid {pid} (fixture-holder) fd 7")),
+            "{fix}"
+        );
     }
 }

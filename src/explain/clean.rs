@@ -280,7 +280,7 @@ mod tests {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_nanos() as i128;
-        let root = Sysroot::default();
+        let root = Sysroot::live();
         let got = Clean::new(&root, &cfg, &base, now).run();
         let mut names: Vec<&str> = got.doomed.iter().map(|c| c.path.as_str()).collect();
         names.sort();

@@ -239,7 +239,7 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
         read_only,
         scan: &scan,
         writer_uid: writer_uid(root, &q.writer),
-        live: root.is_live(),
+        root,
         walk: walk.as_ref(),
         largest: &largest,
     };

@@ -211,45 +211,13 @@ fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir,
         );
     }
     if p.mount_state == plan::MountState::NotMounted {
-        refuse_writers(&dir, args.force)?;
+        let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::live(), &dir);
+        if let Some(w) = crate::sys::procfd::refuse_writers(&dir, &writers, args.force)? {
+            crate::render::color::eprint_warning(&w);
+        }
     }
     check_persistable(&p)?;
     Ok((facts, opened, p))
-}
-
-/// Refuse while a process has a file under `dir` open for writing: what it
-/// writes after the copy would land in the hidden directory. With `force`,
-/// say exactly what may be lost and go on.
-fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
-    let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::default(), dir);
-    if writers.is_empty() {
-        return Ok(());
-    }
-    let list: Vec<String> = writers
-        .iter()
-        .map(|w| {
-            format!(
-                "{} ({}: {})",
-                w.pid,
-                crate::term::safe(&w.comm),
-                w.uses.join(", ")
-            )
-        })
-        .collect();
-    if !force {
-        bail!(
-            "processes have files under {} open for writing: {}; what they write after the copy would be hidden \
-             under the tmpfs. Stop them (or let them finish) and retry, or pass --force to go ahead anyway",
-            dir.display(),
-            list.join("; ")
-        );
-    }
-    crate::render::color::eprint_warning(&format!(
-        "--force: writes made through these open files after the copy stay in the directory \
-         hidden under the tmpfs (not in the tmpfs): {}",
-        list.join("; ")
-    ));
-    Ok(())
 }
 
 /// Fail before the first change when the fstab or the drop-in could not be

@@ -202,7 +202,7 @@ pub fn recover_in(base: &Path, root: &Sysroot, dir: &Path) -> Result<Vec<String>
 }
 
 pub fn recover(dir: &Path) -> Result<Vec<String>> {
-    recover_in(Path::new(JOURNAL_DIR), &Sysroot::default(), dir)
+    recover_in(Path::new(JOURNAL_DIR), &Sysroot::live(), dir)
 }
 
 /// [`recover`] for DIR as the user gave it, telling them on stderr.
@@ -248,7 +248,7 @@ mod tests {
         assert_eq!(live.len(), 1);
         assert_eq!(live[0].op, "apply");
 
-        let notes = recover_in(&base, &Sysroot::default(), dir).unwrap();
+        let notes = recover_in(&base, &Sysroot::live(), dir).unwrap();
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(
             notes[0].contains("interrupted") && notes[0].contains("fstab.tmpfsctl.bak"),
@@ -258,11 +258,7 @@ mod tests {
         assert!(other.exists() && fstab.exists());
         // A note of a live process is left alone.
         let j = begin_in(&base, "revert", dir, Some(&fstab)).unwrap();
-        assert!(
-            recover_in(&base, &Sysroot::default(), dir)
-                .unwrap()
-                .is_empty()
-        );
+        assert!(recover_in(&base, &Sysroot::live(), dir).unwrap().is_empty());
         drop(j);
         assert!(!note.exists());
     }
@@ -279,7 +275,7 @@ mod tests {
         let dir = Path::new("/data-reused");
         let note = base.join(key(dir));
         let live = std::os::unix::process::parent_id();
-        let root = Sysroot::default();
+        let root = Sysroot::live();
         let start = crate::sys::proc::Owner::of(&root, live).unwrap().starttime;
         for (pid_start, started_unix_s) in [(Some(start + 1), now_s()), (None, 1)] {
             std::mem::forget(begin_in(&base, "revert", dir, None).unwrap());

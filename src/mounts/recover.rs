@@ -52,7 +52,7 @@ fn open_dir(path: &Path) -> Result<OwnedFd> {
 }
 
 fn underlying(dir: &Path) -> Result<hidden::Underlying> {
-    let (mounts, _) = Sysroot::new("/").mountinfo()?;
+    let (mounts, _) = Sysroot::live().mountinfo()?;
     let top = mount_at(&mounts, dir)
         .with_context(|| format!("no mount at {} in mountinfo", dir.display()))?;
     hidden::open_underlying(&mounts, top, dir)

@@ -221,6 +221,12 @@ fn keep_data(
             t.follow_up()
         )));
     }
+    // The renames, the catch-up and the directory's own metadata are on
+    // disk before the tmpfs, the last other copy, is let go: without this a
+    // power cut in the next writeback interval loses what revert reported
+    // as kept.
+    rustix::fs::syncfs(back.under.dir.as_fd())
+        .with_context(|| format!("flushing {} on disk (syncfs)", dir.display()))?;
     journal.step("caught-up", |_| {})?;
     back.staging.hold(false);
     drop(back);
@@ -296,6 +302,10 @@ fn copy_back(
             )));
         }
     };
+    // The copy is durable before the old entries go: a power cut from here
+    // on finds the copy whole on disk, not files renamed in but still empty.
+    rustix::fs::syncfs(u)
+        .with_context(|| format!("flushing {} on disk (syncfs)", dir.display()))?;
     // From here on only renames on one filesystem.
     rustix::fs::mkdirat(u, &trash, Mode::RWXU)
         .context("cannot create a scratch directory on disk")?;
@@ -492,7 +502,7 @@ fn refuse_unready(
             nested.join(", ")
         );
     }
-    let busy = sys::procfd::users_of(&sys::Sysroot::default(), dir);
+    let busy = sys::procfd::users_of(&sys::Sysroot::live(), dir);
     if !busy.is_empty() && !args.lazy {
         return Err(Busy::with(dir, busy).or(OR_LAZY).into());
     }

@@ -9,6 +9,7 @@
 
 pub mod admin;
 pub mod content;
+pub mod handover;
 pub mod load;
 pub mod manifest;
 pub mod mount;
@@ -68,7 +69,7 @@ pub struct RestoreRequest {
 /// for another is refused, since persist mounts over it and writes its data
 /// back as root.
 pub fn resolve_dir(dir: &Path) -> Result<PathBuf> {
-    let p = resolve::resolve_dir(&crate::sys::Sysroot::default(), dir)?;
+    let p = resolve::resolve_dir(&crate::sys::Sysroot::live(), dir)?;
     resolve::refuse_system_dir(&p)?;
     Ok(p)
 }
@@ -135,7 +136,10 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
     let store = store::open(&store_path)?;
-    let out = sync_checked(ctx, req, &dir, &*store, entry.as_ref());
+    // Held until the report is written: a signal stops the copy (nothing
+    // switched) or, once the generation is being switched, waits for it.
+    let intr = crate::sys::signals::Interrupt::install(true)?;
+    let out = sync_checked(ctx, req, &dir, &*store, entry.as_ref(), &intr.flag());
     let rep = match out {
         Ok(r) => r,
         Err(e) if crate::sys::signals::is_interrupted(&e) => {
@@ -165,6 +169,14 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
         let _ = std::io::stdout().flush();
         empty_trash_in_background(&store_path);
     }
+    // A signal after the last point a sync stops at: it finished.
+    crate::sys::signals::check_finished(|| {
+        format!(
+            "sync finished first: {} of {} is current",
+            gen_name(rep.generation),
+            safe_path(&dir)
+        )
+    })?;
     Ok(report::Synced {
         dir,
         store: store_path,
@@ -178,6 +190,7 @@ fn sync_checked(
     dir: &Path,
     store: &dyn Store,
     entry: Option<&registry::Registered>,
+    stop: &std::sync::atomic::AtomicBool,
 ) -> Result<sync::SyncReport> {
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     store::check_store(store.path(), dir, &mounts)?;
@@ -196,9 +209,7 @@ fn sync_checked(
     if !req.allow_empty && fs::names(dfd.as_fd())?.is_empty() {
         refuse_empty_over_data(dir, store)?;
     }
-    let intr = crate::sys::signals::Interrupt::install(true)?;
-    let flag = intr.flag();
-    sync::sync(dfd.as_fd(), store, keep, &flag)
+    sync::sync(dfd.as_fd(), store, keep, stop)
 }
 
 /// An empty DIR over a store with data is almost always a tmpfs that was
@@ -272,6 +283,14 @@ pub fn sync_text(dir: &Path, store_path: &Path, rep: &sync::SyncReport) -> Strin
 /// holds it all).
 pub fn sync_after(rep: &sync::SyncReport) {
     sync_notes(rep);
+    for p in &rep.too_long {
+        crate::render::color::eprint_warning(&format!(
+            "{} is too deep below DIR to store (its path is over {} bytes); not synced, \
+             with everything below it: move it higher up",
+            crate::term::safe(p),
+            scan::MAX_REL
+        ));
+    }
     for p in &rep.skipped_mounts {
         eprintln!(
             "tmpfsctl: note: {} is another mount inside DIR; not synced",

@@ -74,12 +74,16 @@ impl Report for PersistReport {
     }
 
     /// 1: a sync stored a file torn (it changed while read), a directory
-    /// is not syncing as it should, or a store is damaged.
+    /// is not syncing as it should, a store is damaged, or a restore left
+    /// out a file no kept generation holds sound.
     fn exit_code(&self) -> ExitCode {
         match self {
-            PersistReport::Synced(s) => ExitCode::problem_if(!s.report.torn.is_empty()),
+            PersistReport::Synced(s) => {
+                ExitCode::problem_if(!s.report.torn.is_empty() || !s.report.too_long.is_empty())
+            }
             PersistReport::Status(r) => r.exit_code(),
             PersistReport::Verified(r) => r.exit_code(),
+            PersistReport::Restored(r) => ExitCode::problem_if(!r.not_restored.is_empty()),
             _ => ExitCode::Ok,
         }
     }

@@ -219,7 +219,9 @@ bogus line\n",
 
 #[test]
 fn missing_explicit_path_is_an_error_naming_it() {
-    let ctx = Context::default();
+    let ctx = Context {
+        sysroot: Sysroot::live(),
+    };
     let e = gather(
         &ctx,
         &StatusQuery {

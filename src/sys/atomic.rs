@@ -9,12 +9,16 @@
 //! are held back while the temp file exists so an interrupt cannot orphan it.
 
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
 
+use super::outdir::{AtName, OutDir};
 use super::signals::SignalsHeld;
+use crate::term::safe_path;
 
 /// The prefix of every temp file tmpfsctl creates next to a file it replaces;
 /// sweeps of leftovers from a killed run look for it.
@@ -64,6 +68,8 @@ impl<'a> AtomicWrite<'a> {
 
     /// Replace `dest` with `data` after `check` accepted the finished temp file;
     /// an error from `check` leaves `dest` untouched and no temp file behind.
+    /// The directory is reached by [`OutDir`] (no link another user
+    /// controls) and every step after is relative to its descriptor.
     pub fn write_checked(
         &self,
         dest: &Path,
@@ -71,40 +77,35 @@ impl<'a> AtomicWrite<'a> {
         check: impl FnOnce(&Path) -> Result<()>,
     ) -> Result<()> {
         let what = self.what;
-        let dir = parent_dir(dest);
-        if is_dir_not_followed(dest) {
-            bail!(
-                "{what} {}: is a directory; give a file name inside it, e.g. {}",
-                dest.display(),
-                dest.join("tmpfsctl.out").display()
-            );
+        if is_fd_alias(dest) {
+            return self.write_fd_alias(dest, data);
         }
-        if let Some(kind) = special_kind(dest) {
-            return self.write_special(dest, kind, data);
+        let (dir, name) = open_dir_of(what, dest)?;
+        if dir.at_name(what, dest, name)? == AtName::Stream {
+            if self.mode == NewMode::KeepOr0644 {
+                // A configuration file must stay a file others can read back.
+                bail!(
+                    "{what} {}: is a device or FIFO, not a file; give a regular file",
+                    safe_path(dest)
+                );
+            }
+            let fd = dir.open_stream(what, dest, name)?;
+            return write_all_fd(&fd, data)
+                .with_context(|| format!("{what} {}: writing", safe_path(dest)));
         }
         let _held = SignalsHeld::new();
-        let mut tmp = tempfile::Builder::new()
-            .prefix(TEMP_PREFIX)
-            .suffix(".tmp")
-            .tempfile_in(&dir)
-            .with_context(|| {
-                format!(
-                    "{what} {}: cannot create a file in {}; give a path in a directory that exists and you can write",
-                    dest.display(),
-                    dir.display()
-                )
-            })?;
-        tmp.write_all(data)
-            .with_context(|| format!("{what} {}: writing", dest.display()))?;
-        let f = tmp.as_file();
+        let tmp = TempAt::create(&dir, what, dest)?;
+        let f = std::fs::File::from(tmp.fd.try_clone()?);
+        (&f).write_all(data)
+            .with_context(|| format!("{what} {}: writing", safe_path(dest)))?;
         // The file being replaced, not what a symlink in its place leads to.
-        match (
-            self.mode,
-            std::fs::symlink_metadata(dest).ok().filter(|m| m.is_file()),
-        ) {
-            (NewMode::KeepOr0644, Some(m)) => {
-                f.set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777))?;
-                std::os::unix::fs::fchown(f, Some(m.uid()), Some(m.gid()))?;
+        let old = rustix::fs::statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+            .ok()
+            .filter(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile);
+        match (self.mode, old) {
+            (NewMode::KeepOr0644, Some(st)) => {
+                f.set_permissions(std::fs::Permissions::from_mode(st.st_mode & 0o7777))?;
+                std::os::unix::fs::fchown(&f, Some(st.st_uid), Some(st.st_gid))?;
             }
             (NewMode::KeepOr0644, None) => {
                 f.set_permissions(std::fs::Permissions::from_mode(0o644))?
@@ -114,31 +115,110 @@ impl<'a> AtomicWrite<'a> {
             }
         }
         f.sync_all()
-            .with_context(|| format!("{what} {}: fsync", dest.display()))?;
-        check(tmp.path())?;
-        tmp.persist(dest).map_err(|e| e.error).with_context(|| {
+            .with_context(|| format!("{what} {}: fsync", safe_path(dest)))?;
+        check(&dir.path.join(&tmp.name))?;
+        rustix::fs::renameat(&dir.fd, &tmp.name, &dir.fd, name).with_context(|| {
             format!(
                 "{what} {}: cannot rename the new file into place",
-                dest.display()
+                safe_path(dest)
             )
         })?;
-        std::fs::File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .with_context(|| format!("{what} {}: fsync of {}", dest.display(), dir.display()))?;
+        tmp.keep();
+        rustix::fs::fsync(&dir.fd).with_context(|| {
+            format!(
+                "{what} {}: fsync of {}",
+                safe_path(dest),
+                safe_path(&dir.path)
+            )
+        })?;
         Ok(())
     }
 }
 
-/// What `dest` is when it exists and is not a regular file or a directory.
-/// Renaming over such a name would replace the device itself: as root,
-/// `--output /dev/null` would turn the system's /dev/null into a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Special {
-    /// A character device or a FIFO (`/dev/null`, `/dev/stdout` on a pipe or
-    /// terminal): written in place, as a shell redirection would.
-    Stream,
-    /// A block device or a socket: never written.
-    Refused(&'static str),
+/// A temp file next to the file it will replace, made by descriptor, removed
+/// again unless kept.
+struct TempAt<'d> {
+    dir: &'d OutDir,
+    name: std::ffi::OsString,
+    fd: std::os::fd::OwnedFd,
+    kept: bool,
+}
+
+impl<'d> TempAt<'d> {
+    fn create(dir: &'d OutDir, what: &str, dest: &Path) -> Result<TempAt<'d>> {
+        let mut last = Errno::EXIST;
+        for _ in 0..16 {
+            let name = std::ffi::OsString::from(format!(
+                "{TEMP_PREFIX}{:016x}.tmp",
+                rand::random::<u64>()
+            ));
+            // O_NOFOLLOW|O_EXCL: never a name someone else made first, and
+            // O_NONBLOCK in case that name is a FIFO.
+            match rustix::fs::openat(
+                &dir.fd,
+                &name,
+                OFlags::WRONLY
+                    | OFlags::CREATE
+                    | OFlags::EXCL
+                    | OFlags::NOFOLLOW
+                    | OFlags::NONBLOCK
+                    | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            ) {
+                Ok(fd) => {
+                    return Ok(TempAt {
+                        dir,
+                        name,
+                        fd,
+                        kept: false,
+                    });
+                }
+                Err(Errno::EXIST) => last = Errno::EXIST,
+                Err(e) => {
+                    last = e;
+                    break;
+                }
+            }
+        }
+        Err(std::io::Error::from(last)).with_context(|| {
+            format!(
+                "{what} {}: cannot create a file in {}; give a path in a directory that exists and you can write",
+                safe_path(dest),
+                safe_path(&dir.path)
+            )
+        })
+    }
+
+    fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for TempAt<'_> {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = rustix::fs::unlinkat(&self.dir.fd, &self.name, AtFlags::empty());
+        }
+    }
+}
+
+/// The checked directory of `dest` and its file name.
+fn open_dir_of<'p>(what: &str, dest: &'p Path) -> Result<(OutDir, &'p std::ffi::OsStr)> {
+    let name = match dest.components().next_back() {
+        Some(std::path::Component::Normal(n)) => n,
+        _ => bail!(
+            "{what} {}: is a directory; give a file name inside it, e.g. {}",
+            safe_path(dest),
+            safe_path(&dest.join("tmpfsctl.out"))
+        ),
+    };
+    Ok((OutDir::open(what, dest)?, name))
+}
+
+fn write_all_fd(fd: &std::os::fd::OwnedFd, data: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::File::from(fd.try_clone()?);
+    f.write_all(data)?;
+    f.flush()
 }
 
 /// `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`,
@@ -165,115 +245,82 @@ fn is_fd_alias(dest: &Path) -> bool {
     }
 }
 
-fn special_kind(dest: &Path) -> Option<Special> {
+/// Why an fd alias cannot be written to: the descriptor it names is a
+/// directory, a block device or a socket.
+fn fd_alias_refusal(dest: &Path) -> Option<&'static str> {
     use std::os::unix::fs::FileTypeExt;
-    // /dev/stdout, /dev/fd/N, /proc/self/fd/N are links to whatever the
-    // caller opened, a regular file too (`> out.json`): a rename would
-    // replace the link itself and the data would never reach the file.
-    if is_fd_alias(dest) {
-        return match std::fs::metadata(dest).map(|m| m.file_type()) {
-            Ok(t) if t.is_block_device() => Some(Special::Refused("a block device")),
-            Ok(t) if t.is_socket() => Some(Special::Refused("a socket")),
-            Ok(t) if t.is_dir() => None,
-            _ => Some(Special::Stream),
-        };
-    }
-    // Any other symbolic link is never followed, wherever it came from (one
-    // planted while the command ran could point at a root-only file): the
-    // rename replaces the link itself.
-    let t = std::fs::symlink_metadata(dest).ok()?.file_type();
-    if t.is_file() || t.is_dir() || t.is_symlink() {
-        None
-    } else if t.is_char_device() || t.is_fifo() {
-        Some(Special::Stream)
-    } else if t.is_block_device() {
-        Some(Special::Refused("a block device"))
-    } else if t.is_socket() {
-        Some(Special::Refused("a socket"))
-    } else {
-        Some(Special::Refused("not a regular file"))
+    match std::fs::metadata(dest).map(|m| m.file_type()) {
+        Ok(t) if t.is_dir() => Some("a directory"),
+        Ok(t) if t.is_block_device() => Some("a block device"),
+        Ok(t) if t.is_socket() => Some("a socket"),
+        _ => None,
     }
 }
 
 impl AtomicWrite<'_> {
-    fn write_special(&self, dest: &Path, kind: Special, data: &[u8]) -> Result<()> {
+    /// /dev/stdout, /dev/fd/N, /proc/self/fd/N are links to whatever the
+    /// caller opened, a regular file too (`> out.json`): a rename would
+    /// replace the link itself and the data would never reach the file. So
+    /// it is written in place, the one link followed: the caller made it.
+    fn write_fd_alias(&self, dest: &Path, data: &[u8]) -> Result<()> {
         let what = self.what;
-        match (kind, self.mode) {
-            (Special::Refused(k), _) => bail!(
+        if let Some(k) = fd_alias_refusal(dest) {
+            bail!(
                 "{what} {}: is {k}; give a regular file name",
-                dest.display()
-            ),
-            // A configuration file must stay a file others can read back.
-            (Special::Stream, NewMode::KeepOr0644) => bail!(
-                "{what} {}: is a device or FIFO, not a file; give a regular file",
-                dest.display()
-            ),
-            (Special::Stream, NewMode::Exactly(_)) => {
-                use std::os::unix::fs::OpenOptionsExt;
-                // A device or FIFO as named, or the descriptor an fd alias
-                // names; a link swapped in since the check is not followed.
-                let nofollow = if is_fd_alias(dest) {
-                    0
-                } else {
-                    libc::O_NOFOLLOW
-                };
-                let mut f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .custom_flags(nofollow)
-                    .open(dest)
-                    .with_context(|| format!("{what} {}: cannot open", dest.display()))?;
-                f.write_all(data)
-                    .and_then(|()| f.flush())
-                    .with_context(|| format!("{what} {}: writing", dest.display()))
-            }
+                safe_path(dest)
+            );
         }
+        if self.mode == NewMode::KeepOr0644 {
+            bail!(
+                "{what} {}: is a descriptor, not a file; give a regular file",
+                safe_path(dest)
+            );
+        }
+        let fd = rustix::fs::open(
+            dest,
+            OFlags::WRONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e {
+            Errno::NXIO => anyhow::anyhow!(
+                "{what} {}: is a FIFO no one is reading; start its reader first",
+                safe_path(dest)
+            ),
+            e => anyhow::anyhow!("{what} {}: cannot open: {e}", safe_path(dest)),
+        })?;
+        let fl = rustix::fs::fcntl_getfl(&fd)?;
+        rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK)?;
+        write_all_fd(&fd, data).with_context(|| format!("{what} {}: writing", safe_path(dest)))
     }
 }
 
 /// Fail fast (before any measuring or changing) when `dest` could not be
-/// written later: its directory must exist and be writable, and it must not
-/// be a directory itself.
+/// written later: its directory must be reachable through no link another
+/// user controls ([`OutDir`]) and writable, and what is at its name must
+/// not be a directory, a block device, a socket, or a FIFO or device
+/// another user owns.
 pub fn check_writable(what: &str, dest: &Path) -> Result<()> {
-    if is_dir_not_followed(dest) {
-        bail!(
-            "{what} {}: is a directory; give a file name inside it",
-            dest.display()
-        );
+    if is_fd_alias(dest) {
+        if let Some(k) = fd_alias_refusal(dest) {
+            bail!(
+                "{what} {}: is {k}; give a regular file name",
+                safe_path(dest)
+            );
+        }
+        return Ok(());
     }
-    match special_kind(dest) {
-        Some(Special::Stream) => return Ok(()),
-        Some(Special::Refused(k)) => bail!(
-            "{what} {}: is {k}; give a regular file name",
-            dest.display()
-        ),
-        None => {}
+    let (dir, name) = open_dir_of(what, dest)?;
+    if dir.at_name(what, dest, name)? == AtName::Stream {
+        return Ok(());
     }
-    let dir = parent_dir(dest);
-    if !dir.is_dir() {
-        bail!(
-            "{what} {}: directory {} does not exist; create it or give another path",
-            dest.display(),
-            dir.display()
-        );
-    }
-    if rustix::fs::access(&dir, rustix::fs::Access::WRITE_OK).is_err() {
+    if rustix::fs::accessat(&dir.fd, ".", Access::WRITE_OK, AtFlags::empty()).is_err() {
         bail!(
             "{what} {}: cannot write in {}; give a path in a directory you can write",
-            dest.display(),
-            dir.display()
+            safe_path(dest),
+            safe_path(&dir.path)
         );
     }
     Ok(())
-}
-
-/// A directory by that name; a symlink to one (other than an fd alias) is
-/// not, since it would be replaced, not written through.
-fn is_dir_not_followed(dest: &Path) -> bool {
-    if is_fd_alias(dest) {
-        dest.is_dir()
-    } else {
-        std::fs::symlink_metadata(dest).is_ok_and(|m| m.is_dir())
-    }
 }
 
 /// Whether writing `a` and writing `b` would land in one file, however each
@@ -325,6 +372,7 @@ fn parent_dir(dest: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn report_replaces_whole_file_world_readable_and_leaves_no_temp() {
@@ -425,15 +473,24 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("fifo");
         crate::test_support::mkfifo(&fifo, 0o600);
-        let reader = {
-            let fifo = fifo.clone();
-            std::thread::spawn(move || std::fs::read(fifo).unwrap())
-        };
         check_writable("--output", &fifo).unwrap();
+        // No reader: an error at once, not a wait.
+        let e = AtomicWrite::report("--output")
+            .write(&fifo, b"hello")
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("no one is reading"), "{e:#}");
+        let reader = rustix::fs::open(
+            &fifo,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
         AtomicWrite::report("--output")
             .write(&fifo, b"hello")
             .unwrap();
-        assert_eq!(reader.join().unwrap(), b"hello");
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut std::fs::File::from(reader), &mut got).unwrap();
+        assert_eq!(got, b"hello");
         assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
         // /dev/null stays the device (the bug: it became a regular file).
         AtomicWrite::report("--output")
@@ -480,5 +537,79 @@ mod tests {
         let fifo2 = d.path().join("fifo2");
         std::fs::hard_link(&fifo, &fifo2).unwrap();
         assert!(!same_destination(&fifo, &fifo2));
+    }
+
+    /// Root (these tests run as root in CI) and a stranger's uid.
+    const STRANGER: u32 = 65534;
+
+    fn chown(p: &Path, uid: u32) {
+        rustix::fs::chownat(
+            rustix::fs::CWD,
+            p,
+            Some(rustix::fs::Uid::from_raw(uid)),
+            Some(rustix::fs::Gid::from_raw(uid)),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_fifo_or_device_another_user_owns_is_refused_without_opening_it() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("metrics.prom");
+        crate::test_support::mkfifo(&fifo, 0o666);
+        chown(&fifo, STRANGER);
+        let e = check_writable("--prom", &fifo).unwrap_err().to_string();
+        assert!(e.contains("a FIFO that uid 65534 owns"), "{e}");
+        let e = AtomicWrite::report("--prom")
+            .write(&fifo, b"x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("remove it or give another path"), "{e}");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_link_on_the_way_is_followed_only_when_no_other_user_controls_it() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("root-only");
+        std::fs::create_dir(&victim).unwrap();
+        // A directory a stranger owns (as /var/lib/prometheus is the
+        // prometheus user's), with their link in it.
+        let theirs = d.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        chown(&theirs, STRANGER);
+        let link = theirs.join("node-exporter");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        chown(&link, STRANGER);
+        let dest = link.join("tmpfsctl.prom");
+        let e = check_writable("--prom", &dest).unwrap_err().to_string();
+        assert!(e.contains("symbolic link that uid 65534 owns"), "{e}");
+        let e = AtomicWrite::report("--prom")
+            .write(&dest, b"x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("give the path without it"), "{e}");
+        assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
+        // Root's own link in that directory: they could swap it, refused too.
+        chown(&link, 0);
+        let e = check_writable("--prom", &dest).unwrap_err().to_string();
+        assert!(e.contains("belongs to uid 65534"), "{e}");
+        // Root's link in root's directory is followed; writing into the
+        // stranger's directory itself is fine (they own what is in it).
+        let ours = d.path().join("ours");
+        std::os::unix::fs::symlink(&victim, &ours).unwrap();
+        AtomicWrite::report("--prom")
+            .write(&ours.join("a.prom"), b"a")
+            .unwrap();
+        assert_eq!(std::fs::read(victim.join("a.prom")).unwrap(), b"a");
+        AtomicWrite::report("--prom")
+            .write(&theirs.join("b.prom"), b"b")
+            .unwrap();
+        let m = std::fs::symlink_metadata(theirs.join("b.prom")).unwrap();
+        assert!(m.is_file() && m.uid() == 0);
+        // A relative path with `..` is walked the same way.
+        let rel = theirs.join("node-exporter/../b.prom");
+        assert!(check_writable("--prom", &rel).is_err());
     }
 }

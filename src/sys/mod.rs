@@ -14,6 +14,7 @@ pub mod hidden;
 pub mod journal;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod outdir;
 pub mod passwd;
 pub mod proc;
 pub mod procfd;
@@ -25,6 +26,7 @@ pub mod sysvshm;
 pub mod tmpfiles;
 pub mod tmpfs;
 pub mod unmount;
+pub mod zram;
 
 use std::path::{Path, PathBuf};
 
@@ -47,21 +49,23 @@ pub fn is_ram_backed(fstype: &str) -> bool {
     matches!(fstype, "tmpfs" | "ramfs" | "hugetlbfs" | "devtmpfs")
 }
 
-/// Where the machine's files are read from: `/` normally, a fixture tree in tests.
+/// Where the machine's files are read from: `/` normally, a fixture tree in
+/// tests or `--sysroot DIR`. Code that reads the system takes the command's
+/// (`ctx.sysroot`); code that acts on this machine (mounts, signals, its own
+/// processes) says so with [`Sysroot::live`].
 #[derive(Debug, Clone)]
 pub struct Sysroot {
     root: PathBuf,
 }
 
-impl Default for Sysroot {
-    fn default() -> Self {
+impl Sysroot {
+    /// This machine, as it runs now.
+    pub fn live() -> Self {
         Sysroot {
             root: PathBuf::from("/"),
         }
     }
-}
 
-impl Sysroot {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Sysroot { root: root.into() }
     }
@@ -274,7 +278,7 @@ mod resolve_tests {
             Path::new("/var/tmp")
         );
         assert!(r.resolve(Path::new("/nonexistent")).is_err());
-        let live = Sysroot::default();
+        let live = Sysroot::live();
         assert_eq!(live.resolve(Path::new("/")).unwrap(), Path::new("/"));
     }
 }

@@ -154,6 +154,14 @@ pub fn unix_socket_paths(root: &Sysroot) -> std::collections::HashSet<String> {
         .unwrap_or_default()
 }
 
+/// The inode of this process's PID namespace (`pid:[4026531836]`): PIDs a
+/// note records can be checked only from the namespace that gave them.
+pub fn pid_namespace() -> Option<u64> {
+    let l = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    let s = l.to_str()?;
+    s.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+}
+
 /// A process as noted by something it leaves behind (a progress note, a
 /// directory name): enough to tell it from a later process given its PID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,7 +173,7 @@ pub struct Owner {
 impl Owner {
     /// This process; None where /proc does not tell.
     pub fn me() -> Option<Owner> {
-        Owner::of(&Sysroot::default(), std::process::id())
+        Owner::of(&Sysroot::live(), std::process::id())
     }
 
     /// The process running as `pid` now.
@@ -229,7 +237,7 @@ mod tests {
 
     #[test]
     fn this_process_is_alive_and_a_reused_pid_is_not_it() {
-        let root = Sysroot::default();
+        let root = Sysroot::live();
         let me = Owner::me().unwrap();
         assert!(me.alive(&root));
         let mine = stat(&root, me.pid).unwrap();

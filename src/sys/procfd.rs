@@ -392,6 +392,45 @@ pub fn writers_of(root: &Sysroot, dir: &Path) -> Vec<ProcUse> {
     out
 }
 
+/// Refuse while `writers` (see [`writers_of`]) hold files under `dir` open
+/// for writing: what they write after `dir` is copied would land in the
+/// directory hidden under the tmpfs. With `force`, the warning to print
+/// (exactly what may be lost) instead. apply and persist enable ask the
+/// same question.
+pub fn refuse_writers(
+    dir: &Path,
+    writers: &[ProcUse],
+    force: bool,
+) -> anyhow::Result<Option<String>> {
+    if writers.is_empty() {
+        return Ok(None);
+    }
+    let list: Vec<String> = writers
+        .iter()
+        .map(|w| {
+            format!(
+                "{} ({}: {})",
+                w.pid,
+                crate::term::safe(&w.comm),
+                w.uses.join(", ")
+            )
+        })
+        .collect();
+    if !force {
+        anyhow::bail!(
+            "processes have files under {} open for writing: {}; what they write after the copy would be hidden \
+             under the tmpfs. Stop them (or let them finish) and retry, or pass --force to go ahead anyway",
+            safe_path(dir),
+            list.join("; ")
+        );
+    }
+    Ok(Some(format!(
+        "--force: writes made through these open files after the copy stay in the directory \
+         hidden under the tmpfs (not in the tmpfs), and are lost: {}",
+        list.join("; ")
+    )))
+}
+
 /// `major:minor` as the kernel encodes it in `st_dev`.
 pub fn dev_of(major: u32, minor: u32) -> u64 {
     rustix::fs::makedev(major, minor)
@@ -458,9 +497,7 @@ mod tests {
         assert_ne!(map, libc::MAP_FAILED);
         drop(f);
         let st = rustix::fs::stat(&p).unwrap();
-        let got = mapped_files(&Sysroot::default(), std::process::id(), |d, _| {
-            d == st.st_dev
-        });
+        let got = mapped_files(&Sysroot::live(), std::process::id(), |d, _| d == st.st_dev);
         let hit = got
             .iter()
             .find(|m| m.ino == st.st_ino)
@@ -479,16 +516,16 @@ mod tests {
         f.write_all(&vec![1u8; 100_000]).unwrap();
         f.sync_all().unwrap();
         std::fs::remove_file(&p).unwrap();
-        let me = process(&Sysroot::default(), std::process::id()).unwrap();
+        let me = process(&Sysroot::live(), std::process::id()).unwrap();
         let hit = me
             .files
             .iter()
             .find(|o| o.deleted && o.path == p)
             .expect("deleted file listed");
         assert!(hit.bytes >= 100_000, "{hit:?}");
-        let all = scan(&Sysroot::default(), 2);
+        let all = scan(&Sysroot::live(), 2);
         assert!(all.processes.iter().any(|q| q.pid == me.pid));
-        let who = holders(&Sysroot::default(), &all, hit.dev, hit.ino);
+        let who = holders(&Sysroot::live(), &all, hit.dev, hit.ino);
         assert!(who.iter().any(|(pid, _)| *pid == me.pid), "{who:?}");
         drop(f);
     }

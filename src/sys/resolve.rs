@@ -220,27 +220,37 @@ pub fn untrusted_writer(root: &Path, d: &OpenedDir, trusted: &[u32]) -> Option<S
         let Some(st) = st else {
             continue;
         };
-        let (mode, uid, gid) = (st.st_mode, st.st_uid, st.st_gid);
-        let sticky = mode & 0o1000 != 0;
-        let ok_user = |u: u32| u == 0 || trusted.contains(&u);
-        let shown = p.display();
-        if !ok_user(uid) && mode & 0o200 != 0 {
-            return Some(format!(
-                "{shown} belongs to uid {uid}, who can rename what is in it"
-            ));
+        if let Some(why) = writable_by_other(&st, trusted) {
+            return Some(format!("{} {why}", p.display()));
         }
-        if !sticky && gid != 0 && mode & 0o020 != 0 {
-            return Some(format!(
-                "{shown} is writable by group {gid} (mode {:o}, no sticky bit)",
-                mode & 0o7777
-            ));
-        }
-        if !sticky && mode & 0o002 != 0 {
-            return Some(format!(
-                "{shown} is writable by everyone (mode {:o}, no sticky bit)",
-                mode & 0o7777
-            ));
-        }
+    }
+    None
+}
+
+/// Why a user other than root and `trusted` could swap entries in the
+/// directory `st` describes (owner write permission, or group/other write
+/// without the sticky bit), said after the directory's name; `None` when no
+/// one else can.
+pub fn writable_by_other(st: &rustix::fs::Stat, trusted: &[u32]) -> Option<String> {
+    let (mode, uid, gid) = (st.st_mode, st.st_uid, st.st_gid);
+    let sticky = mode & 0o1000 != 0;
+    let ok_user = |u: u32| u == 0 || trusted.contains(&u);
+    if !ok_user(uid) && mode & 0o200 != 0 {
+        return Some(format!(
+            "belongs to uid {uid}, who can rename what is in it"
+        ));
+    }
+    if !sticky && gid != 0 && mode & 0o020 != 0 {
+        return Some(format!(
+            "is writable by group {gid} (mode {:o}, no sticky bit)",
+            mode & 0o7777
+        ));
+    }
+    if !sticky && mode & 0o002 != 0 {
+        return Some(format!(
+            "is writable by everyone (mode {:o}, no sticky bit)",
+            mode & 0o7777
+        ));
     }
     None
 }

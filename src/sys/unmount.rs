@@ -214,7 +214,7 @@ pub fn unmount(at: At<'_>, how: How) -> Result<Unmounted, UnmountError> {
         How::Checked => match umount2(at, false) {
             Ok(()) => {}
             Err(Errno::BUSY) => {
-                return Err(UnmountError::Busy(Busy::find(&Sysroot::default(), dir)));
+                return Err(UnmountError::Busy(Busy::find(&Sysroot::live(), dir)));
             }
             Err(e) => return Err(failed(false, e)),
         },
@@ -232,7 +232,7 @@ pub fn unmount(at: At<'_>, how: How) -> Result<Unmounted, UnmountError> {
             match r {
                 Ok(()) => {}
                 Err(Errno::BUSY) => {
-                    let holders = procfd::users_of(&Sysroot::default(), dir);
+                    let holders = procfd::users_of(&Sysroot::live(), dir);
                     umount2(at, true).map_err(|e| failed(true, e))?;
                     done.left_to = Some(holders);
                 }

@@ -302,7 +302,7 @@ pub fn sweep(base: &Path, prefix: &str, uid: u32) -> Vec<String> {
         // Its tmpfsctl made the scratch, so started before the scratch last
         // changed; a process that started later only reuses the pid.
         let changed = u64::try_from(st.st_ctime).unwrap_or(0);
-        if crate::sys::proc::alive_since(&crate::sys::Sysroot::default(), pid as u32, changed) {
+        if crate::sys::proc::alive_since(&crate::sys::Sysroot::live(), pid as u32, changed) {
             continue;
         }
         if st.st_uid != uid || lock(&dir).is_err() {

@@ -238,7 +238,7 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<RunSummary> {
     notes.extend(tree.notes.iter().cloned());
     if !opts.quiet {
         for n in &notes {
-            eprintln!("tmpfsctl: note: {n}");
+            eprintln!("tmpfsctl: note: {}", crate::term::safe(n));
         }
     }
 
@@ -256,7 +256,7 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<RunSummary> {
         None => {
             let mut note = |n: String| {
                 if !opts.quiet {
-                    eprintln!("tmpfsctl: note: {n}");
+                    eprintln!("tmpfsctl: note: {}", crate::term::safe(&n));
                 }
                 notes.push(n);
             };
@@ -421,17 +421,20 @@ fn supervise_child(
 /// Say what happened on stderr: errors and notes, the summary line,
 /// `--keep` (the `--json` document is the report, written after).
 fn report(summary: &RunSummary, end_notes: &[String], error: Option<&str>, quiet: bool) {
+    use crate::term::safe;
+    // Paths and errors here carry what the user typed (--keep=DIR) and what
+    // CMD named: escaped, so no control sequence reaches the terminal.
     if let Some(e) = error {
-        eprintln!("tmpfsctl: error: {e}");
+        eprintln!("tmpfsctl: error: {}", safe(e));
     }
     if !quiet {
         for n in end_notes {
-            eprintln!("tmpfsctl: note: {n}");
+            eprintln!("tmpfsctl: note: {}", safe(n));
         }
         eprintln!("{}", summary_line(summary));
     }
     if let Some(k) = &summary.kept_at {
         // Printed even with --quiet: it is the answer to --keep.
-        eprintln!("tmpfsctl: scratch kept in {k}");
+        eprintln!("tmpfsctl: scratch kept in {}", safe(k));
     }
 }

@@ -109,6 +109,13 @@ pub fn spawn(cmd: &mut Command) -> Result<Init, SpawnError> {
     }
     let (report_rd, report_wr) = pipe().map_err(|e| np(format!("pipe: {e}")))?;
     let (life_rd, life_wr) = pipe().map_err(|e| np(format!("pipe: {e}")))?;
+    // Read here, not in the init: in a new user namespace without a map
+    // yet, getuid() says the overflow uid (65534), and mapping that instead
+    // of our own uid is refused (EPERM).
+    let ids = (
+        rustix::process::geteuid().as_raw(),
+        rustix::process::getegid().as_raw(),
+    );
     let mut flags = (libc::CLONE_NEWPID | libc::CLONE_NEWNS) as u64;
     let mut r = clone(flags);
     let mut new_user = false;
@@ -127,7 +134,7 @@ pub fn spawn(cmd: &mut Command) -> Result<Init, SpawnError> {
     if r == 0 {
         drop(report_rd);
         drop(life_wr);
-        init_main(cmd, new_user, &report_wr, &life_rd);
+        init_main(cmd, new_user.then_some(ids), &report_wr, &life_rd);
     }
     drop(report_wr);
     drop(life_rd);
@@ -209,7 +216,9 @@ fn leave(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-fn init_main(cmd: &mut Command, new_user: bool, report: &OwnedFd, life: &OwnedFd) -> ! {
+/// `map`: the (uid, gid) to map onto themselves when the init is in a new
+/// user namespace.
+fn init_main(cmd: &mut Command, map: Option<(u32, u32)>, report: &OwnedFd, life: &OwnedFd) -> ! {
     if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .is_err()
     {
@@ -226,12 +235,10 @@ fn init_main(cmd: &mut Command, new_user: bool, report: &OwnedFd, life: &OwnedFd
     if unsafe { libc::poll(&mut pfd, 1, 0) } != 0 {
         leave(1);
     }
-    if new_user {
-        let uid = rustix::process::getuid().as_raw();
-        let gid = rustix::process::getgid().as_raw();
-        if let Err(e) = super::scratch::map_ids(uid, gid) {
-            failed(report, format!("{e:#}"));
-        }
+    if let Some((uid, gid)) = map
+        && let Err(e) = super::scratch::map_ids(uid, gid)
+    {
+        failed(report, format!("{e:#}"));
     }
     // The /proc mounted below must not propagate to the namespace tmpfsctl
     // runs in (as root that is the machine's own).
@@ -323,7 +330,7 @@ fn supervise(child: i32) -> i32 {
 /// The processes in the namespace besides the init, with their names;
 /// zombies (exited, waiting to be reaped) are not running.
 fn running() -> Vec<(i32, String)> {
-    let root = crate::sys::Sysroot::default();
+    let root = crate::sys::Sysroot::live();
     crate::sys::proc::pids(&root)
         .into_iter()
         .filter(|&p| p != 1)

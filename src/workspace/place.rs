@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use std::os::unix::fs::PermissionsExt;
+
 use anyhow::Result;
 use rustix::fs::{Mode as FsMode, OFlags};
 
@@ -41,12 +43,13 @@ pub(super) fn directory_base(
     )));
     let mut usable = None;
     let mut errs = Vec::new();
+    let is_ram = |p: &Path| {
+        rustix::fs::statfs(p).is_ok_and(|st| crate::sys::statfs::is_ram_fs_type(st.f_type as u64))
+    };
     for p in own {
         match ensure_private_dir(&p, euid).and_then(|()| private_to(&p, euid)) {
             Ok(()) => {
-                let ram = rustix::fs::statfs(&p)
-                    .is_ok_and(|st| crate::sys::statfs::is_ram_fs_type(st.f_type as u64));
-                if ram {
+                if is_ram(&p) {
                     return Ok(p);
                 }
                 usable.get_or_insert(p);
@@ -54,7 +57,49 @@ pub(super) fn directory_base(
             Err(e) => errs.push(e),
         }
     }
-    usable.ok_or_else(|| anyhow::anyhow!("no place for the scratch: {}", errs.join("; ")))
+    // Another user made our directory first (or it is on disk): /dev/shm
+    // itself still keeps every promise. Its sticky bit stops anyone but us
+    // and root from renaming or removing the 0700 scratch made in it.
+    if shared_sticky(Path::new(SHM)).is_ok() && is_ram(Path::new(SHM)) {
+        if !errs.is_empty() {
+            notes.push(format!(
+                "{}; the scratch is made directly in {SHM} for this run",
+                errs.join("; ")
+            ));
+        }
+        return Ok(PathBuf::from(SHM));
+    }
+    match usable {
+        Some(p) => {
+            notes.push(format!(
+                "{} is not on tmpfs and {SHM} is not usable: the scratch is NOT RAM-backed",
+                p.display()
+            ));
+            Ok(p)
+        }
+        None => Err(anyhow::anyhow!(
+            "no place for the scratch: {}",
+            errs.join("; ")
+        )),
+    }
+}
+
+/// The shared RAM directory the per-user places are made in.
+const SHM: &str = "/dev/shm";
+
+/// Ok when `p` is root's directory with the sticky bit, as /dev/shm and /tmp
+/// are: anyone can add a name, nobody can rename or remove another's.
+fn shared_sticky(p: &Path) -> std::result::Result<(), String> {
+    let st = rustix::fs::lstat(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR || st.st_uid != 0 || st.st_mode & 0o1000 == 0 {
+        return Err(format!(
+            "{} is not root's sticky directory (mode {:o}, uid {})",
+            p.display(),
+            st.st_mode & 0o7777,
+            st.st_uid
+        ));
+    }
+    Ok(())
 }
 
 /// Ok when `p` (not followed if a symlink) is a directory owned by `euid`
@@ -82,9 +127,23 @@ fn private_to(p: &Path, euid: rustix::process::Uid) -> std::result::Result<(), S
     Ok(())
 }
 
-/// The fixed per-user directory the private tmpfs is mounted over. It is
-/// created once (0700) and stays empty in the normal namespace.
-pub(super) fn anchor_dir(euid: rustix::process::Uid) -> std::result::Result<PathBuf, String> {
+/// The directory the private tmpfs is mounted over: in the namespace
+/// tmpfsctl was started in, it stays an empty directory.
+#[derive(Debug, Clone)]
+pub(super) struct Anchor {
+    pub path: PathBuf,
+    /// Made for this run alone (the fixed one was taken): removed at the end.
+    pub for_this_run: bool,
+}
+
+/// The fixed per-user anchor, created once (0700) and checked (owner, mode,
+/// not a link) on every run. When another user made it first, a fresh 0700
+/// directory with a random name in /dev/shm serves this run instead (said in
+/// `notes`, with what to remove), so squatting the name blocks nothing.
+pub(super) fn anchor_dir(
+    euid: rustix::process::Uid,
+    notes: &mut Vec<String>,
+) -> std::result::Result<Anchor, String> {
     let mut candidates = Vec::new();
     if euid.is_root() {
         candidates.push(PathBuf::from("/run/tmpfsctl"));
@@ -94,18 +153,43 @@ pub(super) fn anchor_dir(euid: rustix::process::Uid) -> std::result::Result<Path
     {
         candidates.push(x.join("tmpfsctl"));
     }
-    candidates.push(PathBuf::from(format!(
-        "/dev/shm/tmpfsctl-{}",
-        euid.as_raw()
-    )));
+    candidates.push(PathBuf::from(format!("{SHM}/tmpfsctl-{}", euid.as_raw())));
     let mut errs = Vec::new();
     for c in candidates {
         match ensure_private_dir(&c, euid) {
-            Ok(()) => return Ok(c),
+            Ok(()) => {
+                return Ok(Anchor {
+                    path: c,
+                    for_this_run: false,
+                });
+            }
             Err(e) => errs.push(e),
         }
     }
-    Err(errs.join("; "))
+    shared_sticky(Path::new(SHM)).map_err(|e| format!("{}; {e}", errs.join("; ")))?;
+    let fresh = tempfile::Builder::new()
+        .prefix(&format!("tmpfsctl-{}-anchor-", euid.as_raw()))
+        .rand_bytes(12)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(SHM)
+        .map_err(|e| {
+            format!(
+                "{}; cannot create a directory in {SHM}: {e}",
+                errs.join("; ")
+            )
+        })?
+        .keep();
+    // Checked like the fixed one: made by us just now, but verified anyway.
+    ensure_private_dir(&fresh, euid)?;
+    notes.push(format!(
+        "{}; using {} for this run",
+        errs.join("; "),
+        fresh.display()
+    ));
+    Ok(Anchor {
+        path: fresh,
+        for_this_run: true,
+    })
 }
 
 fn ensure_private_dir(p: &Path, euid: rustix::process::Uid) -> std::result::Result<(), String> {
@@ -125,9 +209,10 @@ fn ensure_private_dir(p: &Path, euid: rustix::process::Uid) -> std::result::Resu
     let st = rustix::fs::fstat(&fd).map_err(|e| format!("stat {}: {e}", p.display()))?;
     if st.st_uid != euid.as_raw() {
         return Err(format!(
-            "{} belongs to uid {}, not to you; remove it",
+            "{} belongs to uid {}, not to you (as root: rm -r {})",
             p.display(),
-            st.st_uid
+            st.st_uid,
+            crate::term::shell_path(p)
         ));
     }
     if st.st_mode & 0o077 != 0 {

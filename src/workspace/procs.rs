@@ -10,7 +10,7 @@ pub struct Leftover {
 }
 
 pub(super) fn read_comm(pid: i32) -> String {
-    crate::sys::proc::name_or_unknown(&crate::sys::Sysroot::default(), pid as u32)
+    crate::sys::proc::name_or_unknown(&crate::sys::Sysroot::live(), pid as u32)
 }
 
 /// `struct clone_args` of clone3(2), up to `cgroup` (the kernel's

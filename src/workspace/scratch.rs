@@ -28,6 +28,7 @@ use super::cleanup;
 
 use crate::sys::statfs::{TMPFS_MAGIC, is_ram_fs_type};
 use crate::sys::unmount::{self, At, How};
+use crate::term::safe_path;
 
 /// How the scratch is provided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -157,6 +158,9 @@ pub struct Scratch {
     dir: Option<OwnedFd>,
     /// Directory mode: what removal works from, taken before CMD ran.
     held: Option<Held>,
+    /// Private modes: the anchor was made for this run alone (another user
+    /// took the usual one) and is removed once unmounted.
+    anchor_for_this_run: bool,
     base: Raw,
 }
 
@@ -200,9 +204,28 @@ impl Scratch {
     }
 
     fn private(spec: &Spec) -> std::result::Result<Scratch, PrivError> {
+        let mut notes = Vec::new();
+        let anchor = super::place::anchor_dir(rustix::process::geteuid(), &mut notes)
+            .map_err(PrivError::NotAllowed)?;
+        let r = Self::private_at(spec, anchor.path.clone());
+        match r {
+            Ok(mut s) => {
+                s.anchor_for_this_run = anchor.for_this_run;
+                s.notes = notes;
+                Ok(s)
+            }
+            Err(e) => {
+                if anchor.for_this_run {
+                    let _ = std::fs::remove_dir(&anchor.path);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn private_at(spec: &Spec, anchor: PathBuf) -> std::result::Result<Scratch, PrivError> {
         let euid = rustix::process::geteuid();
         let egid = rustix::process::getegid();
-        let anchor = super::place::anchor_dir(euid).map_err(PrivError::NotAllowed)?;
         let mut why = Vec::new();
         let mut mode = None;
         if euid.is_root() {
@@ -300,6 +323,7 @@ impl Scratch {
             notes: Vec::new(),
             dir: Some(dir),
             held: None,
+            anchor_for_this_run: false,
             base,
         })
     }
@@ -345,6 +369,7 @@ impl Scratch {
             notes,
             dir: None,
             held: Some(held),
+            anchor_for_this_run: false,
             base: Raw::default(),
         };
         s.base = s.raw()?;
@@ -433,6 +458,9 @@ impl Scratch {
                 match unmount::unmount(At::Dir(&self.path), How::ScratchAnyway) {
                     Ok(u) => {
                         out.removed = true;
+                        if self.anchor_for_this_run && u.left_to.is_none() {
+                            let _ = std::fs::remove_dir(&self.path);
+                        }
                         out.notes.extend(
                             cleanup::Removed {
                                 detached: u.detached_inside,
@@ -554,7 +582,7 @@ pub fn check_keep_dir(p: &Path) -> Result<()> {
     if p.symlink_metadata().is_ok() {
         bail!(
             "--keep={}: already exists; give a path that does not exist yet (it is created)",
-            p.display()
+            safe_path(p)
         );
     }
     let parent = match p.parent() {
@@ -564,8 +592,8 @@ pub fn check_keep_dir(p: &Path) -> Result<()> {
     if !parent.is_dir() {
         bail!(
             "--keep={}: parent directory {} does not exist; create it first",
-            p.display(),
-            parent.display()
+            safe_path(p),
+            safe_path(&parent)
         );
     }
     Ok(())
@@ -574,7 +602,7 @@ pub fn check_keep_dir(p: &Path) -> Result<()> {
 fn copy_out(src: &Path, keep: &Keep) -> Result<PathBuf> {
     let dest = match keep {
         Keep::Dir(p) => {
-            std::fs::create_dir(p).with_context(|| format!("cannot create {}", p.display()))?;
+            std::fs::create_dir(p).with_context(|| format!("cannot create {}", safe_path(p)))?;
             p.clone()
         }
         Keep::Default => {
@@ -587,7 +615,7 @@ fn copy_out(src: &Path, keep: &Keep) -> Result<PathBuf> {
                 .rand_bytes(8)
                 .permissions(std::fs::Permissions::from_mode(0o700))
                 .tempdir_in(&base)
-                .with_context(|| format!("cannot create a directory in {}", base.display()))?
+                .with_context(|| format!("cannot create a directory in {}", safe_path(&base)))?
                 .keep()
         }
     };
@@ -606,9 +634,9 @@ fn copy_out(src: &Path, keep: &Keep) -> Result<PathBuf> {
     if !st.success() {
         bail!(
             "cp -a {} {} failed ({st}); what was copied is in {}",
-            from.to_string_lossy(),
-            dest.display(),
-            dest.display()
+            safe_path(Path::new(&from)),
+            safe_path(&dest),
+            safe_path(&dest)
         );
     }
     Ok(std::fs::canonicalize(&dest).unwrap_or(dest))

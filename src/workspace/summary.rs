@@ -124,7 +124,7 @@ pub fn summary_line(s: &RunSummary) -> String {
         if s.peak_inodes == 1 { "" } else { "s" },
         fmt_ns(s.wall_ns as f64),
         s.mode.describe(),
-        s.path,
+        crate::term::safe(&s.path),
     )
 }
 

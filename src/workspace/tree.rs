@@ -475,7 +475,7 @@ fn end_cgroup(cg: &Cgroup, out: &mut Ended) {
 
 /// The parent pid of `pid`.
 fn ppid_of(pid: i32) -> Option<i32> {
-    let s = crate::sys::proc::stat(&crate::sys::Sysroot::default(), u32::try_from(pid).ok()?)?;
+    let s = crate::sys::proc::stat(&crate::sys::Sysroot::live(), u32::try_from(pid).ok()?)?;
     i32::try_from(s.ppid).ok()
 }
 
@@ -484,7 +484,7 @@ fn ppid_of(pid: i32) -> Option<i32> {
 fn end_orphans(me: Pid, out: &mut Ended) {
     let me = me.as_raw_nonzero().get();
     for _ in 0..100 {
-        let children: Vec<i32> = crate::sys::proc::pids(&crate::sys::Sysroot::default())
+        let children: Vec<i32> = crate::sys::proc::pids(&crate::sys::Sysroot::live())
             .into_iter()
             .filter_map(|p| i32::try_from(p).ok())
             .filter(|&p| ppid_of(p) == Some(me))

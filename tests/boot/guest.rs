@@ -278,8 +278,35 @@ pub fn nspawn(name: &str, script: &str, max_boots: u32) -> Run {
 /// lost, as at a power cut) and started again. Returns the probe disk's
 /// content in `out`.
 pub fn qemu(name: &str, script: &str, max_powerons: u32) -> Run {
+    qemu_with(name, script, max_powerons, &Extra::default())
+}
+
+/// What a QEMU run adds to the plain guest: files copied into /probe, and
+/// disks whose every write, flush and FUA QEMU logs (`blklogwrites`, in the
+/// kernel's dm-log-writes format) to a log file beside the image.
+#[derive(Default)]
+pub struct Extra<'a> {
+    /// (host file, name under /probe)
+    pub files: Vec<(&'a Path, &'a str)>,
+    pub logged: Vec<LoggedDisk<'a>>,
+}
+
+/// A raw disk image behind `blklogwrites`; `log` must exist, pre-sized (the
+/// driver does not grow it).
+pub struct LoggedDisk<'a> {
+    pub image: &'a Path,
+    pub log: &'a Path,
+}
+
+/// [`qemu`] with files in /probe and logged disks. Disks are found by label
+/// in the guest: a logged disk (a `-blockdev`) enumerates before the
+/// `-drive` ones, so /dev/vda is not the root.
+pub fn qemu_with(name: &str, script: &str, max_powerons: u32, extra: &Extra<'_>) -> Run {
     let img = image();
     let mut run = Run::new(name, script);
+    for (from, to) in &extra.files {
+        std::fs::copy(from, run.scratch.join("probe").join(to)).unwrap();
+    }
     let s = &run.scratch;
     let disk = s.join("root.qcow2");
     let probe_img = s.join("probe.img");
@@ -319,7 +346,7 @@ pub fn qemu(name: &str, script: &str, max_powerons: u32) -> Run {
             .arg(img.join("initrd.img"))
             .args([
                 "-append",
-                "root=/dev/vda rw console=ttyS0 quiet systemd.mount-extra=/dev/vdb:/probe:ext4 systemd.show_status=1",
+                "root=LABEL=guestroot rw console=ttyS0 quiet systemd.mount-extra=LABEL=probe:/probe:ext4 systemd.show_status=1",
             ])
             .arg("-drive")
             .arg(format!(
@@ -331,6 +358,7 @@ pub fn qemu(name: &str, script: &str, max_powerons: u32) -> Run {
                 "file={},if=virtio,format=raw,cache=unsafe",
                 probe_img.display()
             ))
+            .args(logged_args(&extra.logged))
             .stdin(Stdio::null())
             .stdout(console_file(&run))
             .stderr(console_file(&run))
@@ -379,6 +407,31 @@ pub fn qemu(name: &str, script: &str, max_powerons: u32) -> Run {
     assert!(st.success(), "debugfs rdump of the probe disk failed");
     run.out = back.join("out");
     run
+}
+
+/// `-blockdev` a file node for each image and its log, a `blklogwrites`
+/// node over both (512-byte log sectors), and a virtio disk on it.
+fn logged_args(disks: &[LoggedDisk<'_>]) -> Vec<String> {
+    let mut a = Vec::new();
+    for (i, d) in disks.iter().enumerate() {
+        a.push("-blockdev".into());
+        a.push(format!(
+            "driver=file,filename={},node-name=limg{i}",
+            d.image.display()
+        ));
+        a.push("-blockdev".into());
+        a.push(format!(
+            "driver=file,filename={},node-name=llog{i}",
+            d.log.display()
+        ));
+        a.push("-blockdev".into());
+        a.push(format!(
+            "driver=blklogwrites,file=limg{i},log=llog{i},log-sector-size=512,node-name=logged{i}"
+        ));
+        a.push("-device".into());
+        a.push(format!("virtio-blk-pci,drive=logged{i}"));
+    }
+    a
 }
 
 fn append_serial(run: &Run) {

@@ -17,6 +17,24 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// Run `script` with `sh -c` as uid/gid 65534 and no other groups: the
+/// other user of the hostile-neighbour tests.
+pub fn as_nobody(script: &str) -> Output {
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+        .current_dir("/")
+        .output()
+        .unwrap()
+}
+
 /// Skip (return early) with a printed reason unless running as root.
 #[macro_export]
 macro_rules! require_root {

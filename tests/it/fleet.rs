@@ -43,6 +43,12 @@ fn names(v: &serde_json::Value) -> Vec<String> {
 
 /// Answer every connection with a fixed HTTP response, until the test ends.
 fn fake_http(response: &'static str) -> u16 {
+    fake_http_bytes(response.as_bytes().to_vec())
+}
+
+/// A server on 127.0.0.1 that answers every request with `response` (status
+/// line, headers and body, as bytes); its port.
+fn fake_http_bytes(response: Vec<u8>) -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -51,7 +57,7 @@ fn fake_http(response: &'static str) -> u16 {
             use std::io::{Read, Write};
             let mut buf = [0u8; 4096];
             let _ = s.read(&mut buf);
-            let _ = s.write_all(response.as_bytes());
+            let _ = s.write_all(&response);
         }
     });
     port

@@ -25,6 +25,8 @@ mod guards;
 /// The tmpfs lost, disable with a writer, vanishing entries, a killed prune,
 /// enable --size.
 mod lifecycle;
+/// SIGTERM and SIGINT during enable and disable.
+mod stop;
 /// Stores another user could change, and persist's mount flags.
 mod trust;
 /// Every subcommand's JSON carries schema_version.

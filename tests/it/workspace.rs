@@ -22,6 +22,7 @@ mod usage;
 
 mod pidns;
 mod secure;
+mod squat;
 
 const ROOT_ANCHOR: &str = "/run/tmpfsctl";
 

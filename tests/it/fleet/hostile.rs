@@ -173,3 +173,56 @@ fn one_host_is_one_host_not_one_hosts() {
     assert!(out.contains("(1 host does not fit"), "{out}");
     assert!(!out.contains("1 hosts"), "{out}");
 }
+
+/// A gzip answer of 1 MiB that decodes to 1 GiB: the body limit counts
+/// decoded bytes, so tmpfsctl stops at 256 MiB of them (exit 2, saying so)
+/// instead of holding the whole gigabyte.
+#[test]
+fn a_gzip_bomb_from_prometheus_stops_at_the_decoded_limit() {
+    // One gzip member of 64 MiB of zeros; 16 members in a row are one gzip
+    // stream of 1 GiB (RFC 1952: members are concatenated).
+    let member = Command::new("sh")
+        .args(["-c", "head -c 67108864 /dev/zero | gzip -1 -c"])
+        .output()
+        .unwrap();
+    assert!(member.status.success() && member.stdout.len() < 1 << 20);
+    let body = member.stdout.repeat(16);
+    let mut resp = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    resp.extend_from_slice(&body);
+    let p = fake_http_bytes(resp);
+    let err = tempfile::tempfile().unwrap();
+    // Waited for below with wait4, which std's Child cannot do.
+    let pid = bin()
+        .args(["fleet", "analyze", "--prometheus"])
+        .arg(format!("http://127.0.0.1:{p}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err.try_clone().unwrap())
+        .spawn()
+        .unwrap()
+        .id() as i32;
+    // wait4: this child's own peak RSS, not the largest of every child the
+    // test binary has waited for.
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pid is our unwaited child; status and ru are valid for writing.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid);
+    assert!(libc::WIFEXITED(status));
+    let mut e = String::new();
+    use std::io::{Read, Seek};
+    let mut err = err;
+    err.rewind().unwrap();
+    err.read_to_string(&mut e).unwrap();
+    assert_eq!(libc::WEXITSTATUS(status), 2, "{e}");
+    assert!(e.contains("larger than 256 MiB once decompressed"), "{e}");
+    // ru_maxrss is in KiB. Past 256 MiB of decoded body it stopped reading.
+    let peak_mib = ru.ru_maxrss / 1024;
+    assert!(peak_mib < 600, "peak RSS {peak_mib} MiB");
+}

@@ -140,7 +140,7 @@ fn crash_loop_kill9_then_power_loss_restores_old_or_new_tree() {
     let mut old = tree(&w.dir, false);
     let budget = Duration::from_secs(40);
     let t0 = Instant::now();
-    let (mut iters, mut got_old, mut got_new) = (0u64, 0u64, 0u64);
+    let (mut iters, mut got_old, mut got_new, mut exited_ok) = (0u64, 0u64, 0u64, 0u64);
     // Kills spread over 0..window; widened when the machine is slower than
     // the calibration said and no kill has missed a sync for a while.
     let mut window = full * 2;
@@ -160,12 +160,19 @@ fn crash_loop_kill9_then_power_loss_restores_old_or_new_tree() {
         rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
         std::thread::sleep(Duration::from_micros(wait));
         let _ = child.kill();
-        let _ = child.wait();
+        // Exit 0 when the sync finished before the kill (a zombie ignores it).
+        let finished = child.wait().unwrap().success();
+        exited_ok += u64::from(finished);
         // Power loss: the tmpfs and everything in it are gone.
         w.unmount(&["-l"]);
         let o = w.run(&["persist", "restore", s(&w.dir)]);
         assert!(o.status.success(), "iteration {iters}: {}", show(&o));
         let got = tree(&w.dir, false);
+        assert!(
+            !finished || got == new,
+            "iteration {iters}: the sync exited 0, yet restore brought back {} tree",
+            if got == old { "the old" } else { "a mixed" }
+        );
         if got == new {
             got_new += 1;
             since_new = 0;
@@ -187,10 +194,15 @@ fn crash_loop_kill9_then_power_loss_restores_old_or_new_tree() {
         }
     }
     eprintln!(
-        "crash loop: {iters} kill -9 + power-loss iterations in {:.1} s (full sync {:.1} ms, kills over 0..{:.1} ms): {got_old} restored the old tree, {got_new} the new one, 0 mixed",
+        "crash loop: {iters} kill -9 + power-loss iterations in {:.1} s (full sync {:.1} ms, kills over 0..{:.1} ms): {exited_ok} syncs exited 0 before the kill; {got_old} restored the old tree, {got_new} the new one, 0 mixed",
         t0.elapsed().as_secs_f64(),
         full.as_secs_f64() * 1e3,
         window.as_secs_f64() * 1e3
     );
     assert!(iters >= 10);
+    assert!(
+        exited_ok > 0 && exited_ok < iters,
+        "{exited_ok} of {iters} syncs exited 0 before the kill: the kills never {} a sync",
+        if exited_ok == 0 { "missed" } else { "hit" }
+    );
 }

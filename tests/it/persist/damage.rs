@@ -178,3 +178,59 @@ fn a_damaged_current_manifest_falls_back_to_the_previous_generation() {
     let v = w.run(&["persist", "verify", s(&w.dir)]);
     assert_eq!(v.status.code(), Some(0), "{}", show(&v));
 }
+
+/// Flip one byte of `obj` in place: same size, other content.
+fn flip_a_byte(obj: &Path) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .read(true)
+        .open(obj)
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, 3).unwrap();
+    b[0] ^= 0x01;
+    f.write_all_at(&b, 3).unwrap();
+}
+
+#[test]
+fn a_byte_flipped_in_a_shared_object_is_copied_again_by_sync() {
+    require_root!();
+    let w = two_generations();
+    let obj = object_of(&w.store, "shared");
+    let len = std::fs::metadata(&obj).unwrap().len();
+    flip_a_byte(&obj);
+    assert_eq!(std::fs::metadata(&obj).unwrap().len(), len, "same size");
+    let o = w.sync();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    says(&o.stderr, obj.to_str().unwrap(), &o);
+    assert_eq!(stored(&w.store, "shared"), b"the same in every generation");
+    let v = w.run(&["persist", "verify", s(&w.dir)]);
+    assert_eq!(v.status.code(), Some(0), "{}", show(&v));
+}
+
+#[test]
+fn a_flipped_byte_costs_restore_only_its_own_file() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("shared"), b"the same in every generation").unwrap();
+    std::fs::write(w.dir.join("b"), b"b, first version").unwrap();
+    std::fs::write(w.dir.join("c"), b"c, never damaged").unwrap();
+    w.enable();
+    std::fs::write(w.dir.join("b"), b"b, other version").unwrap();
+    let o = w.sync();
+    assert!(o.status.success(), "{}", show(&o));
+    // In both generations: no generation holds it sound.
+    flip_a_byte(&object_of(&w.store, "shared"));
+    // Only in gen-000002: gen-000001 holds b's first version, sound.
+    flip_a_byte(&object_of(&w.store, "b"));
+    lose_tmpfs(&w.dir);
+    let o = w.run(&["persist", "restore", s(&w.dir)]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    says(&o.stdout, "gen-000002 restored", &o);
+    says(&o.stdout, "b taken from gen-000001", &o);
+    says(&o.stderr, "not restored: shared", &o);
+    assert_eq!(std::fs::read(w.dir.join("c")).unwrap(), b"c, never damaged");
+    assert_eq!(std::fs::read(w.dir.join("b")).unwrap(), b"b, first version");
+    assert!(!w.dir.join("shared").exists(), "no damaged bytes loaded");
+}

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use super::{World, is_mount, s, says, show};
-use crate::common::{TestMount, findmnt_options};
+use crate::common::{TestMount, as_nobody, findmnt_options};
 
 fn chown(p: &Path, uid: u32) {
     std::os::unix::fs::chown(p, Some(uid), Some(uid)).unwrap();
@@ -31,22 +31,6 @@ fn refused(w: &World, o: &Output, says: &[&str]) {
     }
     assert!(!is_mount(&w.dir), "DIR mounted after a refusal");
     assert!(!w.registry.exists(), "registry written after a refusal");
-}
-
-fn as_nobody(script: &str) -> Output {
-    Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ])
-        .current_dir("/")
-        .output()
-        .unwrap()
 }
 
 #[test]

@@ -1,0 +1,182 @@
+//! A zram target: a device made for the run with an ext4 without a journal
+//! on it, mounted with `discard` in this process's private mount namespace
+//! (so the kernel unmounts it when the process ends, even by SIGKILL), and
+//! removed on every exit path. A device left by a killed run is removed by
+//! the next one (`sys::zram::sweep`).
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use super::leftover::{self, Kind};
+use super::target::{MOUNT_BASE, enter_private_namespace};
+use crate::sys::zram::{self, MmStat, Spec, ZramDevice};
+use crate::units::fmt_bytes;
+
+/// The label of bench's devices: says in `blkid` and `status` who made them.
+pub const LABEL: &str = "tmpfsctl-bench";
+
+/// What the report says about a zram target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZramTargetInfo {
+    /// `zram3`.
+    pub device: String,
+    /// The back end in use, as the device names it.
+    pub algorithm: String,
+    /// The back ends the device offered.
+    pub algorithms: Vec<String>,
+    pub disksize_bytes: u64,
+}
+
+/// The RAM a zram target's data cost right after a workload's runs, with its
+/// files still there and written out (syncfs first, else part of it would
+/// still sit in the page cache, not in zram).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ZramCost {
+    /// `orig_data_size`: bytes written to the device, uncompressed (file
+    /// data plus the file system's own metadata).
+    pub orig_data_bytes: u64,
+    /// `mem_used_total`: the RAM the device holds, allocator overhead included.
+    pub mem_used_total_bytes: u64,
+    /// `orig_data_size / mem_used_total`: data stored per byte of RAM.
+    pub data_per_ram_ratio: Option<f64>,
+}
+
+impl ZramCost {
+    pub fn of(m: &MmStat) -> ZramCost {
+        ZramCost {
+            orig_data_bytes: m.orig_data_bytes,
+            mem_used_total_bytes: m.mem_used_total_bytes,
+            data_per_ram_ratio: m.ratio(),
+        }
+    }
+}
+
+/// A zram device with a file system, mounted for the run. Dropping it
+/// unmounts, removes the device and the mount point.
+pub struct PrivateZram {
+    dir: Option<tempfile::TempDir>,
+    device: Option<ZramDevice>,
+    pub path: PathBuf,
+    pub info: ZramTargetInfo,
+}
+
+/// The device size for `data_bytes` of files: ext4's metadata (inode
+/// tables, bitmaps, group descriptors: about 2% at the default inode ratio)
+/// on top, and at least 64 MiB so that mkfs has room for its minimum.
+pub fn device_bytes(data_bytes: u64) -> u64 {
+    (data_bytes + data_bytes / 16 + (16 << 20)).max(64 << 20)
+}
+
+impl PrivateZram {
+    /// Make the device and mount it. Call on the main thread before any
+    /// benchmark thread starts (the private mount namespace needs it).
+    pub fn make(
+        ctx: &crate::context::Context,
+        algorithm: Option<&str>,
+        data_bytes: u64,
+    ) -> Result<PrivateZram> {
+        let shown = match algorithm {
+            Some(a) => format!("zram:{a}"),
+            None => "zram".into(),
+        };
+        let features = zram::features(&ctx.sysroot);
+        anyhow::ensure!(
+            features.available,
+            "target {shown}: this kernel has no zram (/sys/class/zram-control is missing); load it with `modprobe zram`, or drop the target"
+        );
+        if let Some(a) = algorithm
+            && !features.algorithms.is_empty()
+        {
+            anyhow::ensure!(
+                features.algorithms.iter().any(|o| o == a),
+                "target {shown}: this kernel's zram does not offer {a}; it offers {} (write e.g. zram:{})",
+                features.algorithms.join(", "),
+                features.algorithms[0]
+            );
+        }
+        let disksize = device_bytes(data_bytes);
+        // Incompressible data costs its full size, and more: the worst case
+        // must fit in the RAM that is free.
+        let (mem, _) = ctx.sysroot.meminfo()?;
+        anyhow::ensure!(
+            disksize <= mem.mem_available_bytes,
+            "target {shown}: the device needs up to {} of RAM (incompressible data) but only {} is available; pass a smaller --size. Nothing was made.",
+            fmt_bytes(disksize),
+            fmt_bytes(mem.mem_available_bytes)
+        );
+        enter_private_namespace()?;
+        leftover::sweep(&std::env::temp_dir(), MOUNT_BASE, Kind::MountPoint);
+        let device = ZramDevice::make(&Spec {
+            algorithm: algorithm.map(str::to_string),
+            disksize_bytes: disksize,
+            label: LABEL.into(),
+        })
+        .with_context(|| format!("target {shown}"))?;
+        let dir = tempfile::Builder::new()
+            .prefix(&leftover::prefix(MOUNT_BASE))
+            .tempdir()
+            .context("creating a directory for the zram mount")?;
+        let path = dir.path().to_path_buf();
+        // discard: a deleted file's blocks are freed in zram at once, else
+        // they keep holding RAM until overwritten.
+        rustix::mount::mount(
+            device.path().as_path(),
+            &path,
+            "ext4",
+            rustix::mount::MountFlags::NOSUID | rustix::mount::MountFlags::NODEV,
+            c"discard",
+        )
+        .with_context(|| format!("target {shown}: mounting {}", device.path().display()))?;
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .with_context(|| format!("target {shown}: chmod {}", path.display()))?;
+        let info = ZramTargetInfo {
+            device: device.name(),
+            algorithm: device.algorithm().unwrap_or_else(|| "unknown".into()),
+            algorithms: features.algorithms,
+            disksize_bytes: disksize,
+        };
+        Ok(PrivateZram {
+            dir: Some(dir),
+            device: Some(device),
+            path,
+            info,
+        })
+    }
+}
+
+impl Drop for PrivateZram {
+    fn drop(&mut self) {
+        use crate::sys::unmount::{At, How, unmount};
+        let _ = unmount(At::Dir(&self.path), How::ScratchAnyway);
+        if let Some(d) = self.device.take() {
+            let _ = d.remove();
+        }
+        if let Some(d) = self.dir.take() {
+            let _ = d.close();
+        }
+    }
+}
+
+/// The RAM cost now of the zram device mounted at `path`: its files written
+/// out first (syncfs), then `mm_stat`. None when `path` is not on zram.
+pub fn cost_at(path: &std::path::Path) -> Option<ZramCost> {
+    let f = std::fs::File::open(path).ok()?;
+    rustix::fs::syncfs(&f).ok()?;
+    let st = rustix::fs::fstat(&f).ok()?;
+    let name = device_name(st.st_dev)?;
+    let text = std::fs::read_to_string(format!("/sys/block/{name}/mm_stat")).ok()?;
+    MmStat::parse(&text).map(|m| ZramCost::of(&m))
+}
+
+/// `zramN` for a device number, from /sys/dev/block/MAJ:MIN/uevent.
+fn device_name(dev: u64) -> Option<String> {
+    let (maj, min) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/uevent")).ok()?;
+    let name = uevent
+        .lines()
+        .find_map(|l| l.strip_prefix("DEVNAME="))?
+        .trim();
+    name.starts_with("zram").then(|| name.to_string())
+}

@@ -1,0 +1,599 @@
+//! zram: compressed block devices in RAM. Reading what the kernel offers and
+//! what each device costs (sysfs), and the one way tmpfsctl makes a device
+//! with a file system on it and takes it away again.
+//!
+//! What a device offers is read from its sysfs files, never assumed: kernels
+//! differ in back ends (lzo, lzo-rle, lz4, lz4hc, zstd, deflate), and in
+//! whether recompression (`recomp_algorithm`), writeback (`writeback`) and
+//! per-algorithm parameters (`algorithm_params`) exist.
+//!
+//! The RAM a device costs is `mem_used_total` in `mm_stat` (allocator
+//! overhead included), not the compressed size.
+//!
+//! A device tmpfsctl makes is recorded, right after `hot_add` hands out its
+//! number, in a note under [`NOTE_DIR`] naming the process that made it (PID,
+//! start time, PID namespace) and the file-system label it gets. A later run
+//! removes a device whose maker is gone and that still is what the note says
+//! (its label, or no file system yet): killed by SIGKILL or a power cut of
+//! the process, nothing stays but RAM until the next run. /run is a tmpfs, so
+//! the notes go with a reboot, as the devices do.
+
+use std::io::Read as _;
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use super::Sysroot;
+use super::proc::Owner;
+
+/// Where the notes naming each device's maker live (root only).
+pub const NOTE_DIR: &str = "/run/tmpfsctl-zram";
+
+/// `/sys/block/zramN/mm_stat`, in bytes (the kernel counts pages for the
+/// last four; they are converted).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MmStat {
+    /// Data written, uncompressed.
+    pub orig_data_bytes: u64,
+    /// The same, compressed.
+    pub compr_data_bytes: u64,
+    /// RAM the device holds now, allocator overhead included: what it costs.
+    pub mem_used_total_bytes: u64,
+    /// 0 = no limit.
+    pub mem_limit_bytes: u64,
+    pub mem_used_max_bytes: u64,
+    /// Pages stored as one repeated word (zeros): cost nothing but metadata.
+    pub same_pages: u64,
+    pub pages_compacted: u64,
+    /// Pages that did not compress and are stored whole.
+    pub huge_pages: Option<u64>,
+}
+
+impl MmStat {
+    /// Parse the one line; None unless it has at least the seven fields every
+    /// kernel since 4.1 writes.
+    pub fn parse(text: &str) -> Option<MmStat> {
+        let v: Vec<u64> = text
+            .split_whitespace()
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        if v.len() < 7 {
+            return None;
+        }
+        Some(MmStat {
+            orig_data_bytes: v[0],
+            compr_data_bytes: v[1],
+            mem_used_total_bytes: v[2],
+            mem_limit_bytes: v[3],
+            mem_used_max_bytes: v[4],
+            same_pages: v[5],
+            pages_compacted: v[6],
+            huge_pages: v.get(7).copied(),
+        })
+    }
+
+    /// Data stored per byte of RAM it costs (`orig_data_size /
+    /// mem_used_total`); None while the device holds nothing.
+    pub fn ratio(&self) -> Option<f64> {
+        (self.mem_used_total_bytes > 0)
+            .then(|| self.orig_data_bytes as f64 / self.mem_used_total_bytes as f64)
+    }
+}
+
+/// `comp_algorithm`: `lzo [lzo-rle] lz4`: the back ends offered, and the
+/// bracketed one in use.
+pub fn parse_algorithms(text: &str) -> (Vec<String>, Option<String>) {
+    let mut all = Vec::new();
+    let mut current = None;
+    for w in text.split_whitespace() {
+        match w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+            Some(c) => {
+                current = Some(c.to_string());
+                all.push(c.to_string());
+            }
+            None => all.push(w.to_string()),
+        }
+    }
+    (all, current)
+}
+
+/// What this kernel's zram offers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Features {
+    /// zram is there (built in, or its module loaded): /sys/class/zram-control.
+    pub available: bool,
+    /// Compression back ends, as a device lists them (empty when no device
+    /// exists to ask).
+    pub algorithms: Vec<String>,
+    /// Recompression with a second algorithm (`recomp_algorithm`).
+    pub recompress: bool,
+    /// Writing idle or incompressible pages out to a backing device (`writeback`).
+    pub writeback: bool,
+    /// Per-algorithm parameters such as a level or a dictionary (`algorithm_params`).
+    pub algorithm_params: bool,
+}
+
+/// What a device is used for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Use {
+    Swap,
+    Mount { mountpoint: String, fstype: String },
+}
+
+/// One zram device as sysfs, /proc/swaps and mountinfo show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Device {
+    /// `zram0`.
+    pub name: String,
+    /// 0 while the device is not set up.
+    pub disksize_bytes: u64,
+    pub algorithm: Option<String>,
+    pub algorithms: Vec<String>,
+    pub mm: Option<MmStat>,
+    /// `orig_data_size / mem_used_total`.
+    pub ratio: Option<f64>,
+    pub uses: Vec<Use>,
+    /// Made by tmpfsctl (a note under /run/tmpfsctl-zram names it).
+    pub made_by_tmpfsctl: bool,
+}
+
+fn sys_block(root: &Sysroot, name: &str, file: &str) -> PathBuf {
+    root.path(format!("/sys/block/{name}/{file}"))
+}
+
+fn read_trim(p: &Path) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Names of the zram devices, by number.
+fn device_names(root: &Sysroot) -> Vec<String> {
+    let mut v: Vec<(u32, String)> = std::fs::read_dir(root.path("/sys/block"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_str()?.to_string();
+            let i = n.strip_prefix("zram")?.parse().ok()?;
+            Some((i, n))
+        })
+        .collect();
+    v.sort();
+    v.into_iter().map(|(_, n)| n).collect()
+}
+
+/// What the kernel's zram offers: from zram-control and the files of the
+/// first device (no device is made to find out).
+pub fn features(root: &Sysroot) -> Features {
+    let available = root.path("/sys/class/zram-control/hot_add").exists();
+    let Some(first) = device_names(root).into_iter().next() else {
+        return Features {
+            available,
+            ..Features::default()
+        };
+    };
+    let has = |f: &str| sys_block(root, &first, f).exists();
+    Features {
+        available,
+        algorithms: read_trim(&sys_block(root, &first, "comp_algorithm"))
+            .map(|t| parse_algorithms(&t).0)
+            .unwrap_or_default(),
+        recompress: has("recomp_algorithm"),
+        writeback: has("writeback"),
+        algorithm_params: has("algorithm_params"),
+    }
+}
+
+/// Every zram device with what it holds, costs and is used for.
+pub fn devices(root: &Sysroot) -> Vec<Device> {
+    let swaps = std::fs::read_to_string(root.path("/proc/swaps")).unwrap_or_default();
+    let mounts = root.mountinfo().map(|(m, _)| m).unwrap_or_default();
+    device_names(root)
+        .into_iter()
+        .map(|name| {
+            let (algorithms, algorithm) = read_trim(&sys_block(root, &name, "comp_algorithm"))
+                .map(|t| parse_algorithms(&t))
+                .unwrap_or_default();
+            let mm = read_trim(&sys_block(root, &name, "mm_stat")).and_then(|t| MmStat::parse(&t));
+            let dev = format!("/dev/{name}");
+            let mut uses: Vec<Use> = swaps
+                .lines()
+                .skip(1)
+                .filter(|l| l.split_whitespace().next() == Some(dev.as_str()))
+                .map(|_| Use::Swap)
+                .collect();
+            uses.extend(
+                mounts
+                    .iter()
+                    .filter(|m| m.source == dev)
+                    .map(|m| Use::Mount {
+                        mountpoint: m.mount_point.display().to_string(),
+                        fstype: m.fstype.clone(),
+                    }),
+            );
+            Device {
+                disksize_bytes: read_trim(&sys_block(root, &name, "disksize"))
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or(0),
+                algorithm,
+                algorithms,
+                ratio: mm.and_then(|m| m.ratio()),
+                mm,
+                uses,
+                made_by_tmpfsctl: root.is_live() && Path::new(NOTE_DIR).join(&name).exists(),
+                name,
+            }
+        })
+        .collect()
+}
+
+/// The ext4 label in a device's superblock, read directly (offset 1024,
+/// magic 0xEF53 at +0x38, 16-byte label at +0x78): one read, and no blkid
+/// cache that could name the device's last owner. None: no ext2/3/4 there.
+pub fn ext_label(dev: &Path) -> Option<String> {
+    let mut sb = [0u8; 2048];
+    std::fs::File::open(dev).ok()?.read_exact(&mut sb).ok()?;
+    let s = &sb[1024..];
+    if u16::from_le_bytes([s[0x38], s[0x39]]) != 0xEF53 {
+        return None;
+    }
+    let label = &s[0x78..0x88];
+    let end = label.iter().position(|&b| b == 0).unwrap_or(label.len());
+    Some(String::from_utf8_lossy(&label[..end]).into_owned())
+}
+
+/// A device being made or in use: dropping it unmounts nothing (the caller
+/// owns its mount) but removes the device and its note.
+#[derive(Debug)]
+pub struct ZramDevice {
+    index: u32,
+    label: String,
+    removed: bool,
+}
+
+/// What to make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    /// None: the kernel's default back end.
+    pub algorithm: Option<String>,
+    pub disksize_bytes: u64,
+    /// The ext4 label (at most 16 bytes): says who made it, in `blkid` too.
+    pub label: String,
+}
+
+/// The note of a device tmpfsctl made: `PID STARTTIME PIDNS LABEL`.
+fn note_text(o: &Owner, pidns: u64, label: &str) -> String {
+    format!("{} {} {} {}\n", o.pid, o.starttime, pidns, label)
+}
+
+fn parse_note(text: &str) -> Option<(Owner, u64, String)> {
+    let mut it = text.split_whitespace();
+    let pid = it.next()?.parse().ok()?;
+    let starttime = it.next()?.parse().ok()?;
+    let pidns = it.next()?.parse().ok()?;
+    let label = it.next()?.to_string();
+    Some((Owner { pid, starttime }, pidns, label))
+}
+
+/// The note directory, made if missing; refused unless a directory only
+/// root can write (root never writes where another user can redirect it).
+fn note_dir() -> Result<&'static Path> {
+    let d = Path::new(NOTE_DIR);
+    match std::fs::DirBuilder::new().mode(0o700).create(d) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot create {NOTE_DIR}")),
+    }
+    let m = std::fs::symlink_metadata(d).with_context(|| format!("cannot read {NOTE_DIR}"))?;
+    anyhow::ensure!(
+        m.is_dir() && m.uid() == 0 && m.mode() & 0o022 == 0,
+        "{NOTE_DIR} is not a directory only root can write; remove it (a reboot also clears /run)"
+    );
+    Ok(d)
+}
+
+fn write_sys(p: &Path, value: &str) -> std::io::Result<()> {
+    std::fs::write(p, value)
+}
+
+impl ZramDevice {
+    /// Make a device: hot_add, note it, set its algorithm and size, and put
+    /// an ext4 without a journal on it (ext4's own `discard` needs the mount
+    /// option; nothing here mounts). On any failure the device is removed
+    /// again.
+    pub fn make(spec: &Spec) -> Result<ZramDevice> {
+        anyhow::ensure!(
+            spec.label.len() <= 16,
+            "zram label {:?} is longer than ext4's 16 bytes",
+            spec.label
+        );
+        let dir = note_dir()?;
+        let me = Owner::me().context("cannot read this process's start time from /proc")?;
+        let pidns = super::proc::pid_namespace().context("cannot read /proc/self/ns/pid")?;
+        sweep();
+        let mut text = String::new();
+        std::fs::File::open("/sys/class/zram-control/hot_add")
+            .and_then(|mut f| f.read_to_string(&mut text))
+            .context(
+                "cannot add a zram device (/sys/class/zram-control/hot_add): load the zram module (modprobe zram) or use a kernel with zram",
+            )?;
+        let index: u32 = text
+            .trim()
+            .parse()
+            .with_context(|| format!("hot_add answered {:?}, not a device number", text.trim()))?;
+        let d = ZramDevice {
+            index,
+            label: spec.label.clone(),
+            removed: false,
+        };
+        // The note first, so that a kill from here on leaves a device the
+        // next run can tell is ours.
+        std::fs::write(dir.join(d.name()), note_text(&me, pidns, &spec.label))
+            .with_context(|| format!("cannot write {NOTE_DIR}/{}", d.name()))?;
+        d.setup(spec)?;
+        Ok(d)
+    }
+
+    fn setup(&self, spec: &Spec) -> Result<()> {
+        let name = self.name();
+        let root = Sysroot::live();
+        if let Some(a) = &spec.algorithm {
+            let (offered, _) = read_trim(&sys_block(&root, &name, "comp_algorithm"))
+                .map(|t| parse_algorithms(&t))
+                .unwrap_or_default();
+            anyhow::ensure!(
+                offered.iter().any(|o| o == a),
+                "zram algorithm {a:?} is not offered by this kernel; it offers {}",
+                offered.join(", ")
+            );
+            write_sys(&sys_block(&root, &name, "comp_algorithm"), a)
+                .with_context(|| format!("{name}: cannot set comp_algorithm {a}"))?;
+        }
+        write_sys(
+            &sys_block(&root, &name, "disksize"),
+            &spec.disksize_bytes.to_string(),
+        )
+        .with_context(|| format!("{name}: cannot set disksize {}", spec.disksize_bytes))?;
+        // No journal: on RAM it only doubles the writes and the RAM; no lazy
+        // init: else a kernel thread zeroes inode tables during the first
+        // minutes, writing while figures are taken; -m 0: no blocks held
+        // back for root, so the size given is the size usable.
+        let out = Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-O", "^has_journal", "-m", "0", "-E"])
+            .arg("lazy_itable_init=0,lazy_journal_init=0")
+            .arg("-L")
+            .arg(&spec.label)
+            .arg(self.path())
+            .output()
+            .context("cannot run mkfs.ext4 (install e2fsprogs)")?;
+        anyhow::ensure!(
+            out.status.success(),
+            "mkfs.ext4 on {} failed: {}",
+            self.path().display(),
+            crate::term::safe(String::from_utf8_lossy(&out.stderr).trim())
+        );
+        Ok(())
+    }
+
+    pub fn name(&self) -> String {
+        format!("zram{}", self.index)
+    }
+
+    /// `/dev/zramN`.
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(format!("/dev/zram{}", self.index))
+    }
+
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    pub fn mm_stat(&self) -> Option<MmStat> {
+        read_trim(&sys_block(&Sysroot::live(), &self.name(), "mm_stat"))
+            .and_then(|t| MmStat::parse(&t))
+    }
+
+    /// The back end in use.
+    pub fn algorithm(&self) -> Option<String> {
+        read_trim(&sys_block(&Sysroot::live(), &self.name(), "comp_algorithm"))
+            .and_then(|t| parse_algorithms(&t).1)
+    }
+
+    /// Remove the device (it must not be mounted any more) and its note.
+    pub fn remove(mut self) -> Result<()> {
+        self.removed = true;
+        hot_remove(self.index)
+    }
+}
+
+impl Drop for ZramDevice {
+    fn drop(&mut self) {
+        if !self.removed {
+            let _ = hot_remove(self.index);
+        }
+    }
+}
+
+/// Remove device N and then its note. udev probes a new file system for a
+/// moment after mkfs and an unmount, holding the device open (EBUSY): a few
+/// tries over two seconds.
+fn hot_remove(index: u32) -> Result<()> {
+    let mut last = None;
+    for _ in 0..40 {
+        match write_sys(
+            Path::new("/sys/class/zram-control/hot_remove"),
+            &index.to_string(),
+        ) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(Path::new(NOTE_DIR).join(format!("zram{index}")));
+                return Ok(());
+            }
+            // Already gone (removed by hand): only the note is left.
+            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => {
+                let _ = std::fs::remove_file(Path::new(NOTE_DIR).join(format!("zram{index}")));
+                return Ok(());
+            }
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Err(last.map_or_else(|| anyhow::anyhow!("unknown error"), anyhow::Error::from)).with_context(
+        || format!("cannot remove /dev/zram{index} (still mounted or open?); remove it with: echo {index} > /sys/class/zram-control/hot_remove"),
+    )
+}
+
+/// Remove the devices tmpfsctl made whose maker is gone, and their notes.
+/// A device is removed only while it is still what its note says: its
+/// label, or no file system yet (killed before mkfs); else the number was
+/// reused by someone else after our device went, and only the note goes.
+/// Best effort; returns the devices removed.
+pub fn sweep() -> Vec<String> {
+    let mut removed = Vec::new();
+    let (Some(me), Some(my_ns)) = (Owner::me(), super::proc::pid_namespace()) else {
+        return removed;
+    };
+    let Ok(m) = std::fs::symlink_metadata(NOTE_DIR) else {
+        return removed;
+    };
+    if !m.is_dir() || m.uid() != 0 || m.mode() & 0o022 != 0 {
+        return removed;
+    }
+    let root = Sysroot::live();
+    for e in std::fs::read_dir(NOTE_DIR).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(index) = name
+            .strip_prefix("zram")
+            .and_then(|i| i.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Some((owner, ns, label)) = std::fs::read_to_string(e.path())
+            .ok()
+            .and_then(|t| parse_note(&t))
+        else {
+            continue;
+        };
+        if owner == me || ns != my_ns || owner.alive(&root) {
+            continue;
+        }
+        let dev = PathBuf::from(format!("/dev/{name}"));
+        if !sys_block(&root, &name, "disksize").exists() {
+            let _ = std::fs::remove_file(e.path());
+            continue;
+        }
+        match ext_label(&dev) {
+            Some(l) if l == label => {}
+            None => {}
+            Some(_) => {
+                let _ = std::fs::remove_file(e.path());
+                continue;
+            }
+        }
+        if hot_remove(index).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mm_stat_parses_and_gives_the_ratio_of_data_to_ram() {
+        let m = MmStat::parse(
+            "  8192000  2048000  2500000        0  2600000      10      0      3     3\n",
+        )
+        .unwrap();
+        assert_eq!(m.orig_data_bytes, 8_192_000);
+        assert_eq!(m.compr_data_bytes, 2_048_000);
+        assert_eq!(m.mem_used_total_bytes, 2_500_000);
+        assert_eq!(m.same_pages, 10);
+        assert_eq!(m.huge_pages, Some(3));
+        assert!((m.ratio().unwrap() - 3.2768).abs() < 1e-9);
+        let old = MmStat::parse("1 2 3 4 5 6 7").unwrap();
+        assert_eq!(old.huge_pages, None);
+        assert_eq!(MmStat::parse("0 0 0 0 0 0 0").unwrap().ratio(), None);
+        assert_eq!(MmStat::parse("1 2 3"), None);
+        assert_eq!(MmStat::parse("1 2 x 4 5 6 7"), None);
+    }
+
+    #[test]
+    fn algorithms_name_the_bracketed_one_in_use() {
+        let (all, cur) = parse_algorithms("lzo [lzo-rle] lz4 \n");
+        assert_eq!(all, ["lzo", "lzo-rle", "lz4"]);
+        assert_eq!(cur.as_deref(), Some("lzo-rle"));
+        assert_eq!(parse_algorithms("").1, None);
+    }
+
+    #[test]
+    fn notes_name_their_maker() {
+        let o = Owner {
+            pid: 42,
+            starttime: 7,
+        };
+        let t = note_text(&o, 4026531836, "tmpfsctl-bench");
+        assert_eq!(
+            parse_note(&t),
+            Some((o, 4026531836, "tmpfsctl-bench".into()))
+        );
+        assert_eq!(parse_note("42 7 1"), None);
+        assert_eq!(parse_note("x 7 1 l"), None);
+    }
+
+    #[test]
+    fn devices_and_features_read_from_a_sysroot() {
+        let d = tempfile::tempdir().unwrap();
+        let w = |p: &str, t: &str| {
+            let f = d.path().join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, t).unwrap();
+        };
+        w("sys/class/zram-control/hot_add", "");
+        w("sys/block/zram0/comp_algorithm", "lzo [lzo-rle] lz4\n");
+        w("sys/block/zram0/disksize", "4294967296\n");
+        w(
+            "sys/block/zram0/mm_stat",
+            "4096000 1024000 1200000 0 1300000 5 0 0 0\n",
+        );
+        w("sys/block/zram0/writeback", "");
+        w("sys/block/zram1/comp_algorithm", "[lz4] zstd\n");
+        w("sys/block/zram1/disksize", "1048576\n");
+        w("sys/block/zram1/mm_stat", "0 0 0 0 0 0 0 0 0\n");
+        w("sys/block/vda/disksize", "");
+        w(
+            "proc/swaps",
+            "Filename Type Size Used Priority\n/dev/zram0 partition 4194300 0 100\n",
+        );
+        w(
+            "proc/self/mountinfo",
+            "30 1 252:1 / /mnt/z rw - ext4 /dev/zram1 rw,discard\n",
+        );
+        let root = Sysroot::new(d.path());
+        let f = features(&root);
+        assert!(f.available && f.writeback && !f.recompress && !f.algorithm_params);
+        assert_eq!(f.algorithms, ["lzo", "lzo-rle", "lz4"]);
+        let devs = devices(&root);
+        assert_eq!(devs.len(), 2);
+        assert_eq!(devs[0].name, "zram0");
+        assert_eq!(devs[0].uses, [Use::Swap]);
+        assert_eq!(devs[0].algorithm.as_deref(), Some("lzo-rle"));
+        assert!((devs[0].ratio.unwrap() - 4096000.0 / 1200000.0).abs() < 1e-9);
+        assert_eq!(devs[1].disksize_bytes, 1 << 20);
+        assert_eq!(
+            devs[1].uses,
+            [Use::Mount {
+                mountpoint: "/mnt/z".into(),
+                fstype: "ext4".into()
+            }]
+        );
+        assert_eq!(devs[1].ratio, None);
+    }
+}

@@ -1,0 +1,439 @@
+//! One file system's run: make the disk, boot the guest on it, then build
+//! and check the crash states the log allows.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::host::{self, Loop, Mounted, Scratch, ok, p};
+use crate::log::Log;
+use crate::scenario::{self, ACK_BYTES, APPLY, DISABLE, DISK_BYTES, ENABLE, FSTAB, REVERT, STEPS};
+use crate::states::{self, Kind};
+use crate::{guest, tree};
+
+pub struct Row {
+    pub fs: &'static str,
+    pub entries: usize,
+    pub flushes: usize,
+    pub epochs: usize,
+    /// States checked per last ACK on them (0: none) and kind.
+    pub checked: BTreeMap<(u32, &'static str), usize>,
+    pub violations: Vec<String>,
+    pub boot_s: f64,
+    pub check_s: f64,
+}
+
+fn env_n(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Make a file system of `fs` labelled for the guest on `img`, its last
+/// MiB left outside for ACK records, holding the fstab the revert edits.
+fn make_disk(fs: &str, img: &Path, mnt: &Path) {
+    File::create(img).unwrap().set_len(DISK_BYTES).unwrap();
+    let kib = format!("{}k", (DISK_BYTES - ACK_BYTES) >> 10);
+    match fs {
+        "ext4" => ok(
+            "mkfs.ext4",
+            &["-q", "-F", "-L", scenario::LABEL, p(img), &kib],
+        ),
+        "xfs" => ok(
+            "mkfs.xfs",
+            &[
+                "-q",
+                "-f",
+                "-L",
+                scenario::LABEL,
+                "-d",
+                &format!("size={kib}"),
+                p(img),
+            ],
+        ),
+        other => panic!("no mkfs for {other}"),
+    };
+    let lo = Loop::attach(img);
+    let m = Mounted::mount(&lo.0, fs, mnt).unwrap();
+    std::fs::create_dir_all(mnt.join("etc")).unwrap();
+    std::fs::write(mnt.join("etc/fstab"), FSTAB).unwrap();
+    drop(m);
+}
+
+struct Ctx<'a> {
+    fs: &'a str,
+    trees: Vec<String>,
+    fstab_new: String,
+    registry: PathBuf,
+    scratch: &'a Path,
+}
+
+pub fn run_fs(fs: &'static str) -> Row {
+    let sc = Scratch::new();
+    let w = &sc.work;
+    let disk = w.join("disk.img");
+    let base = w.join("base.img");
+    let logf = w.join("disk.log");
+    make_disk(fs, &disk, &w.join("mnt"));
+    host::clone(&disk, &base);
+    File::create(&logf).unwrap().set_len(8 << 30).unwrap();
+    let t = Instant::now();
+    let exe = std::env::current_exe().unwrap();
+    let run = {
+        let _one = guest::one_at_a_time();
+        guest::qemu_with(
+            &format!("crash-{fs}"),
+            &format!("{}\n", scenario::SCRIPT),
+            1,
+            &guest::Extra {
+                files: vec![(exe.as_path(), "crash")],
+                logged: vec![guest::LoggedDisk {
+                    image: &disk,
+                    log: &logf,
+                }],
+            },
+        )
+    };
+    let boot_s = t.elapsed().as_secs_f64();
+    let glog = run.read("log");
+    assert!(
+        glog.contains("scenario done") && !glog.contains("failed"),
+        "the {fs} scenario did not run through:\n{}",
+        run.context()
+    );
+    let mut trees = vec![String::new()];
+    for s in 1..=STEPS {
+        let t = run.read(&format!("tree-{s}"));
+        assert!(
+            !t.is_empty(),
+            "no tree-{s} from the guest\n{}",
+            run.context()
+        );
+        trees.push(t);
+    }
+    let ctx = Ctx {
+        fs,
+        trees,
+        fstab_new: run.read("fstab-new"),
+        registry: w.join("registry.json"),
+        scratch: w,
+    };
+    assert!(
+        ctx.fstab_new.contains("tmpfs"),
+        "apply wrote no fstab line:\n{}",
+        ctx.fstab_new
+    );
+    // The end of the log is the disk the guest left: every step ACKed.
+    let end = scenario::marks(&File::open(&disk).unwrap());
+    assert!(
+        end.acks.len() == STEPS as usize && end.begun == STEPS,
+        "ACKs on the final disk: {:?}, last BEGIN {}",
+        end.acks,
+        end.begun
+    );
+
+    let t = Instant::now();
+    let log = Log::read(&logf);
+    let ss = log.sector_size;
+    let eps = states::epochs(&log, (DISK_BYTES - ACK_BYTES) / ss);
+    let full = std::env::var_os("TMPFSCTL_CRASH_FULL").is_some();
+    let plan = states::plan(
+        &eps,
+        full,
+        env_n("TMPFSCTL_CRASH_PREFIXES", 8),
+        env_n("TMPFSCTL_CRASH_SUBSETS", 4),
+        env_n("TMPFSCTL_CRASH_SAMPLE", 30),
+    );
+    let mut row = Row {
+        fs,
+        entries: log.entries.len(),
+        flushes: log.entries.iter().filter(|e| e.is_flush()).count(),
+        epochs: eps.len(),
+        checked: BTreeMap::new(),
+        violations: Vec::new(),
+        boot_s,
+        check_s: 0.0,
+    };
+    let work = w.join("work.img");
+    host::clone(&base, &work);
+    let state = w.join("state.img");
+    let planned = eps.len() + 1 + plan.iter().map(Vec::len).sum::<usize>();
+    eprintln!(
+        "{fs}: {} log entries, {} flushes, {} epochs: checking {planned} crash states",
+        row.entries, row.flushes, row.epochs
+    );
+    let note = |row: &mut Row, what: String, kind: Kind| {
+        let (step, v) = check_state(&ctx, &state);
+        let done: usize = row.checked.values().sum::<usize>() + 1;
+        if done.is_multiple_of(50) {
+            eprintln!(
+                "{fs}: {done}/{planned} states, {} violations, {:.0} s",
+                row.violations.len(),
+                t.elapsed().as_secs_f64()
+            );
+        }
+        let k = match kind {
+            Kind::Boundary => "flush",
+            Kind::Prefix => "prefix",
+            Kind::Subset => "subset",
+        };
+        *row.checked.entry((step, k)).or_default() += 1;
+        if let Some(v) = v {
+            row.violations
+                .push(format!("{fs} {what} (after ACK {step}): {v}"));
+        }
+    };
+    host::clone(&work, &state);
+    note(&mut row, "before the first write".into(), Kind::Boundary);
+    for (j, ep) in eps.iter().enumerate() {
+        for &(kind, k) in &plan[j] {
+            host::clone(&work, &state);
+            let img = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&state)
+                .unwrap();
+            let writes = match kind {
+                Kind::Prefix => ep.writes[..k].to_vec(),
+                _ => states::subset(&log, ep, j, k),
+            };
+            for &i in &writes {
+                log.apply(i, &img);
+            }
+            drop(img);
+            let what = match kind {
+                Kind::Prefix => format!(
+                    "epoch {j}: first {k} of {} unflushed writes",
+                    ep.writes.len()
+                ),
+                _ => format!(
+                    "epoch {j}: subset {k} ({} of {} writes)",
+                    writes.len(),
+                    ep.writes.len()
+                ),
+            };
+            note(&mut row, what, kind);
+        }
+        let img = std::fs::OpenOptions::new().write(true).open(&work).unwrap();
+        for &i in &ep.writes {
+            log.apply(i, &img);
+        }
+        drop(img);
+        host::clone(&work, &state);
+        note(
+            &mut row,
+            format!("flush {j} (after entry {})", ep.writes.last().unwrap()),
+            Kind::Boundary,
+        );
+    }
+    row.check_s = t.elapsed().as_secs_f64();
+    row
+}
+
+/// Check one crash state: the last step ACKed on it and what broke the
+/// rule, if anything. The step after it is in flight only when its BEGIN
+/// record is there; before that the disk must hold exactly what the last
+/// ACK promised.
+fn check_state(ctx: &Ctx<'_>, img: &Path) -> (u32, Option<String>) {
+    let marks = scenario::marks(&File::open(img).unwrap());
+    for (s, d) in &marks.acks {
+        assert_eq!(
+            *d,
+            tree::digest(&ctx.trees[*s as usize]),
+            "ACK {s} digest vs out/tree-{s}"
+        );
+    }
+    let acked = marks.acked();
+    assert!(marks.begun >= acked, "ACK {acked} without its BEGIN");
+    // The step under way, if it began.
+    let in_flight = (marks.begun > acked).then_some(acked + 1);
+    let lo = Loop::attach(img);
+    let mnt = ctx.scratch.join("state");
+    let m = match Mounted::mount(&lo.0, ctx.fs, &mnt) {
+        Ok(m) => m,
+        Err(e) => {
+            return (acked, Some(format!("the file system does not mount: {e}")));
+        }
+    };
+    let mut bad = Vec::new();
+    // persist: what restore brings back, and what verify says.
+    let allowed: Vec<u32> = if acked >= DISABLE {
+        vec![DISABLE]
+    } else {
+        std::iter::once(acked).chain(in_flight).collect()
+    };
+    if let Err(e) = persist_check(ctx, &m.0, &allowed) {
+        bad.push(e);
+    }
+    if acked >= DISABLE {
+        let on_disk = tree::listing(&m.0.join("data"));
+        if on_disk != ctx.trees[DISABLE as usize] {
+            bad.push(format!(
+                "after disable's ACK DIR on disk is not the tree:\n{}",
+                diff(&ctx.trees[DISABLE as usize], &on_disk)
+            ));
+        }
+    }
+    let fstab = std::fs::read_to_string(m.0.join("etc/fstab")).unwrap_or_else(|e| format!("<{e}>"));
+    // Old before apply, new after its ACK, old after revert's; either one,
+    // whole, while apply or revert is under way.
+    let want_fstab: Vec<&str> = match (acked, in_flight) {
+        (_, Some(APPLY | REVERT)) => vec![FSTAB, &ctx.fstab_new],
+        (APPLY, None) => vec![&ctx.fstab_new],
+        _ => vec![FSTAB],
+    };
+    if !want_fstab.contains(&fstab.as_str()) {
+        bad.push(format!(
+            "fstab is neither the old nor the new file as the last ACK wants: {fstab:?}"
+        ));
+    }
+    if acked >= REVERT {
+        let on_disk = tree::listing(&m.0.join("app"));
+        if on_disk != ctx.trees[REVERT as usize] {
+            bad.push(format!(
+                "after revert --keep-data's ACK DIR on disk lacks the tmpfs's files:\n{}",
+                diff(&ctx.trees[REVERT as usize], &on_disk)
+            ));
+        }
+    }
+    drop(m);
+    drop(lo);
+    (
+        acked,
+        if bad.is_empty() {
+            None
+        } else {
+            Some(bad.join("; "))
+        },
+    )
+}
+
+fn diff(want: &str, got: &str) -> String {
+    let w: std::collections::BTreeSet<&str> = want.lines().collect();
+    let g: std::collections::BTreeSet<&str> = got.lines().collect();
+    let mut s = String::new();
+    for l in w.difference(&g).take(5) {
+        s.push_str(&format!("  - {l}\n"));
+    }
+    for l in g.difference(&w).take(5) {
+        s.push_str(&format!("  + {l}\n"));
+    }
+    s
+}
+
+fn json(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_default()
+}
+
+/// verify, then restore into a scratch tmpfs: the tree must be one of the
+/// `allowed` steps' (0: no generation yet), and no generation verify calls
+/// damaged loaded, none restore passed over left unnamed.
+fn persist_check(ctx: &Ctx<'_>, root: &Path, allowed: &[u32]) -> Result<(), String> {
+    let store = root.join("store");
+    let dir = ctx.scratch.join("restored");
+    std::fs::create_dir_all(&dir).unwrap();
+    let v = host::tmpfsctl(
+        &ctx.registry,
+        &["verify", p(&dir), "--store", p(&store), "--json"],
+    );
+    let vj = json(&v);
+    let damaged: Vec<u64> = vj["stores"][0]["damaged"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|d| d["generation"].as_u64()).collect())
+        .unwrap_or_default();
+    let r = host::tmpfsctl(
+        &ctx.registry,
+        &[
+            "restore",
+            p(&dir),
+            "--store",
+            p(&store),
+            "--size",
+            "1G",
+            "--json",
+        ],
+    );
+    let out = if r.status.success() {
+        let rj = json(&r);
+        let g = rj["generation"].as_u64().unwrap_or(0);
+        let listing = tree::listing(&dir);
+        let _ = host::sh("umount", &[p(&dir)]);
+        if damaged.contains(&g) {
+            return Err(format!(
+                "restore loaded gen {g}, which verify calls damaged"
+            ));
+        }
+        let skipped = rj["skipped"].as_array().cloned().unwrap_or_default();
+        if !skipped.is_empty() && v.status.code() != Some(1) {
+            return Err(format!(
+                "restore passed over {skipped:?} but verify exited {:?}",
+                v.status.code()
+            ));
+        }
+        listing
+    } else {
+        let _ = host::sh("umount", &[p(&dir)]);
+        if !allowed.contains(&0) {
+            return Err(format!(
+                "restore failed: {}",
+                String::from_utf8_lossy(&r.stderr).trim()
+            ));
+        }
+        return Ok(());
+    };
+    if allowed
+        .iter()
+        .any(|&s| s > 0 && ctx.trees[s as usize] == out)
+    {
+        return Ok(());
+    }
+    let older = (ENABLE..allowed[0])
+        .rev()
+        .find(|&s| ctx.trees[s as usize] == out);
+    Err(match older {
+        Some(s) => format!(
+            "restore brought back step {s}'s tree, older than the last ACK ({})",
+            allowed[0]
+        ),
+        None => format!(
+            "restore brought back a tree no step promised (a mix):\n{}",
+            diff(&ctx.trees[*allowed.last().unwrap() as usize], &out)
+        ),
+    })
+}
+
+pub fn table(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "fs    entries flushes epochs  after-ACK-k:flush/prefix/subset ...  states  violations  boot_s  check_s\n",
+    );
+    for r in rows {
+        let mut per = BTreeMap::<u32, [usize; 3]>::new();
+        for ((step, k), n) in &r.checked {
+            let e = per.entry(*step).or_default();
+            e[match *k {
+                "flush" => 0,
+                "prefix" => 1,
+                _ => 2,
+            }] += n;
+        }
+        let steps: Vec<String> = per
+            .iter()
+            .map(|(s, c)| format!("{s}:{}/{}/{}", c[0], c[1], c[2]))
+            .collect();
+        let total: usize = r.checked.values().sum();
+        s.push_str(&format!(
+            "{:<5} {:>7} {:>7} {:>6}  {}  {:>6}  {:>10}  {:>6.0}  {:>7.0}\n",
+            r.fs,
+            r.entries,
+            r.flushes,
+            r.epochs,
+            steps.join(" "),
+            total,
+            r.violations.len(),
+            r.boot_s,
+            r.check_s
+        ));
+    }
+    s
+}

@@ -1,0 +1,93 @@
+//! Every crash point, checked: the guest runs persist, apply and revert on
+//! a disk whose every write, flush and FUA QEMU logs (`blklogwrites`); the
+//! host rebuilds the disk as a power cut could leave it — at every flush,
+//! and between two flushes a prefix or any subset of the writes not yet
+//! flushed — mounts it (the journal replays as at boot) and checks it with
+//! its own build of tmpfsctl against the trees the guest acknowledged.
+//!
+//! The rule: `persist restore` brings back the tree of the last ACK before
+//! the crash point or the tree of the step then in flight, never a mix,
+//! never older; `persist verify` names any generation restore passes over,
+//! and restore never loads one it names. After disable's ACK, DIR on disk
+//! holds the tree; after revert's, DIR on disk holds the tmpfs's files; the
+//! fstab is always the old or the new file, whole.
+//!
+//! A test of its own (no libtest harness): the same binary, copied into the
+//! guest, lists the trees there (`crash tree DIR`), so both sides list a
+//! tree with the same code. TMPFSCTL_CRASH_FULL=1 checks every prefix and 50
+//! subsets between every two flushes (long); TMPFSCTL_CRASH_FS=ext4 runs one.
+
+// Tests fail by panicking: unwrap/expect are how they say so.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod check;
+#[allow(dead_code)]
+#[path = "../boot/guest.rs"]
+mod guest;
+mod host;
+mod log;
+mod scenario;
+mod states;
+mod tree;
+
+use std::path::Path;
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("tree") => {
+            print!("{}", tree::listing(Path::new(&args[2])));
+            return;
+        }
+        Some("setxattr") => {
+            rustix::fs::setxattr(
+                args[2].as_str(),
+                args[3].as_str(),
+                args[4].as_bytes(),
+                rustix::fs::XattrFlags::empty(),
+            )
+            .unwrap();
+            return;
+        }
+        _ => {}
+    }
+    // `cargo test -- NAME` passes NAME to every test binary: run only when
+    // it names this suite (or nothing).
+    let filters: Vec<&String> = args[1..].iter().filter(|a| !a.starts_with('-')).collect();
+    if !filters.is_empty() && !filters.iter().any(|f| "crash_states".contains(f.as_str())) {
+        return;
+    }
+    if let Some(why) = guest::cannot_boot(true) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "crash suite cannot run under CI: {why}"
+        );
+        eprintln!("SKIP crash_states: {why}");
+        return;
+    }
+    let t0 = Instant::now();
+    let only = std::env::var("TMPFSCTL_CRASH_FS").ok();
+    let mut rows = Vec::new();
+    for fs in ["ext4", "xfs"] {
+        if only.as_deref().is_some_and(|o| o != fs) {
+            continue;
+        }
+        rows.push(check::run_fs(fs));
+    }
+    println!(
+        "\ncrash states checked (suite time {:.0} s):",
+        t0.elapsed().as_secs_f64()
+    );
+    println!("{}", check::table(&rows));
+    let bad: Vec<&String> = rows.iter().flat_map(|r| &r.violations).collect();
+    for v in bad.iter().take(40) {
+        println!("VIOLATION {v}");
+    }
+    assert!(
+        bad.is_empty(),
+        "{} crash states break the rule (listed above)",
+        bad.len()
+    );
+    println!("test crash_states ... ok");
+}
