@@ -43,7 +43,10 @@ fn prerm_reads_every_registry_the_units_name() {
     let o = prerm(root, "remove");
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{e}");
-    assert!(e.contains("  /srv/my data\n") && e.contains("persist disable"), "{e}");
+    assert!(
+        e.contains("  /srv/my data\n") && e.contains("persist disable"),
+        "{e}"
+    );
     // An upgrade replaces the binary in place: never refused.
     assert_eq!(prerm(root, "upgrade").status.code(), Some(0));
     // A unit whose registry is gone still counts.
