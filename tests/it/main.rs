@@ -28,6 +28,7 @@ mod outputs;
 mod outputs_fd;
 mod outputs_hostile;
 mod outputs_identity;
+mod package;
 mod persist;
 mod readme;
 mod reports;
