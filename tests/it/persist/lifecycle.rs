@@ -340,18 +340,14 @@ fn a_symlink_in_place_of_a_wants_directory_is_never_written_through() {
     std::fs::create_dir_all(&units).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, units.join("local-fs.target.wants")).unwrap();
-    let o = w.enable_at(
-        &w.dir,
-        &w.store,
-        &[
-            "--size",
-            "64M",
-            "--boot",
-            "systemd",
-            "--unit-dir",
-            s(&units),
-        ],
-    );
+    let o = w.enable_units(&[
+        "--size",
+        "64M",
+        "--boot",
+        "systemd",
+        "--unit-dir",
+        s(&units),
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     says(&o.stderr, "local-fs.target.wants", &o);
     assert_eq!(
