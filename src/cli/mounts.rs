@@ -81,7 +81,7 @@ pub struct MountOptArgs {
     /// Filesystem type; ramfs is only explained (it has no size limit)
     #[arg(long, value_enum, default_value = "tmpfs")]
     pub fstype: plan::FsKind,
-    /// Allow a size above RAM + swap (refused otherwise: such a cap limits nothing); for apply, also go ahead although processes have files under DIR open for writing (what they write after the copy stays hidden on disk)
+    /// Allow a size above RAM + swap (refused otherwise: such a cap limits nothing), and a plain tmpfs on a directory whose contents must outlive a reboot (/var/log, /var/cache, /var/tmp, /var/spool, /var/mail, /srv, /home: a reboot deletes them; `persist enable` keeps them); for apply, also go ahead although processes have files under DIR open for writing (what they write after the copy stays hidden on disk)
     #[arg(long)]
     pub force: bool,
 }

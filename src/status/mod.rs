@@ -1,5 +1,6 @@
 //! `tmpfsctl status`: what is RAM-backed here, how full, and what it costs in RAM.
 
+pub mod kernel;
 mod render;
 
 use std::collections::HashSet;
@@ -17,7 +18,10 @@ use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, mountinfo, sta
 /// 3: a temp directory's `used_bytes`/`inodes` come from statfs where it is
 /// its own mount, from a walk only with `--du`, and are null otherwise
 /// (`paths[].usage_source` says which); `mounts[].hidden_below` is new.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: `zram` (devices with algorithm, data, RAM cost, ratio, use; the
+/// kernel's zram features), `tmpfs_features` and `swap` (tmpfs data out in
+/// swap now) are new.
+pub const SCHEMA_VERSION: u32 = 4;
 
 use crate::render::color::NEARLY_FULL_PERCENT;
 
@@ -139,6 +143,9 @@ pub struct StatusReport {
     pub mounts: Vec<MountReport>,
     pub paths: Vec<PathReport>,
     pub memory: MemoryReport,
+    pub swap: kernel::SwappedReport,
+    pub zram: kernel::ZramReport,
+    pub tmpfs_features: kernel::TmpfsFeatures,
     pub warnings: Vec<Warning>,
 }
 
@@ -414,12 +421,21 @@ pub fn gather(ctx: &Context, args: &StatusQuery) -> Result<StatusReport> {
     let memory = memory_report(&shown, &mem);
     let mut warnings = warnings(&shown, &paths, &memory, &parse_warnings);
     warnings.extend(interrupted_runs(root));
+    let zram = kernel::zram_report(root);
+    let swap = kernel::swapped(
+        memory.ram_fs_used_bytes - memory.ramfs_used_bytes,
+        &mem,
+        &zram,
+    );
     Ok(StatusReport {
         schema_version: SCHEMA_VERSION,
         sysroot: root.root().to_string_lossy().into_owned(),
         mounts: shown,
         paths,
         memory,
+        swap,
+        zram,
+        tmpfs_features: kernel::tmpfs_features(root),
         warnings,
     })
 }

@@ -211,6 +211,7 @@ pub fn text(r: &StatusReport) -> String {
     for n in &m.notes {
         para(&mut s, n.clone());
     }
+    s.push_str(&super::kernel::text(&r.zram, &r.swap, &r.tmpfs_features));
     if !r.warnings.is_empty() {
         let _ = writeln!(s, "\n{}", warnings_heading());
         for w in &r.warnings {

@@ -130,6 +130,21 @@ pub fn detach(d: &Detached) -> Result<()> {
     Ok(())
 }
 
+/// Whether this kernel's tmpfs takes a mount option (`noswap`,
+/// `usrquota`, `huge=within_size`): asked of a filesystem context that is
+/// never mounted, so nothing is made. None when the context cannot be
+/// opened (not root, or a kernel before 5.2): unknown, not absent.
+pub fn accepts(option: &str) -> Option<bool> {
+    let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC).ok()?;
+    Some(
+        match option.split_once('=') {
+            Some((k, v)) => rustix::mount::fsconfig_set_string(&fs, k, v),
+            None => rustix::mount::fsconfig_set_flag(&fs, option),
+        }
+        .is_ok(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,6 +30,7 @@ mod reports;
 mod run_noshebang;
 mod status;
 mod status_usage;
+mod status_zram;
 mod terminal;
 mod tmpfiles_boot;
 mod tmpfiles_flock;

@@ -59,7 +59,7 @@ fn tmpfs_figures_agree_with_df() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v = json(&out);
-    assert_eq!(v["schema_version"], 3);
+    assert_eq!(v["schema_version"], 4);
     let j = mount_json(&v, &m.path);
     assert_eq!(j["fstype"], "tmpfs");
     let (size, used, avail) = df_bytes(&m.path);
@@ -390,7 +390,7 @@ fn ramfs_usage_comes_from_a_walk_and_counts_in_the_total() {
     let m = TestMount::new("ramfs", "ram", "mode=700");
     std::fs::write(m.path.join("data"), vec![0xa5; 50 << 20]).unwrap();
     let v = json(&tmpfsctl(&["status", "--json"]));
-    assert_eq!(v["schema_version"], 3);
+    assert_eq!(v["schema_version"], 4);
     let j = mount_json(&v, &m.path);
     close(&j["used_bytes"], 50 << 20, "ramfs used_bytes");
     assert_eq!(j["usage_source"], "walk");
