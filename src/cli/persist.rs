@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use crate::command::{Format, Output};
 use crate::persist::admin::{DisableRequest, EnableRequest};
 use crate::persist::status::StatusRequest;
 use crate::persist::verify::VerifyRequest;
 use crate::persist::{PersistRequest, RestoreRequest, SyncRequest, registry};
-use crate::render::report::{Format, Output};
 use crate::sys::boot::Boot;
 use crate::units::Size;
 
@@ -274,7 +274,7 @@ impl PersistArgs {
                 force: a.force,
                 generation: a.generation,
                 registry,
-                json: a.json,
+                quiet: a.json,
             }),
             PersistCmd::Status(a) => PersistRequest::Status(StatusRequest {
                 dir: a.dir.clone(),

@@ -16,7 +16,7 @@ use anyhow::{Context as _, Result, bail};
 use super::registry::{Registered, Registry};
 use super::store::{Store, gen_name};
 use super::{load, mount, open_dir, resolve_dir, store, sync, units};
-use crate::context::Context;
+use crate::command::Context;
 use crate::render::confirm;
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::procfd::ProcUse;
@@ -473,7 +473,7 @@ fn sync_detach_catch_up(
             .context(format!("cannot detach the tmpfs at {}", safe_path(dir)))
     })?;
     if !held_by.is_empty() {
-        crate::render::color::eprint_warning(&format!(
+        crate::command::warn(&format!(
             "{} was detached while {}: they keep the old tmpfs until they let go, \
              and what they write there after this disable is lost; restart them",
             safe_path(dir),
@@ -487,7 +487,7 @@ fn sync_detach_catch_up(
     let t0 = std::time::Instant::now();
     while let Some(p) = sync::open_for_writing(src.as_fd())? {
         if t0.elapsed() > WRITER_WAIT {
-            crate::render::color::eprint_warning(&format!(
+            crate::command::warn(&format!(
                 "{} is still open for writing on the detached tmpfs after {} s; \
                  what is written to it from now on is lost",
                 crate::term::safe(&p),

@@ -32,7 +32,7 @@ pub fn check(dir: &Path, already_tmpfs: bool, force: bool) -> Result<bool> {
     let (journald, others): (Vec<_>, Vec<_>) =
         writers.into_iter().partition(|w| is_journald(w.pid));
     if let Some(w) = crate::sys::procfd::refuse_writers(dir, &others, force)? {
-        crate::render::color::eprint_warning(&w);
+        crate::command::warn(&w);
     }
     Ok(!journald.is_empty())
 }
@@ -68,7 +68,7 @@ impl Journald {
         if !self.flushed {
             self.flushed = true;
             if let Err(e) = journalctl("--flush") {
-                crate::render::color::eprint_warning(&format!(
+                crate::command::warn(&format!(
                     "{e:#}; journald keeps writing to /run/log/journal until `journalctl --flush`"
                 ));
             }

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use rustix::fs::{Mode, OFlags};
 
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::{fs, resolve};
 use crate::term::safe_path;
 use crate::units::fmt_bytes;
@@ -60,7 +60,9 @@ pub struct RestoreRequest {
     /// Load this generation, not the newest that verifies.
     pub generation: Option<u64>,
     pub registry: PathBuf,
-    pub json: bool,
+    /// Say nothing on stderr (the newer generations passed over): the
+    /// caller's report lists them.
+    pub quiet: bool,
 }
 
 /// DIR as an absolute path without symlinks (what the registry and units
@@ -116,7 +118,7 @@ pub enum PersistRequest {
 }
 
 /// `tmpfsctl persist`: the subcommand's report.
-impl crate::render::report::Request for PersistRequest {
+impl crate::command::Request for PersistRequest {
     type Report = report::PersistReport;
 
     fn run(&self, ctx: &Context) -> Result<Self::Report> {
@@ -280,55 +282,53 @@ pub fn sync_text(dir: &Path, store_path: &Path, rep: &sync::SyncReport) -> Strin
 }
 
 /// What a sync says on stderr after its line (not with `--json`, which
-/// holds it all).
-pub fn sync_after(rep: &sync::SyncReport) {
-    sync_notes(rep);
-    for p in &rep.too_long {
-        crate::render::color::eprint_warning(&format!(
-            "{} is too deep below DIR to store (its path is over {} bytes); not synced, \
-             with everything below it: move it higher up",
-            crate::term::safe(p),
-            scan::MAX_REL
-        ));
-    }
-    for p in &rep.skipped_mounts {
-        eprintln!(
-            "tmpfsctl: note: {} is another mount inside DIR; not synced",
-            crate::term::safe(p)
-        );
-    }
-}
-
-/// What a sync had to do besides copying: said on stderr, naming files.
-fn sync_notes(rep: &sync::SyncReport) {
+/// holds it all): what it had to do besides copying, naming files.
+pub fn sync_after(rep: &sync::SyncReport) -> String {
+    use crate::command::{noted, warned};
     use crate::term::safe;
+    let mut out = String::new();
     for n in &rep.notes {
-        crate::render::color::eprint_warning(&format!("{}", safe(n)));
+        out += &warned(&safe(n));
     }
     for r in &rep.repaired_objects {
-        crate::render::color::eprint_warning(&format!(
+        out += &warned(&format!(
             "store damaged: {}; copied that file again from DIR",
             safe(r)
         ));
     }
     for m in &rep.moved_aside {
-        crate::render::color::eprint_warning(&format!("{}", safe(m)));
+        out += &warned(&safe(m));
     }
     for p in &rep.prefixed {
-        eprintln!(
-            "tmpfsctl: note: {} grew during the sync; stored its first {} (its size when the copy began; \
+        out += &noted(&format!(
+            "{} grew during the sync; stored its first {} (its size when the copy began; \
              it had {} when the copy ended, the rest goes into the next sync)",
             safe(&p.path),
             fmt_bytes(p.stored_bytes),
             fmt_bytes(p.size_after_copy_bytes)
-        );
+        ));
     }
     for t in &rep.torn {
-        crate::render::color::eprint_warning(&format!(
+        out += &warned(&format!(
             "{}: {}; stored as copied and marked torn in {}",
             safe(&t.path),
             t.reason,
             gen_name(rep.generation)
         ));
     }
+    for p in &rep.too_long {
+        out += &warned(&format!(
+            "{} is too deep below DIR to store (its path is over {} bytes); not synced, \
+             with everything below it: move it higher up",
+            safe(p),
+            scan::MAX_REL
+        ));
+    }
+    for p in &rep.skipped_mounts {
+        out += &noted(&format!(
+            "{} is another mount inside DIR; not synced",
+            safe(p)
+        ));
+    }
+    out
 }

@@ -12,8 +12,7 @@ use super::restore::{self, RestoreReport};
 use super::status::{self, StatusReport};
 use super::sync::SyncReport;
 use super::verify::{self, VerifyReport};
-use crate::context::ExitCode;
-use crate::render::report::{Format, Report, json, text};
+use crate::command::{ExitCode, Format, Report, json, text};
 
 /// The version of the JSON documents of enable, sync, restore and disable
 /// (status and verify carry theirs in their own reports).
@@ -90,11 +89,11 @@ impl Report for PersistReport {
 
     /// A sync's notes follow its line on stderr; the JSON holds them.
     fn after(&self, stdout: Option<Format>) -> String {
-        if let PersistReport::Synced(s) = self
-            && stdout != Some(Format::JSON)
-        {
-            super::sync_after(&s.report);
+        match self {
+            PersistReport::Synced(s) if stdout != Some(Format::JSON) => {
+                super::sync_after(&s.report)
+            }
+            _ => String::new(),
         }
-        String::new()
     }
 }

@@ -14,7 +14,7 @@ use super::load::{self, LoadReport};
 use super::scan::LiveIndex;
 use super::store::{self, Store, gen_name};
 use super::{RestoreRequest, mount, open_dir, resolve_dir, store_for, trust};
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::fs;
 use crate::term::{safe, safe_path};
 use crate::units::fmt_bytes;
@@ -206,7 +206,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
                 rep.generation = g;
                 rep.skipped = notes;
                 rep.skipped.extend(probe);
-                return finish_restore(rep, req.json);
+                return finish_restore(rep, req.quiet);
             }
             if !req.force {
                 refuse_overwrite(&dir, &store_path, g, &d)?;
@@ -224,7 +224,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         (rep.from_older, rep.not_restored) = (l.from_older, l.not_restored);
     }
     rep.skipped = notes;
-    finish_restore(rep, req.json)
+    finish_restore(rep, req.quiet)
 }
 
 fn refuse_overwrite(
@@ -258,13 +258,13 @@ fn refuse_overwrite(
 
 /// Newer generations passed over go to stderr before the text report says
 /// it restored an older one ("see the warnings above"); JSON lists them.
-fn finish_restore(rep: RestoreReport, json: bool) -> Result<RestoreReport> {
-    if !json {
+fn finish_restore(rep: RestoreReport, quiet: bool) -> Result<RestoreReport> {
+    if !quiet {
         for n in &rep.skipped {
-            crate::render::color::eprint_warning(&format!("skipped {}", safe(n)));
+            crate::command::warn(&format!("skipped {}", safe(n)));
         }
         for f in &rep.from_older {
-            crate::render::color::eprint_warning(&format!(
+            crate::command::warn(&format!(
                 "{} ({}); took {} from {}, where it verifies",
                 safe(&f.damage),
                 gen_name(rep.generation),
@@ -273,7 +273,7 @@ fn finish_restore(rep: RestoreReport, json: bool) -> Result<RestoreReport> {
             ));
         }
         for n in &rep.not_restored {
-            crate::render::color::eprint_warning(&format!("not restored: {}", safe(n)));
+            crate::command::warn(&format!("not restored: {}", safe(n)));
         }
     }
     crate::sys::signals::check_finished(|| {

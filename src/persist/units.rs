@@ -345,7 +345,7 @@ pub fn have(tool: &str) -> bool {
 /// Ok(false) when systemd-analyze is not installed (said on stderr).
 pub fn verify(units: &[(String, String)]) -> Result<bool> {
     if !have("systemd-analyze") {
-        eprintln!("tmpfsctl: note: systemd-analyze not found; units not verified");
+        crate::command::note("systemd-analyze not found; units not verified");
         return Ok(false);
     }
     let t = tempfile::Builder::new()

@@ -15,7 +15,7 @@ use super::registry::Registry;
 use super::scan::show;
 use super::store::{self, Store, gen_name};
 use super::{content, resolve_dir, store_for};
-use crate::context::{Context, ExitCode};
+use crate::command::{Context, ExitCode};
 use crate::term::{safe, safe_path};
 
 #[derive(Debug, Clone)]

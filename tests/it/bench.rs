@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::common::{TestMount, bin, chromium_dom, json, tmpfsctl};
 use crate::require_root;
 
+mod hostile;
 mod outputs;
 mod targets;
 mod zram;

@@ -179,7 +179,8 @@ fn a_damaged_current_manifest_falls_back_to_the_previous_generation() {
     assert_eq!(v.status.code(), Some(0), "{}", show(&v));
 }
 
-/// Flip one byte of `obj` in place: same size, other content.
+/// Flip one byte of `obj` in place: same size, same mtime, other content,
+/// so only the content hash can tell.
 fn flip_a_byte(obj: &Path) {
     use std::os::unix::fs::FileExt;
     let f = std::fs::OpenOptions::new()
@@ -187,10 +188,12 @@ fn flip_a_byte(obj: &Path) {
         .read(true)
         .open(obj)
         .unwrap();
+    let mtime = f.metadata().unwrap().modified().unwrap();
     let mut b = [0u8; 1];
     f.read_exact_at(&mut b, 3).unwrap();
     b[0] ^= 0x01;
     f.write_all_at(&b, 3).unwrap();
+    f.set_modified(mtime).unwrap();
 }
 
 #[test]
@@ -233,4 +236,54 @@ fn a_flipped_byte_costs_restore_only_its_own_file() {
     assert_eq!(std::fs::read(w.dir.join("c")).unwrap(), b"c, never damaged");
     assert_eq!(std::fs::read(w.dir.join("b")).unwrap(), b"b, first version");
     assert!(!w.dir.join("shared").exists(), "no damaged bytes loaded");
+}
+
+#[test]
+fn a_flipped_byte_of_the_same_size_is_named_by_verify_and_never_restored() {
+    require_root!();
+    let w = two_generations();
+    // Only the newest generation holds this one: restore has an older one.
+    let newest = object_of(&w.store, "b");
+    flip_a_byte(&newest);
+    let rotten_b = std::fs::read(&newest).unwrap();
+    let v = w.run(&["persist", "verify", s(&w.dir), "--json"]);
+    assert_eq!(v.status.code(), Some(1), "{}", show(&v));
+    let j = json(&v);
+    assert_eq!(
+        j["stores"][0]["damaged"][0]["store_path"],
+        newest.to_str().unwrap(),
+        "{j}"
+    );
+    lose_tmpfs(&w.dir);
+    // Falls back to the older sound copy (for the whole generation or this
+    // file alone): which, the restore tests above say; here, never the rot.
+    let o = w.run(&["persist", "restore", s(&w.dir)]);
+    let got = std::fs::read(w.dir.join("b")).unwrap();
+    assert_ne!(got, rotten_b, "restore loaded the rotten object");
+    assert_eq!(got, b"b, first version", "{}", show(&o));
+
+    // Every generation holds this one: there is no sound copy to fall back
+    // to, so restore refuses or leaves the file out, and never loads it.
+    let w = two_generations();
+    let shared = object_of(&w.store, "shared");
+    flip_a_byte(&shared);
+    let rotten = std::fs::read(&shared).unwrap();
+    let v = w.run(&["persist", "verify", s(&w.dir), "--json"]);
+    assert_eq!(v.status.code(), Some(1), "{}", show(&v));
+    assert!(
+        String::from_utf8_lossy(&v.stdout).contains(shared.to_str().unwrap()),
+        "verify names the object: {}",
+        show(&v)
+    );
+    lose_tmpfs(&w.dir);
+    let o = w.run(&["persist", "restore", s(&w.dir)]);
+    match std::fs::read(w.dir.join("shared")) {
+        Ok(got) => assert_ne!(
+            got,
+            rotten,
+            "restore loaded the rotten object: {}",
+            show(&o)
+        ),
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}"),
+    }
 }
