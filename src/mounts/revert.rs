@@ -501,7 +501,12 @@ fn refuse_unready(
             nested.join(", ")
         );
     }
-    let busy = sys::procfd::users_of(&sys::Sysroot::live(), dir);
+    // Uses of the tmpfs only: a process in the disk directory below it is
+    // not in the way of the unmount.
+    let busy = match rustix::fs::stat(dir) {
+        Ok(st) => sys::procfd::users_of_mount(&sys::Sysroot::live(), dir, st.st_dev),
+        Err(_) => sys::procfd::users_of(&sys::Sysroot::live(), dir),
+    };
     if !busy.is_empty() && !args.lazy {
         return Err(Busy::with(dir, busy).or(OR_LAZY).into());
     }

@@ -244,9 +244,6 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         trust,
         &stop,
     )?;
-    if let Some(j) = journal.as_mut() {
-        j.flush();
-    }
     let installed = install_boot(req, &dir, &boot).and_then(|u| {
         reg.put(Registered {
             dir: dir.clone(),
@@ -280,6 +277,11 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
             return Err(e.context("enable failed; DIR is back as it was (the store is kept)"));
         }
     };
+    // Only now: the restore unit just started compares DIR with the store
+    // and must find it as loaded.
+    if let Some(j) = journal.as_mut() {
+        j.flush();
+    }
     let out = EnableReport {
         dir: dir.clone(),
         store: store_path.clone(),

@@ -152,7 +152,7 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
                 error: Some(format!("{e:#}")),
                 ..Default::default()
             }
-            .save(&store_path);
+            .save(store.fd());
             return Err(e);
         }
     };
@@ -165,7 +165,7 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
         dir_dev: Some(rep.dir_dev),
         ..Default::default()
     }
-    .save(&store_path);
+    .save(store.fd());
     if !rep.pruned.is_empty() {
         use std::io::Write;
         let _ = std::io::stdout().flush();

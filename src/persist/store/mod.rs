@@ -380,7 +380,7 @@ pub trait Store {
     /// for another generation or filesystem (then hashing decides).
     fn live_index(&self, g: u64, dev: u64) -> LiveIndex {
         let mut idx = LiveIndex::default();
-        let Ok(text) = std::fs::read(self.path().join(LIVE_INDEX)) else {
+        let Ok(text) = read_beneath(self.fd(), LIVE_INDEX) else {
             return idx;
         };
         let text = String::from_utf8_lossy(&text);
@@ -408,7 +408,7 @@ pub trait Store {
 
     /// st_dev of the tmpfs the last restore filled, from the live index.
     fn live_index_dev(&self) -> Option<u64> {
-        let text = std::fs::read(self.path().join(LIVE_INDEX)).ok()?;
+        let text = read_beneath(self.fd(), LIVE_INDEX).ok()?;
         let first = text.split(|&b| b == b'\n').next()?;
         let first = std::str::from_utf8(first).ok()?;
         first
@@ -434,6 +434,15 @@ pub trait Store {
     fn drop_live_index(&self) {
         let _ = rustix::fs::unlinkat(self.fd(), LIVE_INDEX, AtFlags::empty());
     }
+}
+
+/// The whole of the file `rel` below the store's descriptor, reached
+/// without following a symlink or leaving the store.
+pub fn read_beneath(store: BorrowedFd<'_>, rel: &str) -> std::io::Result<Vec<u8>> {
+    let fd = crate::sys::fs::open_beneath(store, rel.as_bytes(), OFlags::RDONLY)?;
+    let mut b = Vec::new();
+    std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut b)?;
+    Ok(b)
 }
 
 /// The nanoseconds of a sealed object's mtime: taken from its identity,

@@ -329,3 +329,54 @@ fn a_path_too_deep_to_store_is_named_and_the_rest_synced() {
     assert_eq!(super::stored(&w.store, "after"), b"a");
     assert_eq!(super::stored(&w.store, "before"), b"b");
 }
+
+#[test]
+fn a_symlink_in_place_of_a_wants_directory_is_never_written_through() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    let units = w.root.path().join("units");
+    let outside = w.root.path().join("outside");
+    std::fs::create_dir_all(&units).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, units.join("local-fs.target.wants")).unwrap();
+    let o = w.enable_units(&[
+        "--size",
+        "64M",
+        "--boot",
+        "systemd",
+        "--unit-dir",
+        s(&units),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    says(&o.stderr, "local-fs.target.wants", &o);
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "wrote through the link"
+    );
+    assert_ne!(
+        super::findmnt_fstype(&w.dir).as_deref(),
+        Some("tmpfs"),
+        "enable rolled back: {}",
+        show(&o)
+    );
+}
+
+#[test]
+fn last_sync_is_replaced_through_the_store_never_through_a_planted_link() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    w.enable();
+    let outside = w.root.path().join("outside-record");
+    std::os::unix::fs::symlink(&outside, w.store.join(".last-sync.tmp")).unwrap();
+    let o = w.sync();
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(!outside.exists(), "wrote through the planted link");
+    let rec = std::fs::symlink_metadata(w.store.join("last-sync")).unwrap();
+    assert!(rec.file_type().is_file(), "last-sync is a file");
+    let j: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(w.store.join("last-sync")).unwrap()).unwrap();
+    assert_eq!(j["ok"], true, "{j}");
+}
