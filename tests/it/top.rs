@@ -230,6 +230,22 @@ impl TestCgroup {
         Some(cg)
     }
 
+    /// Sets the limit to what the cgroup uses now plus `room`: the cgroup is
+    /// then near its limit without having had to grow into a tight one.
+    pub fn tighten_to_usage_plus(&self, room: u64) {
+        let (usage, knob) = if self.version == 1 {
+            ("memory.usage_in_bytes", "memory.limit_in_bytes")
+        } else {
+            ("memory.current", "memory.max")
+        };
+        let cur: u64 = std::fs::read_to_string(self.dir.join(usage))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::fs::write(self.dir.join(knob), (cur + room).to_string()).unwrap();
+    }
+
     /// [`TestCgroup::new`], saying on stderr why there is none: the caller
     /// then skips.
     pub fn or_skip(limit: u64) -> Option<TestCgroup> {

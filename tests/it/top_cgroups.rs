@@ -37,7 +37,9 @@ fn hold_in_cgroup(cg: &TestCgroup, file: &Path, mib: u32) -> Held {
 fn a_cgroup_row_and_explains_fix_name_the_file_its_process_holds() {
     require_root!();
     let m = TestMount::tmpfs("size=256m");
-    let Some(cg) = TestCgroup::or_skip(64 << 20) else {
+    // Roomy while python3 starts and fills the file; tightened below, once
+    // the pages are charged, so no load on the machine can OOM-kill it.
+    let Some(cg) = TestCgroup::or_skip(256 << 20) else {
         return;
     };
     let mp = m.path.to_str().unwrap();
@@ -132,7 +134,9 @@ fn a_cgroup_row_and_explains_fix_name_the_file_its_process_holds() {
 fn explain_names_a_file_the_cgroup_only_maps() {
     require_root!();
     let m = TestMount::tmpfs("size=256m");
-    let Some(cg) = TestCgroup::or_skip(64 << 20) else {
+    // Roomy while python3 starts and fills the file; tightened below, once
+    // the pages are charged, so no load on the machine can OOM-kill it.
+    let Some(cg) = TestCgroup::or_skip(256 << 20) else {
         return;
     };
     let mp = m.path.to_str().unwrap();
@@ -167,11 +171,12 @@ time.sleep(120)' \"$1\"",
     // that never got ready (the cgroup's OOM killer) is this test failing.
     if ready.trim() != "ready" {
         panic!(
-            "python3 never mapped the file in the 64 MiB cgroup: {:?}",
+            "python3 never mapped the file in the 256 MiB cgroup: {:?}",
             held.0.wait()
         );
     }
     let pid = held.0.id();
+    cg.tighten_to_usage_plus(2 << 20);
     let out = tmpfsctl(&["explain", "--json", mp, "--cgroup", &cg.rel]);
     let e = json(&out);
     assert_eq!(e["causes"][0]["kind"], "cgroup_memory", "{e:#}");
