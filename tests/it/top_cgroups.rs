@@ -39,7 +39,7 @@ fn a_cgroup_row_and_explains_fix_name_the_file_its_process_holds() {
     let m = TestMount::tmpfs("size=256m");
     // Roomy while python3 starts and fills the file; tightened below, once
     // the pages are charged, so no load on the machine can OOM-kill it.
-    let Some(cg) = TestCgroup::or_skip(256 << 20) else {
+    let Some(cg) = TestCgroup::or_skip(64 << 20) else {
         return;
     };
     let mp = m.path.to_str().unwrap();
@@ -141,15 +141,19 @@ fn explain_names_a_file_the_cgroup_only_maps() {
     };
     let mp = m.path.to_str().unwrap();
     let file = m.path.join("segment");
-    // Like POSIX shared memory: written, mapped, its fd closed.
+    // Like POSIX shared memory: written, mapped, its fd closed. libc mmap
+    // through ctypes: Python's mmap module keeps a dup of the fd open.
     let script = format!(
         "echo $$ > '{}' && exec python3 -c '\
-import mmap, os, sys, time\n\
+import ctypes, os, sys, time\n\
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\n\
 os.ftruncate(fd, 56 << 20)\n\
-m = mmap.mmap(fd, 56 << 20)\n\
+libc = ctypes.CDLL(None, use_errno=True)\n\
+libc.mmap.restype = ctypes.c_void_p\n\
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]\n\
+a = libc.mmap(None, 56 << 20, 3, 1, fd, 0)\n\
 os.close(fd)\n\
-for _ in range(56): m.write(b\"x\" * (1 << 20))\n\
+ctypes.memset(a, 120, 56 << 20)\n\
 print(\"ready\", flush=True)\n\
 time.sleep(120)' \"$1\"",
         cg.dir.join("cgroup.procs").display()
