@@ -8,18 +8,19 @@
 #   source:     real source files (the cargo registry's .rs/.c/.h, this repo's src)
 # RAM cost: tmpfs = Shmem growth (/proc/meminfo); zram = mem_used_total
 # (mm_stat) after syncfs; disk = 0 (its page cache can be dropped).
-# Each zram device is made with zramctl, ext4 without a journal, mounted with
-# discard, and removed at the end. Root only. SIZE_MIB=64 per tree (default).
+# Each zram device is made here (hot_add: never one that existed before, as
+# `zramctl --find` would take and its --reset remove), ext4 without a
+# journal, mounted with discard, and removed at the end. Root only. SIZE_MIB=64 per tree (default).
 # Run by hand: sudo bench/zram.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ "$(id -u)" = 0 ] || { echo "bench/zram.sh: needs root (mount, zramctl)" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "bench/zram.sh: needs root (mount, zram devices)" >&2; exit 2; }
 size=${SIZE_MIB:-64}
 work=$(mktemp -d /var/tmp/tmpfsctl-bench-zram.XXXXXX)
 devs=()
 cleanup() {
   for m in "$work"/mnt-*; do umount "$m" 2>/dev/null || true; done
-  for d in "${devs[@]}"; do zramctl --reset "$d" 2>/dev/null || true; done
+  for n in "${devs[@]}"; do echo "$n" > /sys/class/zram-control/hot_remove 2>/dev/null || true; done
   rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT INT TERM
@@ -93,7 +94,9 @@ PY
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 rate() { awk -v b="$1" -v ns="$2" 'BEGIN { printf "%.0f MiB/s", b / 1048576 / (ns / 1e9) }'; }
 
-algs=$(sed 's/[][]//g' /sys/block/zram0/comp_algorithm)
+probe=$(cat /sys/class/zram-control/hot_add); devs+=("$probe")
+algs=$(sed 's/[][]//g' "/sys/block/zram$probe/comp_algorithm")
+echo "$probe" > /sys/class/zram-control/hot_remove; devs=()
 echo "kernel $(uname -r); zram algorithms: $algs; trees of ${size} MiB each"
 printf '%-11s %-14s %10s %10s %12s %12s %14s\n' tree target data write "cold read" "RAM cost" "data/RAM"
 for tree in logs compressed source; do
@@ -106,8 +109,9 @@ for tree in logs compressed source; do
     case $target in
       tmpfs) mount -t tmpfs -o size=$((size * 3))M tmpfs "$mnt" ;;
       zram:*)
-        dev=$(zramctl --find --size $((size * 3))M --algorithm "${target#zram:}")
-        devs+=("$dev")
+        n=$(cat /sys/class/zram-control/hot_add); devs+=("$n"); dev=/dev/zram$n
+        echo "${target#zram:}" > "/sys/block/zram$n/comp_algorithm"
+        echo $((size * 3))M > "/sys/block/zram$n/disksize"
         mkfs.ext4 -q -F -O ^has_journal -m 0 -E lazy_itable_init=0,lazy_journal_init=0 "$dev"
         mount -o discard "$dev" "$mnt" ;;
       disk) ;;
@@ -127,7 +131,7 @@ for tree in logs compressed source; do
       "$(rate "$bytes" $((t1 - t0)))" "$(rate "$bytes" $((t3 - t2)))" "$(mib "$cost")" "$ratio"
     case $target in
       tmpfs) umount "$mnt" ;;
-      zram:*) umount "$mnt"; zramctl --reset "$dev" ;;
+      zram:*) umount "$mnt"; sleep 0.2; echo "$n" > /sys/class/zram-control/hot_remove; devs=() ;;
       disk) rm -rf --one-file-system "${mnt:?}" ;;
     esac
   done
