@@ -46,7 +46,7 @@ echo "$mutants" | while IFS='|' read -r name file subst; do
     verdict="0 violations (the suite passed)"
   else
     v=$(grep -c '^VIOLATION' "$log" || true)
-    total=$(sed -n 's/.*\([0-9][0-9]*\) crash states break the rule.*/\1/p' "$log" | tail -1)
+    total=$(sed -n 's/^\([0-9][0-9]*\) crash states break the rule.*/\1/p' "$log" | tail -1)
     verdict="${total:-$v} violations"
     grep -q 'crash states break the rule' "$log" || verdict="suite failed otherwise (see $log)"
   fi

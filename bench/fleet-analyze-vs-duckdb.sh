@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# fleet analyze vs DuckDB on the same fleet as JSON lines, survey TSV and CSV.
+# fleet analyze vs DuckDB on the same fleet as JSON lines, survey TSV and CSV,
+# from two generators.
 #
-#   bench/fleet-analyze-vs-duckdb.sh [HOSTS] [PAIRS] [FORMATS]
+#   bench/fleet-analyze-vs-duckdb.sh [HOSTS] [PAIRS] [FORMATS] [GENERATORS]
 #   bench/fleet-analyze-vs-duckdb.sh "1000000 10000000" 5 "tsv csv jsonl"   (the full proof)
 #   BIN=/path/to/other/tmpfsctl NOBUILD=1 bench/fleet-analyze-vs-duckdb.sh ...  (before/after)
+#   NARROW_ONLY=1 bench/fleet-analyze-vs-duckdb.sh 1000000 5 tsv   (the study's question only)
 #
 # For each of HOSTS (one count or several; default 1,000,000), generates
 # that many synthetic hosts in each format
 # (default "jsonl tsv csv"; files /tmp/tmpfsctl-bench-fleet-HOSTS.FORMAT are
-# reused), then PAIRS times (default 5), alternated so that load from other
+# reused) with each of GENERATORS (default "gen distinct"):
+# * gen: bench/fleet-gen.py, the survey's shape: /tmp mostly whole pages
+#   of a few hundred sizes, RAM and swap a dozen values, names in order;
+# * distinct: bench/fleet-gen-distinct.py (TSV and CSV only; files
+#   /tmp/tmpfsctl-bench-fleet-distinct-HOSTS.FORMAT): /tmp, free memory and
+#   free swap mostly distinct values, names in no order;
+# then PAIRS times (default 5), alternated so that load from other
 # work on the machine falls on both tools alike:
 #
 # * broad: `tmpfsctl fleet analyze FILE --json` against DuckDB computing the
@@ -19,14 +27,19 @@
 #   own question in DuckDB: one SELECT over read_csv on 2 threads with exactly
 #   max/min/mean/median/mode/p90/p99 of /tmp and of RAM and the study's three
 #   fit counts (/tmp <= half the RAM, <= MemFree, <= MemFree + SwapFree).
+#   In two forms, each pair timing both: the column types detected
+#   (`read_csv(FILE, delim='\t', header=false)`, what a DuckDB user types)
+#   and all of them named (`columns={...'UBIGINT'...}`); the peer is the
+#   form with the lower median, and its median ratio is the one to quote.
 #   tmpfsctl still computes everything it reports. Goal <= 0.5. Checked once
-#   per file: the query's answers must be tmpfsctl's.
+#   per file and form: the query's answers must be tmpfsctl's.
 # * floor (TSV): `cat FILE >/dev/null` and bench/fleet-split-floor.rs (map the
 #   file, cut every line at its tabs, parse the numbers on 2 threads, store
 #   nothing): what reading and splitting the input costs at all.
 #
-# A round runs tmpfsctl right before each peer: tmpfsctl, narrow DuckDB,
-# tmpfsctl, broad DuckDB, cat, splitter. tmpfsctl is timed as a whole
+# A round runs tmpfsctl right before each peer: tmpfsctl, narrow DuckDB
+# (detected), tmpfsctl, narrow DuckDB (named types), tmpfsctl, broad
+# DuckDB, cat, splitter (NARROW_ONLY=1: the first four only). tmpfsctl is timed as a whole
 # process; DuckDB inside Python after `import duckdb` and connect (its
 # start-up is not counted against it). Peak RSS is /usr/bin/time's. Per
 # format it prints the median wall times, the median of the per-pair ratios,
@@ -37,6 +50,8 @@ COUNTS=${1:-1000000}
 PAIRS=${2:-5}
 [ "$PAIRS" -ge 5 ] || { echo "PAIRS must be 5 or more: fewer alternated pairs give no stable median" >&2; exit 2; }
 FORMATS=${3:-jsonl tsv csv}
+GENERATORS=${4:-gen distinct}
+NARROW_ONLY=${NARROW_ONLY:-}
 BIN=${BIN:-target/release/tmpfsctl}
 [ -n "${NOBUILD:-}" ] || cargo build --release --quiet
 python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb
@@ -101,11 +116,15 @@ print(out[0], out[-1])
 PY
 cat > "$NARROW" <<'PY'
 import sys, time, json, duckdb
-fmt, f = sys.argv[1], sys.argv[2]
+fmt, f, form = sys.argv[1], sys.argv[2], sys.argv[3]
 con = duckdb.connect()
 con.execute("SET threads = 2")
 t0 = time.perf_counter()
-if fmt == "tsv":
+if fmt == "tsv" and form == "detected":
+    src = f"read_csv('{f}', delim='\t', header=false)"
+    cols = ("column01 * 1024 AS tmp, column02 * 1024 AS mem, "
+            "column04 * 1024 AS free, column10 * 1024 AS swap_free")
+elif fmt == "tsv":
     src = f"""read_csv('{f}', delim='\t', header=false, columns={{
         'host': 'VARCHAR', 'tmp': 'UBIGINT', 'total': 'UBIGINT', 'used': 'UBIGINT',
         'free': 'UBIGINT', 'shared': 'UBIGINT', 'buffers': 'UBIGINT', 'cached': 'UBIGINT',
@@ -114,6 +133,11 @@ if fmt == "tsv":
     cols = "tmp * 1024 AS tmp, total * 1024 AS mem, free * 1024 AS free, swap_free * 1024 AS swap_free"
 else:
     src = f"read_csv('{f}', header=true)"
+    if form == "named":
+        src = f"""read_csv('{f}', header=true, columns={{
+        'host': 'VARCHAR', 'tmp_used_kb': 'UBIGINT', 'mem_total_kb': 'UBIGINT',
+        'mem_free_kb': 'UBIGINT', 'buffers_kb': 'UBIGINT', 'cached_kb': 'UBIGINT',
+        'swap_total_kb': 'UBIGINT', 'swap_free_kb': 'UBIGINT', 'tmp_inodes': 'UBIGINT'}})"""
     cols = ("tmp_used_kb * 1024 AS tmp, mem_total_kb * 1024 AS mem, "
             "mem_free_kb * 1024 AS free, swap_free_kb * 1024 AS swap_free")
 stats = lambda c: (f"max({c}), min({c}), avg({c}), median({c}), mode({c}), "
@@ -170,49 +194,77 @@ PY
 }
 
 for N in $COUNTS; do
+for g in $GENERATORS; do
 for fmt in $FORMATS; do
-  F=/tmp/tmpfsctl-bench-fleet-$N.$fmt
-  gen=$fmt; [ "$fmt" = tsv ] && gen=kirkland
-  # Written aside first: an interrupted run must not leave a short file to be reused.
-  [ -s "$F" ] || { python3 bench/fleet-gen.py "$N" --format "$gen" > "$F.part" && mv "$F.part" "$F"; }
-  echo "== $N hosts, $fmt: $F ($(du -h "$F" | cut -f1)); load $(cut -d' ' -f1-3 /proc/loadavg)"
+  if [ "$g" = distinct ]; then
+    [ "$fmt" = jsonl ] && continue
+    F=/tmp/tmpfsctl-bench-fleet-distinct-$N.$fmt
+    gen=$fmt; [ "$fmt" = tsv ] && gen=kirkland
+    [ -s "$F" ] || { python3 bench/fleet-gen-distinct.py "$N" --format "$gen" > "$F.part" && mv "$F.part" "$F"; }
+  else
+    F=/tmp/tmpfsctl-bench-fleet-$N.$fmt
+    gen=$fmt; [ "$fmt" = tsv ] && gen=kirkland
+    # Written aside first: an interrupted run must not leave a short file to be reused.
+    [ -s "$F" ] || { python3 bench/fleet-gen.py "$N" --format "$gen" > "$F.part" && mv "$F.part" "$F"; }
+  fi
+  echo "== $N hosts, $g, $fmt: $F ($(du -h "$F" | cut -f1)); load $(cut -d' ' -f1-3 /proc/loadavg)"
   narrow=0
   if [ "$fmt" = tsv ] || [ "$fmt" = csv ]; then narrow=1; fi
-  tws=() dws=() ratios=() nws=() nratios=() cws=() fws=() fratios=() trss=0 drss=0 nrss=0
+  broad=1
+  if [ -n "$NARROW_ONLY" ] && [ "$narrow" = 1 ]; then broad=0; fi
+  tws=() dws=() ratios=() cws=() fws=() fratios=() trss=0 drss=0
+  declare -A nws=() nratios=() nrss=([detected]=0 [named]=0)
   for i in $(seq "$PAIRS"); do
     line="  pair $i:"
     if [ "$narrow" = 1 ]; then
-      read -r tw tr < <(timed tmpfsctl "$BIN" fleet analyze "$F" --json)
-      read -r nw nr < <(timed narrow python3 "$NARROW" "$fmt" "$F")
-      [ "$i" = 1 ] && check_narrow
-      r=$(ratio "$tw" "$nw")
-      tws+=("$tw") nws+=("$nw") nratios+=("$r")
-      [ "$tr" -gt "$trss" ] && trss=$tr
-      [ "$nr" -gt "$nrss" ] && nrss=$nr
-      line="$line narrow tmpfsctl ${tw}s duckdb ${nw}s ratio $r;"
+      for form in detected named; do
+        read -r tw tr < <(timed tmpfsctl "$BIN" fleet analyze "$F" --json)
+        read -r nw nr < <(timed narrow python3 "$NARROW" "$fmt" "$F" "$form")
+        [ "$i" = 1 ] && check_narrow
+        r=$(ratio "$tw" "$nw")
+        tws+=("$tw") nws[$form]+="$nw " nratios[$form]+="$r "
+        [ "$tr" -gt "$trss" ] && trss=$tr
+        [ "$nr" -gt "${nrss[$form]}" ] && nrss[$form]=$nr
+        line="$line tmpfsctl ${tw}s duckdb-$form ${nw}s ratio $r;"
+      done
     fi
-    read -r tw tr < <(timed tmpfsctl "$BIN" fleet analyze "$F" --json)
-    read -r dw dr < <(timed duckdb python3 "$DUCK" "$fmt" "$F")
-    r=$(ratio "$tw" "$dw")
-    tws+=("$tw") dws+=("$dw") ratios+=("$r")
-    [ "$tr" -gt "$trss" ] && trss=$tr
-    [ "$dr" -gt "$drss" ] && drss=$dr
-    line="$line broad tmpfsctl ${tw}s duckdb ${dw}s ratio $r"
-    if [ "$fmt" = tsv ]; then
-      read -r cw _ < <(timed cat sh -c 'cat "$1" > /dev/null' sh "$F")
-      read -r fw _ < <(timed floor "$FLOOR" "$F")
-      cws+=("$cw") fws+=("$fw") fratios+=("$(ratio "$tw" "$fw")")
-      line="$line; cat ${cw}s splitter ${fw}s"
+    if [ "$broad" = 1 ]; then
+      read -r tw tr < <(timed tmpfsctl "$BIN" fleet analyze "$F" --json)
+      read -r dw dr < <(timed duckdb python3 "$DUCK" "$fmt" "$F")
+      r=$(ratio "$tw" "$dw")
+      tws+=("$tw") dws+=("$dw") ratios+=("$r")
+      [ "$tr" -gt "$trss" ] && trss=$tr
+      [ "$dr" -gt "$drss" ] && drss=$dr
+      line="$line broad tmpfsctl ${tw}s duckdb ${dw}s ratio $r"
+      if [ "$fmt" = tsv ]; then
+        read -r cw _ < <(timed cat sh -c 'cat "$1" > /dev/null' sh "$F")
+        read -r fw _ < <(timed floor "$FLOOR" "$F")
+        cws+=("$cw") fws+=("$fw") fratios+=("$(ratio "$tw" "$fw")")
+        line="$line; cat ${cw}s splitter ${fw}s"
+      fi
     fi
     echo "$line"
   done
   echo "  $fmt: tmpfsctl median $(med "${tws[@]}")s, peak RSS $((trss / 1024)) MiB"
   if [ "$narrow" = 1 ]; then
-    echo "  $fmt narrow: duckdb (one SELECT, 2 threads) median $(med "${nws[@]}")s, peak RSS $((nrss / 1024)) MiB; median ratio tmpfsctl/duckdb $(med "${nratios[@]}") (goal <= 0.5); peak RSS ratio $(ratio "$trss" "$nrss")"
+    best=
+    for form in detected named; do
+      # shellcheck disable=SC2086
+      m=$(med ${nws[$form]})
+      # shellcheck disable=SC2086
+      echo "  $fmt narrow, duckdb $form types (one SELECT, 2 threads): median $m s, peak RSS $((nrss[$form] / 1024)) MiB; median ratio tmpfsctl/duckdb $(med ${nratios[$form]}); peak RSS ratio $(ratio "$trss" "${nrss[$form]}")"
+      if [ -z "$best" ] || awk -v a="$m" -v b="$bm" 'BEGIN { exit !(a < b) }'; then best=$form bm=$m; fi
+    done
+    # shellcheck disable=SC2086
+    echo "  $fmt narrow, against DuckDB's faster form ($best types): median ratio tmpfsctl/duckdb $(med ${nratios[$best]}) (goal <= 0.5); peak RSS ratio $(ratio "$trss" "${nrss[$best]}")"
   fi
-  echo "  $fmt broad: duckdb median $(med "${dws[@]}")s, peak RSS $((drss / 1024)) MiB; median ratio tmpfsctl/duckdb $(med "${ratios[@]}") (goal <= 0.3); peak RSS ratio $(ratio "$trss" "$drss")"
-  if [ "$fmt" = tsv ]; then
-    echo "  $fmt floor: cat median $(med "${cws[@]}")s, 2-thread splitter median $(med "${fws[@]}")s; median ratio tmpfsctl/splitter $(med "${fratios[@]}")"
+  if [ "$broad" = 1 ]; then
+    echo "  $fmt broad: duckdb median $(med "${dws[@]}")s, peak RSS $((drss / 1024)) MiB; median ratio tmpfsctl/duckdb $(med "${ratios[@]}") (goal <= 0.3); peak RSS ratio $(ratio "$trss" "$drss")"
+    if [ "$fmt" = tsv ]; then
+      echo "  $fmt floor: cat median $(med "${cws[@]}")s, 2-thread splitter median $(med "${fws[@]}")s; median ratio tmpfsctl/splitter $(med "${fratios[@]}")"
+    fi
   fi
+  unset nws nratios nrss
+done
 done
 done

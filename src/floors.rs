@@ -2,7 +2,8 @@
 //! names no other capability; `advise` alone composes the others'
 //! requests), and the modules below the capabilities name none of them.
 //! `sys` stands on the ground floor and names nothing above it.
-//! `cargo test --lib floors` is the command that checks it.
+//! No source or test file is over 800 lines. `cargo test --lib floors` is
+//! the command that checks it all.
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +24,7 @@ const CAPABILITIES: &[&str] = &[
 const COMPOSER: &str = "advise";
 
 /// Engines the capabilities share: they name no capability.
-const ENGINES: &[&str] = &["attrib", "render", "context"];
+const ENGINES: &[&str] = &["attrib", "render", "command"];
 
 /// What `sys` may name: itself and the modules with no `crate::` above them.
 const GROUND: &[&str] = &["sys", "units", "term", "variants", "test_support"];
@@ -149,5 +150,30 @@ fn sys_names_nothing_above_it() {
     assert!(
         found.is_empty(),
         "src/sys names a module above it: {found:#?}"
+    );
+}
+
+/// No source or test file grows past this: a longer one is split where its
+/// parts are (as `explain/causes.rs` keeps its tests in `causes/tests.rs`).
+const MAX_FILE_LINES: usize = 800;
+
+#[test]
+fn no_file_is_over_800_lines() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for d in ["src", "tests", "fuzz", "examples", "build.rs"] {
+        rust_files(&here.join(d), &mut files);
+    }
+    assert!(files.len() > 100, "the walk found the sources");
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let n = std::fs::read_to_string(f).unwrap().lines().count();
+            (n > MAX_FILE_LINES).then(|| format!("{}: {n} lines", f.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files over {MAX_FILE_LINES} lines (split them): {long:#?}"
     );
 }

@@ -6,7 +6,7 @@ pub mod advise;
 pub mod attrib;
 pub mod bench;
 pub mod cli;
-pub mod context;
+pub mod command;
 pub mod explain;
 pub mod fleet;
 #[cfg(test)]
@@ -19,6 +19,10 @@ pub mod sys;
 pub mod term;
 #[cfg(test)]
 pub(crate) mod test_support;
+// The one skip helper, shared with tests/it and tests/boot.
+#[cfg(test)]
+#[path = "../tests/support/skip.rs"]
+pub(crate) mod skip;
 pub mod top;
 pub mod units;
 pub mod variants;
@@ -26,9 +30,9 @@ pub mod workspace;
 
 use anyhow::Result;
 
-use render::report::{Output, Report, Request};
+use command::{Output, Report, Request};
 
-pub use context::{Context, ExitCode};
+pub use command::{Context, ExitCode};
 
 /// Run one parsed command line; returns the exit code for success paths.
 /// Run the command `cli` names. Every command leaves by this one door when
@@ -101,19 +105,9 @@ fn command<Q: Request>(
     let report = request()?.run(ctx)?;
     match (output.write(&report), report.exit_code()) {
         (Err(e), code @ ExitCode::Child(_)) => {
-            print_error(&e);
+            command::error(&e);
             Ok(code)
         }
         (r, code) => r.map(|()| code),
     }
-}
-
-/// "tmpfsctl: error: …" on stderr, the one way an error is said. Errors quote
-/// paths and excerpts of files: each line is made safe for the terminal, the
-/// line breaks of the message kept.
-pub fn print_error(e: &anyhow::Error) {
-    let prefix = render::color::paint_err(render::color::Tone::Bad, "error:");
-    let text = format!("{e:#}");
-    let text: Vec<_> = text.lines().map(term::safe).collect();
-    eprintln!("tmpfsctl: {prefix} {}", text.join("\n"));
 }

@@ -40,7 +40,7 @@ fn main() -> ExitCode {
         Ok(tmpfsctl::ExitCode::Interrupted) => tmpfsctl::sys::signals::exit_as_caught(),
         Ok(code) => code.into(),
         Err(e) => {
-            tmpfsctl::print_error(&e);
+            tmpfsctl::command::error(&e);
             tmpfsctl::ExitCode::Error.into()
         }
     }

@@ -10,7 +10,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::bench::{self, BenchReport, target};
-use crate::context::Context;
+use crate::command::Context;
 
 /// The mount options compared: the candidate first (the ratio's numerator).
 pub const CANDIDATE: &str = "huge=within_size";

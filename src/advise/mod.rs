@@ -18,7 +18,7 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::bench::{self, BenchReport, Scale};
-use crate::context::Context;
+use crate::command::Context;
 use crate::fleet::{self, FitParams, HostFit, HostRecord};
 use crate::mounts::{self, plan};
 use crate::sys;
@@ -636,7 +636,7 @@ fn refuse_as_plan_does(c: &mut Commands, v: &Verdict, p: &plan::Plan) {
 
 /// `tmpfsctl advise`: exit 0 when nothing should change, 1 when a change
 /// is recommended.
-impl crate::render::report::Request for AdviseRequest {
+impl crate::command::Request for AdviseRequest {
     type Report = Advice;
 
     fn run(&self, ctx: &Context) -> Result<Advice> {

@@ -3,9 +3,8 @@
 use std::fmt::Write;
 
 use super::Advice;
-use crate::context::ExitCode;
+use crate::command::{self, ExitCode, Format, Report};
 use crate::render::html_escape as esc;
-use crate::render::report::{self, Format, Report};
 use crate::units::{fmt_bytes, fmt_count};
 
 /// Green when nothing needs doing, yellow when a change is recommended,
@@ -170,9 +169,9 @@ fn huge_line(r: &super::HugeRow) -> String {
 impl Report for Advice {
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
-            Format::TEXT => report::text(text(self)),
-            Format::JSON => Some(report::json(self)),
-            Format::HTML => report::text(html(self)),
+            Format::TEXT => command::text(text(self)),
+            Format::JSON => Some(command::json(self)),
+            Format::HTML => command::text(html(self)),
             _ => None,
         }
     }

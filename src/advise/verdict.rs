@@ -71,8 +71,8 @@ pub enum Kind {
 
 impl Kind {
     /// Exit code: 0 when nothing should change, 1 when a change is recommended.
-    pub fn exit_code(self) -> crate::context::ExitCode {
-        use crate::context::ExitCode;
+    pub fn exit_code(self) -> crate::command::ExitCode {
+        use crate::command::ExitCode;
         match self {
             Kind::Move | Kind::Resize | Kind::Persist => ExitCode::Problem,
             Kind::NothingToChange | Kind::KeepOnDisk | Kind::NotWorthIt => ExitCode::Ok,

@@ -39,8 +39,7 @@ pub use report::{BenchReport, BenchResult, SCHEMA_VERSION};
 pub use suite::{Options, need, run_suite, run_suite_with};
 pub use workload::{CacheWant, Op, Preset, Scale, Sync, Workload, preset, temp_file_workloads};
 
-use crate::context::Context;
-use crate::render::report::Request;
+use crate::command::{Context, Request};
 
 use crate::sys::signals::Interrupted;
 

@@ -3,7 +3,7 @@
 //! the HTML page, the A/B comparison) need not know each other.
 
 use super::{BenchOutcome, compare, html, notes, render};
-use crate::render::report::{Format, Report, json, text};
+use crate::command::{Format, Report, json, text};
 
 impl Report for BenchOutcome {
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {

@@ -80,7 +80,8 @@ pub fn ratio_header(r: &BenchReport) -> Option<String> {
 }
 
 /// The ratio cell: "24.1× faster ±6%" (± = the wider side of the 95%
-/// interval of the paired per-run ratio), with "?" when that exceeds 10%;
+/// interval of the paired per-run ratio; above 100 % the interval's ends,
+/// "[2.62..33.90]"), with "?" when that exceeds 10%;
 /// "same within the interval (0.85..1.16)" when the interval holds 1, since
 /// then neither target is shown faster.
 pub fn fmt_ratio_cell(x: &super::report::Ratio) -> String {
@@ -92,8 +93,18 @@ pub fn fmt_ratio_cell(x: &super::report::Ratio) -> String {
         return format!("{SAME} ({lo:.2}..{hi:.2})");
     }
     let mut s = fmt_ratio(x.ratio);
-    if let Some(u) = x.ratio_uncertainty_percent.filter(|u| u.is_finite()) {
-        s.push_str(&format!(" ±{u:.0}%"));
+    match (
+        x.ratio_uncertainty_percent.filter(|u| u.is_finite()),
+        x.ratio_ci95_low,
+        x.ratio_ci95_high,
+    ) {
+        // A symmetric ± above 100 % would hide how lopsided such an
+        // interval is (2.6×..33.9× is not "±985 %"): its ends instead.
+        (Some(u), Some(lo), Some(hi)) if u > 100.0 => {
+            s.push_str(&format!(" [{lo:.2}..{hi:.2}]"));
+        }
+        (Some(u), _, _) if u <= 100.0 => s.push_str(&format!(" ±{u:.0}%")),
+        _ => {}
     }
     if x.flags.iter().any(|f| f == "ratio_uncertain") {
         s.push_str(" ?");
@@ -265,7 +276,7 @@ pub fn summary_line(r: &BenchReport) -> String {
             fmt_bytes(s)
         )),
         if r.ratios.iter().any(|x| x.paired) {
-            "targets ran in alternation and the ratio is the median of per-run ratios, running-order effect taken out (± = 95% interval, ? = wider than 10%); "
+            "targets ran in alternation and the ratio is the median of per-run ratios, running-order effect taken out (± = 95% interval, [lo..hi] where it is wider than ±100%, ? = wider than 10%); "
         } else {
             ""
         },

@@ -16,7 +16,7 @@ use super::report::*;
 use super::stats::{self, HIGH_RSD};
 use super::target::{self, Scratch, Target};
 use super::workload::{Op, Sync, Workload};
-use crate::context::Context;
+use crate::command::Context;
 
 /// How to run a suite (everything except what and where).
 #[derive(Debug, Clone)]

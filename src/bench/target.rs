@@ -3,12 +3,16 @@
 //! that are removed on every exit path, and by the next run when a run was
 //! killed (see `leftover`).
 
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
+use rustix::fs::{Mode, OFlags};
 
 use super::leftover::{self, Kind};
 use super::report::TargetInfo;
+use crate::sys::outdir::OutDir;
 use crate::units::fmt_bytes;
 
 /// Room left beyond the planned data: filesystems need some for metadata and
@@ -23,6 +27,9 @@ pub struct Target {
     pub shown: String,
     pub path: PathBuf,
     pub info: TargetInfo,
+    /// The directory itself, as checked: scratch directories are made in
+    /// this inode, whatever is renamed on the way later.
+    held: std::sync::Arc<OutDir>,
 }
 
 /// Check a target directory: exists, is a directory, writable, on a
@@ -30,7 +37,7 @@ pub struct Target {
 /// `need_inodes`. Nothing is written; only scratch directories left by
 /// earlier runs that were killed are removed first, so their space counts.
 pub fn check(
-    ctx: &crate::context::Context,
+    ctx: &crate::command::Context,
     dir: &Path,
     need_bytes: u64,
     need_inodes: u64,
@@ -51,8 +58,12 @@ pub fn check(
         meta.is_dir(),
         "target {shown}: not a directory; give a directory on the filesystem to test"
     );
-    let path = std::fs::canonicalize(dir).with_context(|| format!("target {shown}"))?;
-    leftover::sweep(&path, SCRATCH_BASE, Kind::Tree);
+    // Held open from here: another user who owns a directory on the way
+    // (or the target itself) could otherwise swap it for a link to a
+    // root-only directory between this check and the writing.
+    let held = std::sync::Arc::new(OutDir::open_dir("target", dir)?);
+    let path = held.path.clone();
+    leftover::sweep(&held.fd_path(), SCRATCH_BASE, Kind::Tree);
     let vfs = rustix::fs::statvfs(&path).with_context(|| format!("target {shown}: statfs"))?;
     anyhow::ensure!(
         !vfs.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY),
@@ -130,6 +141,7 @@ pub fn check(
             },
         },
         path,
+        held,
     })
 }
 
@@ -168,38 +180,99 @@ const SCRATCH_BASE: &str = ".tmpfsctl-bench-";
 /// Mount points of private tmpfs and zram mounts, in the temporary directory.
 pub(super) const MOUNT_BASE: &str = "tmpfsctl-bench-mnt-";
 
-/// A fresh scratch directory (mkdtemp, mode 0700) inside a target.
-/// Dropping it removes it; `std::fs::remove_dir_all` unlinks symlinks instead
-/// of following them, so a planted link cannot make us delete outside.
+/// A fresh scratch directory (mkdtemp, mode 0700) inside a target, made in
+/// the target's held descriptor and used only through its own: in another
+/// user's directory, they can rename it or put a link at its name, and the
+/// benchmark still writes into this one directory of root's, never where
+/// the link leads. Dropping it empties it through its descriptor, then
+/// removes it by name (`std::fs::remove_dir_all` unlinks a link there
+/// rather than following it).
 pub struct Scratch {
     dir: Option<tempfile::TempDir>,
+    fd: Option<OwnedFd>,
+    path: PathBuf,
 }
 
 impl Scratch {
     pub fn create(target: &Target) -> Result<Scratch> {
-        let dir = tempfile::Builder::new()
-            .prefix(&leftover::prefix(SCRATCH_BASE))
-            .tempdir_in(&target.path)
-            .with_context(|| {
-                format!("target {}: cannot create a scratch directory", target.shown)
-            })?;
-        Ok(Scratch { dir: Some(dir) })
+        // In another user's directory they can rename the new directory
+        // before it is opened: then it is not used, and another is made.
+        for _ in 0..3 {
+            if let Some(s) = Self::try_create(target)? {
+                return Ok(s);
+            }
+        }
+        anyhow::bail!(
+            "target {}: the scratch directory was replaced as it was made, three times (another user renames entries there); give a directory only you can write",
+            target.shown
+        )
     }
 
+    fn try_create(target: &Target) -> Result<Option<Scratch>> {
+        let err = || format!("target {}: cannot create a scratch directory", target.shown);
+        let dir = tempfile::Builder::new()
+            .prefix(&leftover::prefix(SCRATCH_BASE))
+            // Asked for: tempfile's default is 0777 minus the umask.
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(target.held.fd_path())
+            .with_context(err)?;
+        let name = dir
+            .path()
+            .file_name()
+            .map(|n| n.to_owned())
+            .unwrap_or_default();
+        let fd = match rustix::fs::openat(
+            &target.held.fd,
+            &name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            // A link or something else at the name now: not ours.
+            Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR | rustix::io::Errno::NOENT) => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e).with_context(err),
+        };
+        // What was opened must be what mkdtemp made: ours and 0700.
+        let st = rustix::fs::fstat(&fd).with_context(err)?;
+        if st.st_uid != rustix::process::geteuid().as_raw() || st.st_mode & 0o077 != 0 {
+            return Ok(None);
+        }
+        let path = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        Ok(Some(Scratch {
+            dir: Some(dir),
+            fd: Some(fd),
+            path,
+        }))
+    }
+
+    /// The scratch through its descriptor (`/proc/self/fd/N`).
     pub fn path(&self) -> &Path {
-        self.dir
-            .as_ref()
-            .map_or(Path::new("/nonexistent"), |d| d.path())
+        &self.path
     }
 
     /// Remove now and report failure (Drop can only ignore it).
     pub fn remove(mut self) -> Result<()> {
+        self.remove_inner()
+    }
+
+    fn remove_inner(&mut self) -> Result<()> {
+        if let Some(fd) = self.fd.take() {
+            crate::sys::fs::clear_dir(fd.as_fd()).context("emptying the scratch directory")?;
+        }
         if let Some(d) = self.dir.take() {
             let p = d.path().to_path_buf();
             d.close()
                 .with_context(|| format!("removing scratch directory {}", p.display()))?;
         }
         Ok(())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = self.remove_inner();
     }
 }
 
@@ -394,7 +467,7 @@ impl TmpfsOptions {
 }
 
 /// The disk directory to compare with by default: where /var/tmp lives, else $HOME.
-pub fn default_disk_dir(ctx: &crate::context::Context) -> Result<PathBuf> {
+pub fn default_disk_dir(ctx: &crate::command::Context) -> Result<PathBuf> {
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let mut cands: Vec<PathBuf> = vec!["/var/tmp".into()];
     if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {

@@ -319,7 +319,13 @@ fn ratio_is_the_median_of_per_run_ratios() {
         .find(|w| w.code == "ratio_uncertain")
         .expect("a ratio_uncertain warning");
     assert!(w.message.contains(&id), "{}", w.message);
-    assert!(render::table(&r).contains("2.0× faster ±200% ?"));
+    // Never a symmetric ± above 100 %: the interval's ends.
+    let t = render::table(&r);
+    let (lo, hi) = (x_lo_hi(&r, &id).0, x_lo_hi(&r, &id).1);
+    assert!(
+        t.contains(&format!("2.0× faster [{lo:.2}..{hi:.2}] ?")) && !t.contains("±200%"),
+        "{t}"
+    );
 
     // Runs that were not paired (e.g. a saved report of another tool version):
     // the ratio of the medians, marked unpaired.
@@ -404,4 +410,10 @@ fn a_moved_memory_ceiling_is_a_warning() {
     let w = has(&r).expect("halved");
     assert!(w.message.contains("-50%"), "{}", w.message);
     assert_eq!(r.ceiling.moved_percent().map(f64::round), Some(-50.0));
+}
+
+/// The 95 % interval of workload `id`'s ratio in `r`.
+fn x_lo_hi(r: &super::report::BenchReport, id: &str) -> (f64, f64) {
+    let x = r.ratios.iter().find(|x| x.workload == id).unwrap();
+    (x.ratio_ci95_low.unwrap(), x.ratio_ci95_high.unwrap())
 }

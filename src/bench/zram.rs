@@ -73,7 +73,7 @@ impl PrivateZram {
     /// Make the device and mount it. Call on the main thread before any
     /// benchmark thread starts (the private mount namespace needs it).
     pub fn make(
-        ctx: &crate::context::Context,
+        ctx: &crate::command::Context,
         algorithm: Option<&str>,
         data_bytes: u64,
     ) -> Result<PrivateZram> {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::advise::AdviseRequest;
-use crate::render::report::{Format, Output};
+use crate::command::{Format, Output};
 
 #[derive(Debug, clap::Args)]
 #[command(

@@ -10,7 +10,7 @@ use crate::bench::target::TargetSpec;
 use crate::bench::{
     BenchRequest, CacheWant, Measure, Op, Options, Preset, Scale, Sync, Workload, preset,
 };
-use crate::render::report::{Format, Output};
+use crate::command::{Format, Output};
 
 #[derive(Debug, clap::Args)]
 #[command(

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use clap::CommandFactory;
 
 use super::Cli;
-use crate::context::ExitCode;
+use crate::command::ExitCode;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \

@@ -1,6 +1,6 @@
 //! `tmpfsctl explain` arguments.
 
-use crate::render::report::{Format, Output};
+use crate::command::{Format, Output};
 use std::path::PathBuf;
 
 use crate::explain::{ExplainQuery, Writer};

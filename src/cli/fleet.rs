@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
+use crate::command::{Format, Output};
 use crate::fleet::analyze::{AnalyzeOptions, DEFAULT_BUCKETS};
 use crate::fleet::prom::PromOptions;
 use crate::fleet::{AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams};
-use crate::render::report::{Format, Output};
 use crate::units::{self, Size};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -194,7 +194,6 @@ impl CollectArgs {
                 CollectFormatArg::Kirkland => CollectFormat::Kirkland,
                 CollectFormatArg::Prom => CollectFormat::Prom,
             },
-            output: self.output.clone(),
             anonymize: self.anonymize,
             salt: self.salt.clone(),
             host: self.host.clone(),

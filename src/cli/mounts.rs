@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
+use crate::command::{Format, Output};
 use crate::mounts::plan::{self, Request};
 use crate::mounts::{ApplyRequest, PlanRequest, RevertRequest, Target};
-use crate::render::report::{Format, Output};
 use crate::units::{Size, parse_count, parse_size};
 
 const AFTER_PLAN: &str = "Examples:\n  tmpfsctl plan /tmp\n  tmpfsctl plan /tmp --size 4G --noexec --json\n  \
@@ -81,7 +81,7 @@ pub struct MountOptArgs {
     /// Filesystem type; ramfs is only explained (it has no size limit)
     #[arg(long, value_enum, default_value = "tmpfs")]
     pub fstype: plan::FsKind,
-    /// Allow a size above RAM + swap (refused otherwise: such a cap limits nothing); for apply, also go ahead although processes have files under DIR open for writing (what they write after the copy stays hidden on disk)
+    /// Allow a size above RAM + swap (refused otherwise: such a cap limits nothing), and a plain tmpfs on a directory whose contents must outlive a reboot (/var/log, /var/cache, /var/tmp, /var/spool, /var/mail, /srv, /home: a reboot deletes them; `persist enable` keeps them); for apply, also go ahead although processes have files under DIR open for writing (what they write after the copy stays hidden on disk)
     #[arg(long)]
     pub force: bool,
 }
@@ -162,10 +162,10 @@ pub struct PlanArgs {
 
 /// One line on stderr for an old option spelling that still works.
 pub fn deprecated(old: &str, v: plan::Boot) {
-    eprintln!(
-        "tmpfsctl: note: {old} is deprecated and will go away; use --boot {}",
+    crate::command::note(&format!(
+        "{old} is deprecated and will go away; use --boot {}",
         v.name()
-    );
+    ));
 }
 
 #[derive(Debug, clap::Args)]
@@ -215,7 +215,8 @@ impl TargetArgs {
             dir: self.dir.clone(),
             fstab: self.fstab.clone(),
             unit_dir: self.unit_dir.clone(),
-            json: self.json,
+            // The JSON document holds what the text would say on stderr.
+            quiet: self.json,
         }
     }
 }

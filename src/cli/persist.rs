@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use crate::command::{Format, Output};
 use crate::persist::admin::{DisableRequest, EnableRequest};
 use crate::persist::status::StatusRequest;
 use crate::persist::verify::VerifyRequest;
 use crate::persist::{PersistRequest, RestoreRequest, SyncRequest, registry};
-use crate::render::report::{Format, Output};
 use crate::sys::boot::Boot;
 use crate::units::Size;
 
@@ -72,7 +72,9 @@ pub struct EnableArgs {
     /// tmpfs size (512M, 2G, 50% of RAM) [default: the kernel's, 50%]
     #[arg(long, value_name = "SIZE")]
     pub size: Option<Size>,
-    /// Allow a --size above RAM + swap (refused otherwise: such a cap limits nothing)
+    /// Go ahead although --size is above RAM + swap (such a cap limits nothing), or a process
+    /// other than journald (which enable hands over itself) has a file in DIR open for writing
+    /// (what it writes after the copy goes to the file hidden under the tmpfs and is lost)
     #[arg(long)]
     pub force: bool,
     /// Time between timer syncs (10min, 1h, 600)
@@ -272,7 +274,7 @@ impl PersistArgs {
                 force: a.force,
                 generation: a.generation,
                 registry,
-                json: a.json,
+                quiet: a.json,
             }),
             PersistCmd::Status(a) => PersistRequest::Status(StatusRequest {
                 dir: a.dir.clone(),

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::render::report::{Format, Output};
+use crate::command::{Format, Output};
 use crate::top::{Mode, TopQuery};
 
 #[derive(Debug, clap::Args)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
-use crate::render::report::{Format, Output};
+use crate::command::{Format, Output};
 use crate::units::{Size, parse_size};
 use crate::workspace::{Keep, RunRequest, ScratchOptions};
 

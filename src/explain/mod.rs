@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::cgroup::{self, Hierarchy};
 use crate::sys::{self, Sysroot, procfd, statfs, tmpfiles};
 
@@ -309,7 +309,7 @@ fn writer_uid(root: &Sysroot, w: &Writer) -> u32 {
 }
 
 /// `tmpfsctl explain`: exit 0 when nothing binds, 1 when something does.
-impl crate::render::report::Request for ExplainQuery {
+impl crate::command::Request for ExplainQuery {
     type Report = ExplainReport;
 
     fn run(&self, ctx: &Context) -> Result<ExplainReport> {

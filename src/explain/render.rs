@@ -4,9 +4,8 @@
 use std::fmt::Write;
 
 use super::ExplainReport;
-use crate::context::ExitCode;
+use crate::command::{self, ExitCode, Format, Report};
 use crate::render::color::{Tone, paint};
-use crate::render::report::{self, Format, Report};
 use crate::term::safe;
 use crate::units::fmt_bytes;
 
@@ -18,8 +17,8 @@ fn prose(s: &mut String, indent: &str, tone: Option<Tone>, text: &str) {
 impl Report for ExplainReport {
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
-            Format::TEXT => report::text(text(self)),
-            Format::JSON => Some(report::json(self)),
+            Format::TEXT => command::text(text(self)),
+            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }
@@ -98,10 +97,17 @@ pub fn text(r: &ExplainReport) -> String {
         );
         prose(&mut s, "", Some(Tone::Warn), &line);
     }
+    tmpfiles_text(&mut s, r);
+    s
+}
+
+/// What tmpfiles.d does with PATH: the rules, what the next clean deletes,
+/// what a flock keeps, when the timer runs.
+fn tmpfiles_text(s: &mut String, r: &ExplainReport) {
     if r.tmpfiles_rules.is_empty() {
         s.push('\n');
         prose(
-            &mut s,
+            s,
             "",
             None,
             "No tmpfiles.d rule covers this path: nothing ages it out or removes it at boot.",
@@ -139,7 +145,7 @@ pub fn text(r: &ExplainReport) -> String {
                 safe(&t.source),
                 t.line
             );
-            prose(&mut s, "  ", None, &line);
+            prose(s, "  ", None, &line);
         }
         if r.will_be_cleaned.is_empty() {
             let _ = writeln!(s, "  the next age clean deletes nothing under this path");
@@ -150,7 +156,7 @@ pub fn text(r: &ExplainReport) -> String {
                 r.will_be_cleaned.len(),
                 fmt_bytes(total)
             );
-            prose(&mut s, "  ", None, &line);
+            prose(s, "  ", None, &line);
             for c in r.will_be_cleaned.iter().take(20) {
                 let open: Vec<String> = c
                     .open_by
@@ -163,7 +169,7 @@ pub fn text(r: &ExplainReport) -> String {
                     paint(Tone::Warn, &format!(" — open now by {}", open.join(", ")))
                 };
                 let line = format!("{} (unused {} days){open}", safe(&c.path), c.age_s / 86_400);
-                prose(&mut s, "    ", None, &line);
+                prose(s, "    ", None, &line);
             }
         }
     }
@@ -174,21 +180,20 @@ pub fn text(r: &ExplainReport) -> String {
             l.pid,
             safe(&l.comm)
         );
-        prose(&mut s, "  ", Some(Tone::Warn), &line);
+        prose(s, "  ", Some(Tone::Warn), &line);
     }
     match &r.tmpfiles_clean_next {
         Some(n) => {
             let line = format!("systemd-tmpfiles-clean.timer runs next: {}", safe(n));
-            prose(&mut s, "  ", None, &line);
+            prose(s, "  ", None, &line);
         }
         None => {
             prose(
-                &mut s,
+                s,
                 "  ",
                 None,
                 "(no systemd running here: no timer cleans by these rules unless something else runs systemd-tmpfiles --clean)",
             );
         }
     }
-    s
 }

@@ -8,8 +8,8 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
+use crate::command::{Format, Report};
 use crate::render::exposition::Exposition;
-use crate::render::report::{Format, Report};
 use crate::sys::{self, MemInfo, Sysroot};
 
 pub const SNAPSHOT_SCHEMA_VERSION: u32 = 1;

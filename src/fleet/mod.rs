@@ -25,8 +25,7 @@ pub use collect::{HostName, Snapshot, snapshot};
 pub use fit::{FitParams, HostFit, host_fit};
 pub use ingest::{Fleet, HostRecord};
 
-use crate::context::Context;
-use crate::render::report::Request;
+use crate::command::{Context, Request};
 use crate::term::{safe, safe_path};
 
 impl HostRecord {
@@ -64,8 +63,6 @@ pub struct CollectRequest {
     /// Directories to measure.
     pub paths: Vec<PathBuf>,
     pub format: CollectFormat,
-    /// Write to this file atomically instead of stdout.
-    pub output: Option<PathBuf>,
     /// Replace the host name with a stable salted hash.
     pub anonymize: bool,
     /// Salt for `anonymize`.
@@ -153,7 +150,7 @@ fn collect(ctx: &Context, args: &CollectRequest) -> Result<Snapshot> {
     spinner.finish_and_clear();
     let snap = snap?;
     for p in snap.paths.iter().filter(|p| p.unreadable_dirs > 0) {
-        crate::render::color::eprint_warning(&format!(
+        crate::command::warn(&format!(
             "{}: {} directories could not be read, their contents are not counted \
              (run as root for a full figure)",
             safe(&p.path),

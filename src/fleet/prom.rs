@@ -202,8 +202,8 @@ fn read_bounded(body: &mut ureq::Body, url: &str) -> Result<Vec<u8>> {
         .with_context(|| format!("reading the answer of {}", safe(url)))?;
     if more > 0 {
         anyhow::bail!(
-            "the answer of {} is larger than {} once decompressed; stopped reading. \
-             Query fewer hosts (a narrower --path or a Prometheus that holds one part of the fleet)",
+            "the answer of {} is larger than {} once decompressed; stopped reading \
+             (an instant query over 500 000 hosts answers less): check what answers at that URL",
             safe(url),
             crate::units::fmt_bytes(MAX_ANSWER_BYTES)
         );

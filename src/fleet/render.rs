@@ -10,8 +10,7 @@ use std::fmt::Write as _;
 use super::Analyzed;
 use super::analyze::FleetReport;
 use super::stats::Summary;
-use crate::context::ExitCode;
-use crate::render::report::{self, Format, Report};
+use crate::command::{self, ExitCode, Format, Report, noted};
 use crate::units::fmt_bytes;
 
 /// Said (in colour on a terminal) when no size reaches the target share.
@@ -296,10 +295,10 @@ impl Report for Analyzed {
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         let r = &self.report;
         match f {
-            Format::TEXT => report::text(text(r)),
-            Format::JSON => Some(report::json(r)),
-            Format::MARKDOWN => report::text(markdown(r)),
-            Format::HTML => report::text(html(r)),
+            Format::TEXT => command::text(text(r)),
+            Format::JSON => Some(command::json(r)),
+            Format::MARKDOWN => command::text(markdown(r)),
+            Format::HTML => command::text(html(r)),
             Format::CSV => Some(super::export::hosts_csv(
                 &self.fleet,
                 &self.fit,
@@ -316,7 +315,7 @@ impl Report for Analyzed {
 
     fn after(&self, _stdout: Option<Format>) -> String {
         let dups = self.report.input.duplicate_examples.iter().take(3);
-        dups.map(|d| format!("tmpfsctl: note: duplicate host: {}\n", safe(d)))
+        dups.map(|d| noted(&format!("duplicate host: {}", safe(d))))
             .collect()
     }
 }

@@ -14,7 +14,7 @@ use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{ApplyRequest, boot, journal, render};
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::copy;
 use crate::sys::resolve::OpenedDir;
@@ -85,7 +85,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
     let (facts, opened, p) = checked_plan(ctx, args)?;
     let via = p.persist.via;
     let dir = facts.dir.clone();
-    if !args.target.json {
+    if !args.target.quiet {
         eprint!("{}", render::plan_text(&p));
     }
     let nothing_to_mount = p.mount_state == plan::MountState::Same;
@@ -116,7 +116,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         // Refused by checked_plan: a resize is `--resize`, done by resize::resize.
         plan::MountState::SizeDiffers => bail!("only the size differs: use --resize"),
         plan::MountState::NotMounted => {
-            let show = crate::render::stderr_is_tty() && !args.target.json;
+            let show = crate::render::stderr_is_tty() && !args.target.quiet;
             let mut sw = stage_and_move(&p, &opened, &cancel, show, &mut note)?;
             let stats = &sw.stats;
             changes.push(format!(
@@ -135,6 +135,12 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
             }
             copied = Some(sw.stats.clone());
             verified = Some(sw.verified);
+            if sw.unverified > 0 {
+                changes.push(format!(
+                    "{} entries written during the copy were not compared (not counted as verified); the catch-up brings them across",
+                    sw.unverified
+                ));
+            }
             if let Err(e) = catch_up(&mut sw, &dir, &cancel, &mut changes) {
                 // The next run brings across what this one could not.
                 note.keep();
@@ -211,45 +217,13 @@ fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir,
         );
     }
     if p.mount_state == plan::MountState::NotMounted {
-        refuse_writers(&dir, args.force)?;
+        let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::live(), &dir);
+        if let Some(w) = crate::sys::procfd::refuse_writers(&dir, &writers, args.force)? {
+            crate::command::warn(&w);
+        }
     }
     check_persistable(&p)?;
     Ok((facts, opened, p))
-}
-
-/// Refuse while a process has a file under `dir` open for writing: what it
-/// writes after the copy would land in the hidden directory. With `force`,
-/// say exactly what may be lost and go on.
-fn refuse_writers(dir: &Path, force: bool) -> Result<()> {
-    let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::live(), dir);
-    if writers.is_empty() {
-        return Ok(());
-    }
-    let list: Vec<String> = writers
-        .iter()
-        .map(|w| {
-            format!(
-                "{} ({}: {})",
-                w.pid,
-                crate::term::safe(&w.comm),
-                w.uses.join(", ")
-            )
-        })
-        .collect();
-    if !force {
-        bail!(
-            "processes have files under {} open for writing: {}; what they write after the copy would be hidden \
-             under the tmpfs. Stop them (or let them finish) and retry, or pass --force to go ahead anyway",
-            dir.display(),
-            list.join("; ")
-        );
-    }
-    crate::render::color::eprint_warning(&format!(
-        "--force: writes made through these open files after the copy stay in the directory \
-         hidden under the tmpfs (not in the tmpfs): {}",
-        list.join("; ")
-    ));
-    Ok(())
 }
 
 /// Fail before the first change when the fstab or the drop-in could not be
@@ -295,11 +269,11 @@ fn check_mounted(ctx: &Context, dir: &Path, attached: Option<&OwnedFd>) -> Resul
     if let Some(m) = by_id
         && m.mount_point != dir
     {
-        eprintln!(
-            "tmpfsctl: note: {} was renamed while apply ran; the tmpfs is on it, now at {}",
+        crate::command::note(&format!(
+            "{} was renamed while apply ran; the tmpfs is on it, now at {}",
             crate::term::safe_path(dir),
             crate::term::safe_path(&m.mount_point)
-        );
+        ));
     }
     let top = by_id
         .or_else(|| mount_at(&mounts, dir))
@@ -328,6 +302,8 @@ fn check_mounted(ctx: &Context, dir: &Path, attached: Option<&OwnedFd>) -> Resul
 struct Switched {
     stats: copy::CopyStats,
     verified: u64,
+    /// Entries written during the copy: not compared, left to the catch-up.
+    unverified: u64,
     src: OwnedFd,
     staged: tmpfs::Detached,
     /// What the old tree and the copy both held when they were compared.
@@ -462,8 +438,8 @@ fn stage_and_move(
     rustix::fs::fchmod(&staged.root, rustix::fs::Mode::from_raw_mode(mode))
         .context("cannot set the mode of the new tmpfs")
         .map_err(abort)?;
-    let base =
-        verify_copy(src.as_fd(), staged.root.as_fd(), dir, true, since, cancel).map_err(abort)?;
+    let checked =
+        verify_copy(src.as_fd(), staged.root.as_fd(), true, since, cancel).map_err(abort)?;
     if cancel.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(abort(anyhow::Error::new(crate::sys::signals::Interrupted)));
     }
@@ -477,29 +453,40 @@ fn stage_and_move(
     })
     .map_err(abort)?;
     tmpfs::attach_at(&staged, opened).map_err(abort)?;
-    let verified = base.len() as u64;
     Ok(Switched {
         stats,
-        verified,
+        verified: checked.compared,
+        unverified: checked.written_during_copy,
         src,
         staged,
-        base,
+        base: checked.base,
     })
+}
+
+/// What [`verify_copy`] found: the copy (the base for the catch-up after
+/// the switch) and how many entries it really compared.
+pub(super) struct Verified {
+    pub base: BTreeMap<Vec<u8>, copy::EntrySig>,
+    /// Entries compared and found identical (root included).
+    pub compared: u64,
+    /// Entries left to the catch-up: written during the copy (or up to a
+    /// second before it), so a difference there is not a copy error.
+    pub written_during_copy: u64,
 }
 
 /// Compare the tree with its copy entry by entry. An entry that differs
 /// because it was written while the copy ran (its mtime is at or after
 /// `since`, the copy's start less a second for coarse clocks) is not a copy
-/// error: the catch-up after the switch brings it across. Anything else that
-/// differs is. Returns what the copy holds, the base for that catch-up.
+/// error: the catch-up after the switch brings it across. Nor is an entry
+/// only in the copy whose directory was written while the copy ran (it was
+/// deleted from DIR meanwhile). Anything else that differs is.
 pub(super) fn verify_copy(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
-    dir: &Path,
     compare_root: bool,
     since: std::time::SystemTime,
     cancel: &AtomicBool,
-) -> Result<BTreeMap<Vec<u8>, copy::EntrySig>> {
+) -> Result<Verified> {
     let since = since
         .checked_sub(std::time::Duration::from_secs(1))
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -518,12 +505,28 @@ pub(super) fn verify_copy(
         }
     }
     let written_since = |sig: &copy::EntrySig| sig.mtime.0 >= since;
-    let bad: Vec<String> = copy::differences(&a, &b)
-        .into_iter()
-        .zip(differing_keys(&a, &b))
-        .filter(|(_, k)| a.get(k).is_some_and(|sa| !written_since(sa)))
-        .map(|(d, _)| d)
-        .collect();
+    // Only in the copy: exempt when its directory in DIR changed meanwhile
+    // (or is itself gone, which changed the directory above it).
+    let parent_changed = |k: &[u8]| {
+        let parent = k
+            .iter()
+            .rposition(|&c| c == b'/')
+            .map_or(&k[..0], |i| &k[..i]);
+        a.get(parent).is_none_or(written_since)
+    };
+    let checked = |k: &Vec<u8>| match a.get(k) {
+        Some(sa) => !written_since(sa),
+        None => !parent_changed(k),
+    };
+    let keys: std::collections::BTreeSet<&Vec<u8>> =
+        a.keys().chain(b.keys()).filter(|k| checked(k)).collect();
+    let pick = |m: &BTreeMap<Vec<u8>, copy::EntrySig>| -> BTreeMap<Vec<u8>, copy::EntrySig> {
+        m.iter()
+            .filter(|(k, _)| keys.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let bad = copy::differences(&pick(&a), &pick(&b));
     if !bad.is_empty() {
         let n = bad.len();
         let first: Vec<String> = bad.into_iter().take(5).collect();
@@ -533,20 +536,142 @@ pub(super) fn verify_copy(
             first.join("; ")
         );
     }
-    let _ = dir;
-    Ok(b)
+    let compared = keys.len() as u64;
+    let all = a
+        .keys()
+        .chain(b.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len() as u64;
+    Ok(Verified {
+        base: b,
+        compared,
+        written_during_copy: all - compared,
+    })
 }
 
-/// The keys of [`copy::differences`], in the same order.
-fn differing_keys(
-    a: &BTreeMap<Vec<u8>, copy::EntrySig>,
-    b: &BTreeMap<Vec<u8>, copy::EntrySig>,
-) -> Vec<Vec<u8>> {
-    let mut v: Vec<Vec<u8>> = a
-        .iter()
-        .filter(|(k, sa)| b.get(*k) != Some(*sa))
-        .map(|(k, _)| k.clone())
-        .collect();
-    v.extend(b.keys().filter(|k| !a.contains_key(*k)).cloned());
-    v
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileExt;
+    use std::time::{Duration, SystemTime};
+
+    /// A tree whose every entry was last written in 2020, and its copy.
+    fn tree_and_copy() -> (tempfile::TempDir, tempfile::TempDir) {
+        let src = tempfile::tempdir().unwrap();
+        let dst = tempfile::tempdir().unwrap();
+        std::fs::create_dir(src.path().join("d")).unwrap();
+        std::fs::write(src.path().join("d/data"), vec![b'a'; 10_000]).unwrap();
+        std::fs::write(src.path().join("small"), b"hello").unwrap();
+        let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+        for p in ["d/data", "small", "d", ""] {
+            let f = std::fs::File::open(src.path().join(p)).unwrap();
+            f.set_modified(old).unwrap();
+        }
+        let never = AtomicBool::new(false);
+        copy::copy_tree(
+            dir_fd(&src).as_fd(),
+            dir_fd(&dst).as_fd(),
+            true,
+            &never,
+            &|_| {},
+        )
+        .unwrap();
+        (src, dst)
+    }
+
+    fn dir_fd(d: &tempfile::TempDir) -> OwnedFd {
+        std::fs::File::open(d.path()).unwrap().into()
+    }
+
+    /// One byte of `path` flipped in place: size and mtime as they were.
+    fn flip_a_byte(path: &Path) {
+        let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, 4321).unwrap();
+        f.write_all_at(&[b[0] ^ 1], 4321).unwrap();
+        f.set_modified(mtime).unwrap();
+    }
+
+    fn verify(src: &tempfile::TempDir, dst: &tempfile::TempDir, apply: bool) -> Result<Verified> {
+        let never = AtomicBool::new(false);
+        // The copy "began" now: every entry of the tree is older than that.
+        verify_copy(
+            dir_fd(src).as_fd(),
+            dir_fd(dst).as_fd(),
+            apply,
+            SystemTime::now(),
+            &never,
+        )
+    }
+
+    #[test]
+    fn a_faithful_copy_is_verified_entry_by_entry() {
+        let (src, dst) = tree_and_copy();
+        for apply in [true, false] {
+            let v = verify(&src, &dst, apply).unwrap();
+            // root, d, d/data, small
+            assert_eq!((v.compared, v.written_during_copy), (4, 0));
+        }
+    }
+
+    #[test]
+    fn a_byte_flipped_in_the_copy_fails_apply_and_revert_verification() {
+        let (src, dst) = tree_and_copy();
+        flip_a_byte(&dst.path().join("d/data"));
+        // apply compares the root, revert (a scratch root) does not: both
+        // must catch the file.
+        for apply in [true, false] {
+            let e = format!(
+                "{:#}",
+                verify(&src, &dst, apply)
+                    .err()
+                    .expect("a flipped byte passed")
+            );
+            assert!(e.contains("d/data") && e.contains("copy error"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_file_missing_from_or_only_in_the_copy_fails_verification() {
+        let (src, dst) = tree_and_copy();
+        std::fs::remove_file(dst.path().join("small")).unwrap();
+        for apply in [true, false] {
+            let e = format!(
+                "{:#}",
+                verify(&src, &dst, apply)
+                    .err()
+                    .expect("a missing file passed")
+            );
+            assert!(e.contains("small: missing in the copy"), "{e}");
+        }
+        let (src, dst) = tree_and_copy();
+        let d = std::fs::File::open(dst.path().join("d")).unwrap();
+        let mtime = d.metadata().unwrap().modified().unwrap();
+        std::fs::write(dst.path().join("d/extra"), b"x").unwrap();
+        d.set_modified(mtime).unwrap();
+        for apply in [true, false] {
+            let e = format!(
+                "{:#}",
+                verify(&src, &dst, apply)
+                    .err()
+                    .expect("an extra file passed")
+            );
+            assert!(e.contains("d/extra: only in the copy"), "{e}");
+        }
+    }
+
+    #[test]
+    fn an_entry_written_during_the_copy_is_left_to_the_catch_up_and_not_counted() {
+        let (src, dst) = tree_and_copy();
+        // Written in DIR after the copy began: the copy is stale, which the
+        // catch-up fixes; it is not a copy error, and not "verified" either.
+        std::fs::write(src.path().join("small"), b"HELLO").unwrap();
+        let v = verify(&src, &dst, true).unwrap();
+        assert_eq!((v.compared, v.written_during_copy), (3, 1));
+    }
 }

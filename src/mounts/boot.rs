@@ -121,9 +121,7 @@ fn have(tool: &str) -> bool {
 /// machine does not have (a fixture, an image), which is not ours to judge.
 pub fn verify_fstab(file: &Path, dir: &Path) -> Result<()> {
     if !have("findmnt") {
-        eprintln!(
-            "tmpfsctl: note: findmnt not found; skipping `findmnt --verify` (install util-linux)"
-        );
+        crate::command::note("findmnt not found; skipping `findmnt --verify` (install util-linux)");
         return Ok(());
     }
     let out = Command::new("findmnt")
@@ -148,7 +146,7 @@ pub fn verify_fstab(file: &Path, dir: &Path) -> Result<()> {
 /// `systemd-analyze verify` on a copy of the unit with the new drop-in next to it.
 pub fn verify_dropin(fragment: &Path, unit: &str, dropin: &str) -> Result<()> {
     if !have("systemd-analyze") {
-        eprintln!("tmpfsctl: note: systemd-analyze not found; skipping `systemd-analyze verify`");
+        crate::command::note("systemd-analyze not found; skipping `systemd-analyze verify`");
         return Ok(());
     }
     let t = tempfile::Builder::new()

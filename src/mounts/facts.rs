@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result};
 
 use super::plan::{self, Facts};
 use super::{Target, live, parse_mode};
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::resolve::{self, OpenedDir, open_target, refuse_system_dir};
 use crate::sys::{self, MountInfo, Sysroot, statfs, systemd};
 use crate::units::{Size, parse_count, parse_size};

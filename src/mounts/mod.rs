@@ -23,8 +23,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::context::Context;
-use crate::render::report::Request as Command;
+use crate::command::{self, Context};
 use crate::term::shell_path;
 use crate::units::Size;
 
@@ -41,7 +40,9 @@ pub struct Target {
     pub fstab: Option<PathBuf>,
     /// Look for mount units and write drop-ins here instead of /etc/systemd/system.
     pub unit_dir: Option<PathBuf>,
-    pub json: bool,
+    /// Say nothing on stderr while working (the plan shown before acting,
+    /// progress bars): the caller's report holds it all.
+    pub quiet: bool,
 }
 
 impl Target {
@@ -109,7 +110,7 @@ pub fn parse_mode(s: &str) -> Result<u32, String> {
 }
 
 /// `tmpfsctl plan`: the plan; exit 1 when apply would refuse.
-impl Command for PlanRequest {
+impl command::Request for PlanRequest {
     type Report = Plan;
 
     fn run(&self, ctx: &Context) -> Result<Plan> {
@@ -119,7 +120,7 @@ impl Command for PlanRequest {
 }
 
 /// `tmpfsctl apply`.
-impl Command for ApplyRequest {
+impl command::Request for ApplyRequest {
     type Report = ApplyReport;
 
     fn run(&self, ctx: &Context) -> Result<ApplyReport> {
@@ -128,7 +129,7 @@ impl Command for ApplyRequest {
 }
 
 /// `tmpfsctl revert`.
-impl Command for RevertRequest {
+impl command::Request for RevertRequest {
     type Report = RevertReport;
 
     fn run(&self, ctx: &Context) -> Result<RevertReport> {

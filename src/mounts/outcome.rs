@@ -37,6 +37,7 @@ pub struct ApplyReport {
     pub resized_to: Option<String>,
     pub copied: Option<copy::CopyStats>,
     /// Entries compared equal between DIR and the copy (root included).
+    /// Entries written during the copy are not compared and not counted.
     pub verified_entries: Option<u64>,
     pub persist: PersistResult,
     pub changes: Vec<String>,

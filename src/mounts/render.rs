@@ -4,17 +4,16 @@ use std::fmt::Write;
 
 use super::plan::{Boot, MountState, Plan};
 use super::{ApplyReport, RevertReport};
-use crate::context::ExitCode;
+use crate::command::{self, ExitCode, Format, Report};
 use crate::render::color::{Tone, paint};
-use crate::render::report::{self, Format, Report};
 use crate::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
 impl Report for Plan {
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
-            Format::TEXT => report::text(plan_text(self)),
-            Format::JSON => Some(report::json(self)),
+            Format::TEXT => command::text(plan_text(self)),
+            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }
@@ -28,8 +27,8 @@ impl Report for Plan {
 impl Report for ApplyReport {
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
-            Format::TEXT => report::text(apply_text(self)),
-            Format::JSON => Some(report::json(self)),
+            Format::TEXT => command::text(apply_text(self)),
+            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }
@@ -39,8 +38,8 @@ impl Report for RevertReport {
     /// The text is what changed, a line each.
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
-            Format::TEXT => report::text(self.changes.iter().map(|c| format!("{c}\n")).collect()),
-            Format::JSON => Some(report::json(self)),
+            Format::TEXT => command::text(self.changes.iter().map(|c| format!("{c}\n")).collect()),
+            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }

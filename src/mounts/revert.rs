@@ -13,7 +13,7 @@ use super::facts::{fstab_file, mount_at, read_fstab, unit_dir};
 use super::outcome::PersistResult;
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{RevertRequest, boot, live, plan};
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::copy;
 use crate::sys::resolve::OpenedDir;
@@ -105,7 +105,7 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<RevertReport> {
     if dropin_ours {
         what.push(format!("remove the drop-in {}", dropin.display()));
     }
-    if !t.json {
+    if !t.quiet {
         eprintln!("Revert {}:", dir.display());
         for w in &what {
             eprintln!("  - {w}");
@@ -178,7 +178,7 @@ fn keep_data(
 ) -> Result<copy::CopyStats> {
     let t = &args.target;
     let dir = opened.path.clone();
-    let show = crate::render::stderr_is_tty() && !t.json;
+    let show = crate::render::stderr_is_tty() && !t.quiet;
     let mut back = match copy_back(mounts, top, opened, cancel, show, journal) {
         Ok(b) => b,
         Err(e) => {
@@ -288,9 +288,8 @@ fn copy_back(
     let copied = copy::copy_tree(src.as_fd(), staged.as_fd(), false, cancel, &|n| pb.inc(n));
     pb.finish_and_clear();
     let res = copied.and_then(|s| {
-        let base =
-            super::apply::verify_copy(src.as_fd(), staged.as_fd(), dir, false, since, cancel)?;
-        Ok((s, base))
+        let checked = super::apply::verify_copy(src.as_fd(), staged.as_fd(), false, since, cancel)?;
+        Ok((s, checked.base))
     });
     let (stats, base) = match res {
         Ok(s) => s,
@@ -502,7 +501,12 @@ fn refuse_unready(
             nested.join(", ")
         );
     }
-    let busy = sys::procfd::users_of(&sys::Sysroot::live(), dir);
+    // Uses of the tmpfs only: a process in the disk directory below it is
+    // not in the way of the unmount.
+    let busy = match rustix::fs::stat(dir) {
+        Ok(st) => sys::procfd::users_of_mount(&sys::Sysroot::live(), dir, st.st_dev),
+        Err(_) => sys::procfd::users_of(&sys::Sysroot::live(), dir),
+    };
     if !busy.is_empty() && !args.lazy {
         return Err(Busy::with(dir, busy).or(OR_LAZY).into());
     }

@@ -16,7 +16,7 @@ use anyhow::{Context as _, Result, bail};
 use super::registry::{Registered, Registry};
 use super::store::{Store, gen_name};
 use super::{load, mount, open_dir, resolve_dir, store, sync, units};
-use crate::context::Context;
+use crate::command::Context;
 use crate::render::confirm;
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::procfd::ProcUse;
@@ -216,6 +216,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
             );
         }
     }
+    let journald = super::handover::check(&dir, already_tmpfs, req.force)?;
     confirm(
         &format!(
             "Keep {} in RAM (tmpfs) with its durable copy in {}?",
@@ -224,29 +225,25 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         ),
         req.yes,
     )?;
+    // SIGINT and SIGTERM alike: before the mount, DIR is untouched and the
+    // enable stops there; after it, the enable finishes.
+    let intr = crate::sys::signals::Interrupt::install(false)?;
+    let stop = intr.flag();
+    let mut journal = journald
+        .then(|| super::handover::Journald::begin(&dir))
+        .transpose()?;
     let store = store::create(&store_path)?;
     store::check_store(&store_path, &dir, &mounts)?;
     let trust = super::trust::record(store.fd(), req.allow_suid, req.allow_dev)?;
-    let dfd = open_dir(&dir)?;
-    let never = AtomicBool::new(false);
-    let rep = sync::sync(dfd.as_fd(), &*store, req.keep, &never)?;
-    load::verify(&*store, rep.generation)?;
-    if !already_tmpfs {
-        let mut live = None;
-        let allow = crate::sys::tmpfs::Allow {
-            suid: trust.allow_suid,
-            dev: trust.allow_dev,
-        };
-        mount::mount_dir(&dir, size.as_deref(), allow, |root| {
-            let st = rustix::fs::fstat(root)?;
-            let (_, l) = load::load(&*store, rep.generation, root)?;
-            live = Some((l, st.st_dev));
-            Ok(())
-        })?;
-        if let Some((l, dev)) = live {
-            store.write_live_index(rep.generation, dev, &l)?;
-        }
-    }
+    let rep = copy_and_mount(
+        &dir,
+        &*store,
+        req,
+        size.as_deref(),
+        already_tmpfs,
+        trust,
+        &stop,
+    )?;
     let installed = install_boot(req, &dir, &boot).and_then(|u| {
         reg.put(Registered {
             dir: dir.clone(),
@@ -280,6 +277,11 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
             return Err(e.context("enable failed; DIR is back as it was (the store is kept)"));
         }
     };
+    // Only now: the restore unit just started compares DIR with the store
+    // and must find it as loaded.
+    if let Some(j) = journal.as_mut() {
+        j.flush();
+    }
     let out = EnableReport {
         dir: dir.clone(),
         store: store_path.clone(),
@@ -292,7 +294,61 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         units_verified: boot.units_verified,
         fstab: (req.boot == Boot::Fstab).then(|| req.fstab.clone()),
     };
+    crate::sys::signals::check_finished(|| {
+        format!(
+            "enable finished first: {} is on tmpfs with {} in {}",
+            safe_path(&dir),
+            gen_name(rep.generation),
+            safe_path(&store_path)
+        )
+    })?;
     Ok(out)
+}
+
+/// Write generation 1 from DIR on disk, read it back, and (unless DIR is a
+/// tmpfs already) mount a tmpfs filled from it on DIR. A signal before the
+/// mount stops here with DIR untouched; the store keeps what was written.
+fn copy_and_mount(
+    dir: &Path,
+    store: &dyn Store,
+    req: &EnableRequest,
+    size: Option<&str>,
+    already_tmpfs: bool,
+    trust: super::trust::Trust,
+    stop: &AtomicBool,
+) -> Result<sync::SyncReport> {
+    let untouched = || {
+        format!(
+            "enable stopped before mounting anything: {} is untouched on disk; the store {} is kept \
+             (run `tmpfsctl persist enable {}` again)",
+            safe_path(dir),
+            safe_path(store.path()),
+            crate::term::shell_path(dir)
+        )
+    };
+    let dfd = open_dir(dir)?;
+    let rep = sync::sync(dfd.as_fd(), store, req.keep, stop).map_err(|e| e.context(untouched()))?;
+    load::verify(store, rep.generation)?;
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(anyhow::Error::new(crate::sys::signals::Interrupted).context(untouched()));
+    }
+    if !already_tmpfs {
+        let mut live = None;
+        let allow = crate::sys::tmpfs::Allow {
+            suid: trust.allow_suid,
+            dev: trust.allow_dev,
+        };
+        mount::mount_dir(dir, size, allow, |root| {
+            let st = rustix::fs::fstat(root)?;
+            let (_, l) = load::load(store, rep.generation, root)?;
+            live = Some((l, st.st_dev));
+            Ok(())
+        })?;
+        if let Some((l, dev)) = live {
+            store.write_live_index(rep.generation, dev, &l)?;
+        }
+    }
+    Ok(rep)
 }
 
 pub fn enable_text(out: &EnableReport) -> String {
@@ -363,11 +419,32 @@ fn sync_detach_catch_up(
     mounts: &[crate::sys::MountInfo],
     store: &dyn Store,
     keep: usize,
-    never: &AtomicBool,
+    stop: &AtomicBool,
 ) -> Result<Detached> {
     use crate::sys::copy;
+    use std::sync::atomic::Ordering;
+    let still_on_tmpfs = |what: &str| {
+        format!(
+            "disable stopped {what}: {} is still on its tmpfs, nothing was lost; run `tmpfsctl persist disable {}` again",
+            safe_path(dir),
+            crate::term::shell_path(dir)
+        )
+    };
     let src = open_dir(dir)?;
-    let rep = sync::sync(src.as_fd(), store, keep, never)?;
+    // Until the tmpfs is detached, a signal rolls back: DIR stays on its
+    // tmpfs with everything, whatever the disk below holds.
+    let rep = sync::sync(src.as_fd(), store, keep, stop)
+        .map_err(|e| e.context(still_on_tmpfs("during its sync")))?;
+    if let Some(p) = rep.too_long.first() {
+        // Detaching would let it go: it is in no generation.
+        bail!(
+            "{} is too deep below {} to store ({} such entries); not disabling, DIR stays on its tmpfs \
+             with everything: move it higher up and run disable again",
+            crate::term::safe(p),
+            safe_path(dir),
+            rep.too_long.len()
+        );
+    }
     let under = crate::sys::hidden::open_underlying(mounts, top, dir)?;
     let u = under.dir.as_fd();
     {
@@ -375,6 +452,17 @@ fn sync_detach_catch_up(
         super::fs::clear_dir(u).with_context(|| format!("clearing {} on disk", safe_path(dir)))?;
         load::load(store, rep.generation, u)?;
     }
+    if stop.load(Ordering::Relaxed) {
+        return Err(
+            anyhow::Error::new(crate::sys::signals::Interrupted).context(still_on_tmpfs(&format!(
+                "before detaching the tmpfs ({} is in the store)",
+                gen_name(rep.generation)
+            ))),
+        );
+    }
+    // From the detach on, only finishing loses nothing: what is written to
+    // the detached tmpfs exists nowhere else until it is carried across.
+    let never = &AtomicBool::new(false);
     let mut base = copy::snapshot(u, never)?;
     // Detached on purpose (the data is on disk now): a process that keeps
     // DIR busy would otherwise stop the disable halfway. It is named, since
@@ -385,7 +473,7 @@ fn sync_detach_catch_up(
             .context(format!("cannot detach the tmpfs at {}", safe_path(dir)))
     })?;
     if !held_by.is_empty() {
-        crate::render::color::eprint_warning(&format!(
+        crate::command::warn(&format!(
             "{} was detached while {}: they keep the old tmpfs until they let go, \
              and what they write there after this disable is lost; restart them",
             safe_path(dir),
@@ -399,7 +487,7 @@ fn sync_detach_catch_up(
     let t0 = std::time::Instant::now();
     while let Some(p) = sync::open_for_writing(src.as_fd())? {
         if t0.elapsed() > WRITER_WAIT {
-            crate::render::color::eprint_warning(&format!(
+            crate::command::warn(&format!(
                 "{} is still open for writing on the detached tmpfs after {} s; \
                  what is written to it from now on is lost",
                 crate::term::safe(&p),
@@ -530,11 +618,14 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
     super::trust::check_unchanged(&e.store, store.fd(), e.trust.as_ref())?;
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let mounted = mount::tmpfs_at(&mounts, &dir).is_some();
-    let never = AtomicBool::new(false);
+    // SIGINT and SIGTERM (what systemd and shutdown send) alike: rolled back
+    // before the detach, finished after it; never a second-signal exit.
+    let intr = crate::sys::signals::Interrupt::install(false)?;
+    let stop = intr.flag();
     let mut caught_up = Vec::new();
     let mut held_by = Vec::new();
     let g = if let Some(top) = mount::tmpfs_at(&mounts, &dir) {
-        let d = sync_detach_catch_up(&dir, top, &mounts, &*store, e.keep, &never)?;
+        let d = sync_detach_catch_up(&dir, top, &mounts, &*store, e.keep, &stop)?;
         caught_up = d.brought;
         held_by = d.held_by;
         d.generation
@@ -566,6 +657,14 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
     }
     reg.remove(&dir);
     reg.save(&req.registry)?;
+    crate::sys::signals::check_finished(|| {
+        format!(
+            "disable finished first: {} is back on disk with {} of {}, units and registry entry removed",
+            safe_path(&dir),
+            gen_name(g),
+            safe_path(&e.store)
+        )
+    })?;
     let out = DisableReport {
         dir: dir.clone(),
         store: e.store.clone(),

@@ -44,6 +44,67 @@ pub struct LoadReport {
     pub entries: u64,
     pub files: u64,
     pub bytes: u64,
+    /// Files whose object in this generation is damaged, loaded from an
+    /// older generation where theirs verifies.
+    pub from_older: Vec<FromOlder>,
+    /// Files no kept generation holds sound: not restored, with why.
+    pub not_restored: Vec<String>,
+}
+
+/// A file taken from an older generation, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FromOlder {
+    pub path: String,
+    pub generation: u64,
+    pub damage: String,
+}
+
+/// Where a file whose object is damaged is looked for: older generations,
+/// newest first, their manifests read once each when first needed.
+pub struct Fallback<'a> {
+    store: &'a dyn Store,
+    gens: Vec<u64>,
+    read: HashMap<u64, Option<HashMap<Vec<u8>, Entry>>>,
+}
+
+impl<'a> Fallback<'a> {
+    /// Generations older than `g` in `store`, newest first.
+    pub fn older_than(store: &'a dyn Store, g: u64) -> Result<Fallback<'a>> {
+        let mut gens: Vec<u64> = store
+            .generations()?
+            .into_iter()
+            .filter(|&x| x < g)
+            .collect();
+        gens.reverse();
+        Ok(Fallback {
+            store,
+            gens,
+            read: HashMap::new(),
+        })
+    }
+
+    /// The entries for `path` in the older generations, newest first, that
+    /// hold other content than `bad`.
+    fn candidates(&mut self, path: &[u8], bad: Option<super::store::Id>) -> Vec<(u64, Entry)> {
+        let mut out = Vec::new();
+        for &g in &self.gens {
+            let m = self.read.entry(g).or_insert_with(|| {
+                self.store.manifest(g).ok().map(|(es, _)| {
+                    es.into_iter()
+                        .filter(|e| e.kind == Kind::File)
+                        .map(|e| (e.path.clone(), e))
+                        .collect()
+                })
+            });
+            if let Some(e) = m.as_ref().and_then(|m| m.get(path))
+                && e.hash.is_some()
+                && e.hash != bad
+            {
+                out.push((g, e.clone()));
+            }
+        }
+        out
+    }
 }
 
 fn times(e: &Entry) -> Timestamps {
@@ -83,7 +144,21 @@ impl Parents<'_> {
 
 /// Load generation `g` of `store` into the empty directory `dst`; returns
 /// what was loaded and the inode/ctime of each file for the live index.
+/// A damaged object fails the load ([`Damaged`]).
 pub fn load(store: &dyn Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadReport, LiveIndex)> {
+    load_with(store, g, dst, None)
+}
+
+/// [`load`], and with `fallback` a file whose object is damaged costs only
+/// itself: it is taken from the newest older generation where it verifies,
+/// or left out and named ([`LoadReport::not_restored`]).
+pub fn load_with(
+    store: &dyn Store,
+    g: u64,
+    dst: BorrowedFd<'_>,
+    mut fallback: Option<Fallback<'_>>,
+) -> Result<(LoadReport, LiveIndex)> {
+    let mut lost: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
     let (entries, _) = store.manifest(g)?;
     let mut rep = LoadReport {
         generation: g,
@@ -109,54 +184,64 @@ pub fn load(store: &dyn Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadRepor
                 rustix::fs::mkdirat(pfd, os(name), Mode::from_raw_mode(0o700)).with_context(ctx)?
             }
             Kind::File => {
-                let Some(hash) = e.hash else {
-                    bail!(Damaged(format!(
-                        "{}: {} has no content identity",
-                        store.manifest_path(g).display(),
-                        show(&e.path)
-                    )));
+                let made = match fallback.as_mut() {
+                    None => restore_file(store, g, pfd, name, e, &mut buf)?,
+                    Some(fb) => match restore_file(store, g, pfd, name, e, &mut buf) {
+                        Ok(x) => x,
+                        Err(err) if is_damage(&err) => {
+                            let _ = rustix::fs::unlinkat(pfd, os(name), AtFlags::empty());
+                            let damage = format!("{err:#}");
+                            let mut done = None;
+                            for (og, oe) in fb.candidates(&e.path, e.hash) {
+                                match restore_file(store, og, pfd, name, &oe, &mut buf) {
+                                    Ok(_) => {
+                                        done = Some((og, oe));
+                                        break;
+                                    }
+                                    Err(err) if is_damage(&err) => {
+                                        let _ =
+                                            rustix::fs::unlinkat(pfd, os(name), AtFlags::empty());
+                                    }
+                                    Err(err) => return Err(err),
+                                }
+                            }
+                            let Some((og, oe)) = done else {
+                                rep.not_restored.push(format!(
+                                    "{}: {damage}; no older generation holds it sound",
+                                    show(&e.path)
+                                ));
+                                lost.insert(e.path.clone());
+                                continue;
+                            };
+                            rep.from_older.push(FromOlder {
+                                path: show(&e.path),
+                                generation: og,
+                                damage,
+                            });
+                            // Not in the live index: it is not the file
+                            // generation `g` names, and the next sync must
+                            // see that and copy it.
+                            rep.bytes += oe.size;
+                            rep.files += 1;
+                            continue;
+                        }
+                        Err(err) => return Err(err),
+                    },
                 };
-                let src = store.open_object(&hash).map_err(|err| {
-                    Damaged(format!(
-                        "{}: {err} (the content of {})",
-                        store.object_path(&hash).display(),
-                        show(&e.path)
-                    ))
-                })?;
-                let st = rustix::fs::fstat(&src)?;
-                let f = rustix::fs::openat(
-                    pfd,
-                    os(name),
-                    OFlags::WRONLY
-                        | OFlags::CREATE
-                        | OFlags::EXCL
-                        | OFlags::NOFOLLOW
-                        | OFlags::CLOEXEC,
-                    Mode::from_raw_mode(0o600),
-                )
-                .with_context(ctx)?;
-                let h = content::copy_hash(src.as_fd(), &st, Some(f.as_fd()), &mut buf)
-                    .with_context(ctx)?;
-                if h != hash || st.st_size as u64 != e.size {
-                    bail!(Damaged(format!(
-                        "{} does not match its manifest (the content of {}; damaged store)",
-                        store.object_path(&hash).display(),
-                        show(&e.path)
-                    )));
-                }
-                let (u, gr) = own(e);
-                rustix::fs::fchown(&f, u, gr).with_context(ctx)?;
-                rustix::fs::fchmod(&f, Mode::from_raw_mode(e.mode)).with_context(ctx)?;
-                Obj::Fd(f.as_fd()).set_all(&e.xattrs).with_context(ctx)?;
-                rustix::fs::futimens(&f, &times(e)).with_context(ctx)?;
-                let after = rustix::fs::fstat(&f)?;
-                live.files
-                    .insert(e.path.clone(), (after.st_ino, fs::stat_times(&after)[2]));
+                live.files.insert(e.path.clone(), made);
                 rep.files += 1;
                 rep.bytes += e.size;
                 continue;
             }
             Kind::HardLink(first) => {
+                if lost.contains(first) {
+                    rep.not_restored.push(format!(
+                        "{}: a hard link to {}, which was not restored",
+                        show(&e.path),
+                        show(first)
+                    ));
+                    continue;
+                }
                 rustix::fs::linkat(dst, os(first), pfd, os(name), AtFlags::empty())
                     .with_context(ctx)?;
                 continue;
@@ -200,6 +285,58 @@ pub fn load(store: &dyn Store, g: u64, dst: BorrowedFd<'_>) -> Result<(LoadRepor
         rustix::fs::futimens(&d, &times(e)).with_context(ctx)?;
     }
     Ok((rep, live))
+}
+
+/// Restore the file `e` of generation `g` as `name` under `pfd`, its data
+/// hashed while copied and checked against the manifest; its inode and
+/// ctime for the live index. A damaged object is a [`Damaged`] error (the
+/// half-written file is the caller's to remove).
+fn restore_file(
+    store: &dyn Store,
+    g: u64,
+    pfd: BorrowedFd<'_>,
+    name: &[u8],
+    e: &Entry,
+    buf: &mut Vec<u8>,
+) -> Result<(u64, (i64, u32))> {
+    let ctx = || format!("restoring {}", show(&e.path));
+    let Some(hash) = e.hash else {
+        bail!(Damaged(format!(
+            "{}: {} has no content identity",
+            store.manifest_path(g).display(),
+            show(&e.path)
+        )));
+    };
+    let src = store.open_object(&hash).map_err(|err| {
+        Damaged(format!(
+            "{}: {err} (the content of {})",
+            store.object_path(&hash).display(),
+            show(&e.path)
+        ))
+    })?;
+    let st = rustix::fs::fstat(&src)?;
+    let f = rustix::fs::openat(
+        pfd,
+        os(name),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .with_context(ctx)?;
+    let h = content::copy_hash(src.as_fd(), &st, Some(f.as_fd()), buf).with_context(ctx)?;
+    if h != hash || st.st_size as u64 != e.size {
+        bail!(Damaged(format!(
+            "{} does not match its manifest (the content of {}; damaged store)",
+            store.object_path(&hash).display(),
+            show(&e.path)
+        )));
+    }
+    rustix::fs::fchown(&f, Some(Uid::from_raw(e.uid)), Some(Gid::from_raw(e.gid)))
+        .with_context(ctx)?;
+    rustix::fs::fchmod(&f, Mode::from_raw_mode(e.mode)).with_context(ctx)?;
+    Obj::Fd(f.as_fd()).set_all(&e.xattrs).with_context(ctx)?;
+    rustix::fs::futimens(&f, &times(e)).with_context(ctx)?;
+    let after = rustix::fs::fstat(&f)?;
+    Ok((after.st_ino, fs::stat_times(&after)[2]))
 }
 
 /// Owner, mode, xattrs and times of the symlink or special file just made

@@ -9,6 +9,7 @@
 
 pub mod admin;
 pub mod content;
+pub mod handover;
 pub mod load;
 pub mod manifest;
 pub mod mount;
@@ -31,7 +32,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use rustix::fs::{Mode, OFlags};
 
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::{fs, resolve};
 use crate::term::safe_path;
 use crate::units::fmt_bytes;
@@ -59,7 +60,9 @@ pub struct RestoreRequest {
     /// Load this generation, not the newest that verifies.
     pub generation: Option<u64>,
     pub registry: PathBuf,
-    pub json: bool,
+    /// Say nothing on stderr (the newer generations passed over): the
+    /// caller's report lists them.
+    pub quiet: bool,
 }
 
 /// DIR as an absolute path without symlinks (what the registry and units
@@ -115,7 +118,7 @@ pub enum PersistRequest {
 }
 
 /// `tmpfsctl persist`: the subcommand's report.
-impl crate::render::report::Request for PersistRequest {
+impl crate::command::Request for PersistRequest {
     type Report = report::PersistReport;
 
     fn run(&self, ctx: &Context) -> Result<Self::Report> {
@@ -135,7 +138,10 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
     let dir = resolve_dir(&req.dir)?;
     let (store_path, entry) = store_for(&dir, req.store.as_deref(), &req.registry)?;
     let store = store::open(&store_path)?;
-    let out = sync_checked(ctx, req, &dir, &*store, entry.as_ref());
+    // Held until the report is written: a signal stops the copy (nothing
+    // switched) or, once the generation is being switched, waits for it.
+    let intr = crate::sys::signals::Interrupt::install(true)?;
+    let out = sync_checked(ctx, req, &dir, &*store, entry.as_ref(), &intr.flag());
     let rep = match out {
         Ok(r) => r,
         Err(e) if crate::sys::signals::is_interrupted(&e) => {
@@ -146,7 +152,7 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
                 error: Some(format!("{e:#}")),
                 ..Default::default()
             }
-            .save(&store_path);
+            .save(store.fd());
             return Err(e);
         }
     };
@@ -159,12 +165,20 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
         dir_dev: Some(rep.dir_dev),
         ..Default::default()
     }
-    .save(&store_path);
+    .save(store.fd());
     if !rep.pruned.is_empty() {
         use std::io::Write;
         let _ = std::io::stdout().flush();
         empty_trash_in_background(&store_path);
     }
+    // A signal after the last point a sync stops at: it finished.
+    crate::sys::signals::check_finished(|| {
+        format!(
+            "sync finished first: {} of {} is current",
+            gen_name(rep.generation),
+            safe_path(&dir)
+        )
+    })?;
     Ok(report::Synced {
         dir,
         store: store_path,
@@ -178,6 +192,7 @@ fn sync_checked(
     dir: &Path,
     store: &dyn Store,
     entry: Option<&registry::Registered>,
+    stop: &std::sync::atomic::AtomicBool,
 ) -> Result<sync::SyncReport> {
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     store::check_store(store.path(), dir, &mounts)?;
@@ -196,9 +211,7 @@ fn sync_checked(
     if !req.allow_empty && fs::names(dfd.as_fd())?.is_empty() {
         refuse_empty_over_data(dir, store)?;
     }
-    let intr = crate::sys::signals::Interrupt::install(true)?;
-    let flag = intr.flag();
-    sync::sync(dfd.as_fd(), store, keep, &flag)
+    sync::sync(dfd.as_fd(), store, keep, stop)
 }
 
 /// An empty DIR over a store with data is almost always a tmpfs that was
@@ -269,47 +282,53 @@ pub fn sync_text(dir: &Path, store_path: &Path, rep: &sync::SyncReport) -> Strin
 }
 
 /// What a sync says on stderr after its line (not with `--json`, which
-/// holds it all).
-pub fn sync_after(rep: &sync::SyncReport) {
-    sync_notes(rep);
-    for p in &rep.skipped_mounts {
-        eprintln!(
-            "tmpfsctl: note: {} is another mount inside DIR; not synced",
-            crate::term::safe(p)
-        );
-    }
-}
-
-/// What a sync had to do besides copying: said on stderr, naming files.
-fn sync_notes(rep: &sync::SyncReport) {
+/// holds it all): what it had to do besides copying, naming files.
+pub fn sync_after(rep: &sync::SyncReport) -> String {
+    use crate::command::{noted, warned};
     use crate::term::safe;
+    let mut out = String::new();
     for n in &rep.notes {
-        crate::render::color::eprint_warning(&format!("{}", safe(n)));
+        out += &warned(&safe(n));
     }
     for r in &rep.repaired_objects {
-        crate::render::color::eprint_warning(&format!(
+        out += &warned(&format!(
             "store damaged: {}; copied that file again from DIR",
             safe(r)
         ));
     }
     for m in &rep.moved_aside {
-        crate::render::color::eprint_warning(&format!("{}", safe(m)));
+        out += &warned(&safe(m));
     }
     for p in &rep.prefixed {
-        eprintln!(
-            "tmpfsctl: note: {} grew during the sync; stored its first {} (its size when the copy began; \
+        out += &noted(&format!(
+            "{} grew during the sync; stored its first {} (its size when the copy began; \
              it had {} when the copy ended, the rest goes into the next sync)",
             safe(&p.path),
             fmt_bytes(p.stored_bytes),
             fmt_bytes(p.size_after_copy_bytes)
-        );
+        ));
     }
     for t in &rep.torn {
-        crate::render::color::eprint_warning(&format!(
+        out += &warned(&format!(
             "{}: {}; stored as copied and marked torn in {}",
             safe(&t.path),
             t.reason,
             gen_name(rep.generation)
         ));
     }
+    for p in &rep.too_long {
+        out += &warned(&format!(
+            "{} is too deep below DIR to store (its path is over {} bytes); not synced, \
+             with everything below it: move it higher up",
+            safe(p),
+            scan::MAX_REL
+        ));
+    }
+    for p in &rep.skipped_mounts {
+        out += &noted(&format!(
+            "{} is another mount inside DIR; not synced",
+            safe(p)
+        ));
+    }
+    out
 }

@@ -37,21 +37,37 @@ impl LastSync {
         serde_json::from_slice(&b).ok()
     }
 
-    /// Best effort, and not flushed: a store that cannot take this small
-    /// file has already failed the sync loudly, and a crash that loses the
-    /// record loses only this advice (the generations are what is durable);
-    /// an fsync here would cost every sync a second disk cache flush.
-    pub fn save(mut self, store: &Path) {
+    /// Best effort: a store that cannot take this small file has already
+    /// failed the sync loudly. Written through the store's descriptor
+    /// (never a path someone could redirect) under a temp name, fsynced,
+    /// renamed over the old record and the store fsynced, like every other
+    /// file in the store: a crash leaves the old record or the new one.
+    pub fn save(mut self, store: std::os::fd::BorrowedFd<'_>) {
+        use rustix::fs::{AtFlags, Mode, OFlags};
         self.schema_version = 1;
         self.finished_unix_s = (super::sync::now_unix_ns() / 1_000_000_000).max(0) as u64;
-        if let Ok(mut text) = serde_json::to_vec_pretty(&self) {
-            text.push(b'\n');
-            let tmp = store.join(TMP);
-            if std::fs::write(&tmp, &text).is_ok()
-                && std::fs::rename(&tmp, store.join(NAME)).is_err()
-            {
-                let _ = std::fs::remove_file(&tmp);
+        let Ok(mut text) = serde_json::to_vec_pretty(&self) else {
+            return;
+        };
+        text.push(b'\n');
+        let _ = rustix::fs::unlinkat(store, TMP, AtFlags::empty());
+        let written = (|| -> rustix::io::Result<()> {
+            let f = rustix::fs::openat(
+                store,
+                TMP,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )?;
+            let mut off = 0;
+            while off < text.len() {
+                off += rustix::io::pwrite(&f, &text[off..], off as u64)?;
             }
+            rustix::fs::fsync(&f)?;
+            rustix::fs::renameat(store, TMP, store, NAME)?;
+            rustix::fs::fsync(store)
+        })();
+        if written.is_err() {
+            let _ = rustix::fs::unlinkat(store, TMP, AtFlags::empty());
         }
     }
 }

@@ -12,8 +12,7 @@ use super::restore::{self, RestoreReport};
 use super::status::{self, StatusReport};
 use super::sync::SyncReport;
 use super::verify::{self, VerifyReport};
-use crate::context::ExitCode;
-use crate::render::report::{Format, Report, json, text};
+use crate::command::{ExitCode, Format, Report, json, text};
 
 /// The version of the JSON documents of enable, sync, restore and disable
 /// (status and verify carry theirs in their own reports).
@@ -74,23 +73,27 @@ impl Report for PersistReport {
     }
 
     /// 1: a sync stored a file torn (it changed while read), a directory
-    /// is not syncing as it should, or a store is damaged.
+    /// is not syncing as it should, a store is damaged, or a restore left
+    /// out a file no kept generation holds sound.
     fn exit_code(&self) -> ExitCode {
         match self {
-            PersistReport::Synced(s) => ExitCode::problem_if(!s.report.torn.is_empty()),
+            PersistReport::Synced(s) => {
+                ExitCode::problem_if(!s.report.torn.is_empty() || !s.report.too_long.is_empty())
+            }
             PersistReport::Status(r) => r.exit_code(),
             PersistReport::Verified(r) => r.exit_code(),
+            PersistReport::Restored(r) => ExitCode::problem_if(!r.not_restored.is_empty()),
             _ => ExitCode::Ok,
         }
     }
 
     /// A sync's notes follow its line on stderr; the JSON holds them.
     fn after(&self, stdout: Option<Format>) -> String {
-        if let PersistReport::Synced(s) = self
-            && stdout != Some(Format::JSON)
-        {
-            super::sync_after(&s.report);
+        match self {
+            PersistReport::Synced(s) if stdout != Some(Format::JSON) => {
+                super::sync_after(&s.report)
+            }
+            _ => String::new(),
         }
-        String::new()
     }
 }

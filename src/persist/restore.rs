@@ -14,7 +14,7 @@ use super::load::{self, LoadReport};
 use super::scan::LiveIndex;
 use super::store::{self, Store, gen_name};
 use super::{RestoreRequest, mount, open_dir, resolve_dir, store_for, trust};
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::fs;
 use crate::term::{safe, safe_path};
 use crate::units::fmt_bytes;
@@ -31,6 +31,11 @@ pub struct RestoreReport {
     pub bytes: u64,
     /// Newer generations passed over and why (damaged paths in the store).
     pub skipped: Vec<String>,
+    /// Files whose object in `generation` is damaged, taken from an older
+    /// generation where theirs verifies.
+    pub from_older: Vec<load::FromOlder>,
+    /// Files no kept generation holds sound, with why: not restored (exit 1).
+    pub not_restored: Vec<String>,
 }
 
 /// Generations to try, newest first, and what was said finding them.
@@ -56,14 +61,24 @@ fn order(store: &dyn Store, asked: Option<u64>) -> Result<(Vec<u64>, Vec<String>
     Ok((store.candidates()?, notes))
 }
 
-/// The first generation of `gens` whose manifest reads and whose objects
+/// The first generation of `gens` whose manifest reads and (unless
+/// `per_file`: a damaged object then costs only its own file) whose objects
 /// exist with their sizes; what was wrong with the ones before it.
-fn first_sound(store: &dyn Store, gens: &[u64], notes: &mut Vec<String>) -> Option<usize> {
+fn first_sound(
+    store: &dyn Store,
+    gens: &[u64],
+    per_file: bool,
+    notes: &mut Vec<String>,
+) -> Option<usize> {
     for (i, &g) in gens.iter().enumerate() {
         match store.manifest(g) {
             Err(e) => notes.push(format!("{}: {e:#}", gen_name(g))),
             Ok((entries, _)) => {
-                let bad = store.check_objects(&entries);
+                let bad = if per_file {
+                    Vec::new()
+                } else {
+                    store.check_objects(&entries)
+                };
                 if bad.is_empty() {
                     return Some(i);
                 }
@@ -74,18 +89,27 @@ fn first_sound(store: &dyn Store, gens: &[u64], notes: &mut Vec<String>) -> Opti
     None
 }
 
-/// Load the first of `gens` that loads whole into the empty `root`,
-/// emptying `root` again after one whose data turns out damaged.
+/// Load the first of `gens` that loads into the empty `root`. `per_file`
+/// (no --generation asked): the newest whose manifest reads, each file
+/// whose object is damaged taken from an older generation where it
+/// verifies or named as not restored. Otherwise a generation whose data
+/// turns out damaged is emptied out of `root` again for the next one.
 fn load_first(
     store: &dyn Store,
     gens: &[u64],
+    per_file: bool,
     root: BorrowedFd<'_>,
     notes: &mut Vec<String>,
 ) -> Result<(u64, LoadReport, LiveIndex)> {
     let mut from = 0;
-    while let Some(i) = first_sound(store, &gens[from..], notes) {
+    while let Some(i) = first_sound(store, &gens[from..], per_file, notes) {
         let g = gens[from + i];
-        match load::load(store, g, root) {
+        let fallback = if per_file {
+            Some(load::Fallback::older_than(store, g)?)
+        } else {
+            None
+        };
+        match load::load_with(store, g, root, fallback) {
             Ok((l, live)) => return Ok((g, l, live)),
             Err(e) if load::is_damage(&e) => {
                 notes.push(format!("{}: {e:#}", gen_name(g)));
@@ -118,6 +142,10 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
     trust::check_unchanged(&store_path, store.fd(), trust.as_ref())?;
     let _lock = store.lock()?;
     let (gens, mut notes) = order(&*store, req.generation)?;
+    let per_file = req.generation.is_none();
+    // SIGINT and SIGTERM alike: a restore is finished, never left half
+    // loaded (the tmpfs appears on DIR only once filled).
+    let _intr = crate::sys::signals::Interrupt::install(false)?;
     if gens.is_empty() {
         bail!(
             "store {} holds no generation yet; run `tmpfsctl persist sync` first",
@@ -137,6 +165,8 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         files: 0,
         bytes: 0,
         skipped: Vec::new(),
+        from_older: Vec::new(),
+        not_restored: Vec::new(),
     };
     if mount::tmpfs_at(&mounts, &dir).is_none() {
         let mut out = None;
@@ -149,20 +179,24 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
             .unwrap_or_default();
         mount::mount_dir(&dir, size.as_deref(), allow, |root| {
             let st = rustix::fs::fstat(root)?;
-            out = Some((load_first(&*store, &gens, root, &mut notes)?, st.st_dev));
+            out = Some((
+                load_first(&*store, &gens, per_file, root, &mut notes)?,
+                st.st_dev,
+            ));
             Ok(())
         })?;
         if let Some(((g, l, live), dev)) = out {
             store.write_live_index(g, dev, &live)?;
             (rep.generation, rep.files, rep.bytes) = (g, l.files, l.bytes);
+            (rep.from_older, rep.not_restored) = (l.from_older, l.not_restored);
         }
     } else {
         let dfd = open_dir(&dir)?;
         if !fs::names(dfd.as_fd())?.is_empty() {
             let mut probe = Vec::new();
-            let Some(i) = first_sound(&*store, &gens, &mut probe) else {
+            let Some(i) = first_sound(&*store, &gens, per_file, &mut probe) else {
                 notes.extend(probe);
-                load_first(&*store, &[], dfd.as_fd(), &mut notes)?;
+                load_first(&*store, &[], per_file, dfd.as_fd(), &mut notes)?;
                 bail!("no generation in {} verifies", safe_path(&store_path));
             };
             let g = gens[i];
@@ -172,7 +206,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
                 rep.generation = g;
                 rep.skipped = notes;
                 rep.skipped.extend(probe);
-                return finish_restore(rep, req.json);
+                return finish_restore(rep, req.quiet);
             }
             if !req.force {
                 refuse_overwrite(&dir, &store_path, g, &d)?;
@@ -183,13 +217,14 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         // the store is created in it.
         trust::restrict_mount(dfd.as_fd(), trust.as_ref())?;
         let st = rustix::fs::fstat(&dfd)?;
-        let (g, l, live) = load_first(&*store, &gens, dfd.as_fd(), &mut notes)?;
+        let (g, l, live) = load_first(&*store, &gens, per_file, dfd.as_fd(), &mut notes)?;
         store.write_live_index(g, st.st_dev, &live)?;
         rep.action = "loaded";
         (rep.generation, rep.files, rep.bytes) = (g, l.files, l.bytes);
+        (rep.from_older, rep.not_restored) = (l.from_older, l.not_restored);
     }
     rep.skipped = notes;
-    finish_restore(rep, req.json)
+    finish_restore(rep, req.quiet)
 }
 
 fn refuse_overwrite(
@@ -223,12 +258,32 @@ fn refuse_overwrite(
 
 /// Newer generations passed over go to stderr before the text report says
 /// it restored an older one ("see the warnings above"); JSON lists them.
-fn finish_restore(rep: RestoreReport, json: bool) -> Result<RestoreReport> {
-    if !json {
+fn finish_restore(rep: RestoreReport, quiet: bool) -> Result<RestoreReport> {
+    if !quiet {
         for n in &rep.skipped {
-            crate::render::color::eprint_warning(&format!("skipped {}", safe(n)));
+            crate::command::warn(&format!("skipped {}", safe(n)));
+        }
+        for f in &rep.from_older {
+            crate::command::warn(&format!(
+                "{} ({}); took {} from {}, where it verifies",
+                safe(&f.damage),
+                gen_name(rep.generation),
+                safe(&f.path),
+                gen_name(f.generation)
+            ));
+        }
+        for n in &rep.not_restored {
+            crate::command::warn(&format!("not restored: {}", safe(n)));
         }
     }
+    crate::sys::signals::check_finished(|| {
+        format!(
+            "restore finished first: {} holds {} of {}",
+            safe_path(&rep.dir),
+            gen_name(rep.generation),
+            safe_path(&rep.store)
+        )
+    })?;
     Ok(rep)
 }
 
@@ -241,7 +296,7 @@ pub fn text(rep: &RestoreReport) -> String {
             safe_path(&rep.store)
         )
     } else {
-        format!(
+        let mut s = format!(
             "{}: {} restored from {} ({} files, {}){}{}\n",
             safe_path(&rep.dir),
             gen_name(rep.generation),
@@ -258,6 +313,21 @@ pub fn text(rep: &RestoreReport) -> String {
             } else {
                 " (the newest generation that verifies; see the warnings above)"
             }
-        )
+        );
+        for f in &rep.from_older {
+            s.push_str(&format!(
+                "  {} taken from {} (its object in {} is damaged)\n",
+                safe(&f.path),
+                gen_name(f.generation),
+                gen_name(rep.generation)
+            ));
+        }
+        if !rep.not_restored.is_empty() {
+            s.push_str(&format!(
+                "  {} file(s) not restored: no kept generation holds them sound (see the warnings above)\n",
+                rep.not_restored.len()
+            ));
+        }
+        s
     }
 }

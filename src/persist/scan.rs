@@ -34,6 +34,27 @@ pub struct Scan {
     pub dev: u64,
     /// Mount points inside DIR, left out (they are not DIR's data).
     pub skipped_mounts: Vec<Vec<u8>>,
+    /// Entries whose path below DIR is longer than the kernel takes in one
+    /// call ([`MAX_REL`]), left out (and what is below them): no store or
+    /// restore could name them.
+    pub too_long: Vec<Vec<u8>>,
+}
+
+/// The longest path below DIR an entry may have: PATH_MAX less its NUL.
+/// Any user who can write in DIR can make a deeper one (mkdir and cd, one
+/// level at a time); it is left out and named, never a failed sync.
+pub const MAX_REL: usize = libc::PATH_MAX as usize - 1;
+
+/// The walk holds one descriptor per level of the tree, so a tree as deep
+/// as [`MAX_REL`] allows needs more than the usual soft limit of 1024:
+/// raised to the hard limit (what systemd gives a service anyway).
+fn raise_open_files_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut l = getrlimit(Resource::Nofile);
+    if l.current < l.maximum {
+        l.current = l.maximum;
+        let _ = setrlimit(Resource::Nofile, l);
+    }
 }
 
 /// (inode, ctime) of each file of DIR as the last restore left it, so the
@@ -90,7 +111,9 @@ pub fn walk(root: BorrowedFd<'_>) -> Result<Scan> {
         }],
         dev: st.st_dev,
         skipped_mounts: Vec::new(),
+        too_long: Vec::new(),
     };
+    raise_open_files_limit();
     walk_dir(root, b"", &mut scan)?;
     Ok(scan)
 }
@@ -99,6 +122,10 @@ fn walk_dir(dir: BorrowedFd<'_>, rel: &[u8], scan: &mut Scan) -> Result<()> {
     let names = fs::names(dir).with_context(|| format!("listing {}", show(rel)))?;
     for name in names {
         let path = fs::join(rel, name.to_bytes());
+        if path.len() > MAX_REL {
+            scan.too_long.push(path);
+            continue;
+        }
         let st = match rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(s) => s,
             // Deleted since the listing: not part of this point in time.
@@ -162,6 +189,20 @@ fn walk_dir(dir: BorrowedFd<'_>, rel: &[u8], scan: &mut Scan) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// A path too long to read whole in a message: its first and last bytes
+/// and its length.
+pub fn show_long(rel: &[u8]) -> String {
+    if rel.len() <= 200 {
+        return show(rel);
+    }
+    format!(
+        "{}…{} ({} bytes long)",
+        show(&rel[..100]),
+        show(&rel[rel.len() - 100..]),
+        rel.len()
+    )
 }
 
 /// A path for messages: lossy UTF-8 (callers escape it for terminals).

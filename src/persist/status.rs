@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::registry::{Registered, Registry};
 use super::store;
 use super::{DEFAULT_INTERVAL_S, DEFAULT_KEEP, load, mount, open_dir, resolve_dir, units};
-use crate::context::{Context, ExitCode};
+use crate::command::{Context, ExitCode};
 use crate::render::color::{Tone, paint};
 use crate::render::exposition::Exposition;
 use crate::term::{safe, safe_path};

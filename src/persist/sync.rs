@@ -41,8 +41,9 @@ pub struct SyncReport {
     /// Files stored as copied although they changed in place throughout
     /// (or are journals journald had open): marked torn in the manifest.
     pub torn: Vec<TornFile>,
-    /// Shared objects found missing or of the wrong size in the store:
-    /// copied again from DIR (the damaged path in the store named).
+    /// Shared objects found missing, of the wrong size or with content
+    /// changed in the store: copied again from DIR (the damaged path in the
+    /// store named).
     pub repaired_objects: Vec<String>,
     /// How the generation built on was found when `current` was missing or
     /// its manifest damaged.
@@ -50,6 +51,9 @@ pub struct SyncReport {
     /// Older generations whose manifest did not read, moved aside.
     pub moved_aside: Vec<String>,
     pub skipped_mounts: Vec<String>,
+    /// Entries whose path below DIR is too long to store (over PATH_MAX),
+    /// left out with everything below them; the sync exits 1.
+    pub too_long: Vec<String>,
     pub pruned: Vec<u64>,
     pub swept_partials: usize,
     /// st_dev of the filesystem DIR was read from.
@@ -84,7 +88,8 @@ struct Ctx<'a> {
     buf: Vec<u8>,
     cancel: &'a AtomicBool,
     store: &'a dyn Store,
-    /// Objects found sound (present, right size) during this sync.
+    /// Objects found sound (present, right size, sealed or hashed) during
+    /// this sync.
     checked: HashSet<Id>,
 }
 
@@ -304,6 +309,11 @@ impl Ctx<'_> {
             if !matches!(how, How::Torn(_)) && is_online_journal(rel, dst.fd()) {
                 how = How::Torn("a journal journald had open (online)");
             }
+            // Sealed before it is named: a write to it later breaks the
+            // seal and the next sync checks it before sharing it.
+            let st = rustix::fs::fstat(dst.fd())?;
+            super::store::seal(dst.fd(), &st, &hash)
+                .with_context(|| format!("store: sealing the object of {}", show(rel)))?;
             self.out.keep_object(dst, &hash)?;
             let mut e = scan::entry_from_stat(rel.to_vec(), &pre);
             e.hash = Some(hash);
@@ -389,6 +399,7 @@ pub fn sync(
     };
     drop(cx);
     rep.skipped_mounts = scan.skipped_mounts.iter().map(|p| show(p)).collect();
+    rep.too_long = scan.too_long.iter().map(|p| scan::show_long(p)).collect();
     store.switch(g)?;
     let pruned = store.prune(keep, left.swept > 0 || left.interrupted_prune)?;
     rep.pruned = pruned.generations;
@@ -473,7 +484,17 @@ fn write_entries(
             // Shared only when its object is there with the right size: a
             // damaged store must not spread into the new generation while
             // the data is still in RAM to copy again.
-            match cx.store.object_problem(&h, p.size) {
+            let problem = cx.store.object_problem(&h, p.size).or_else(|| {
+                (!cx.store.object_sealed(&h) && !cx.store.check_and_seal(&h, &mut cx.buf)).then(
+                    || {
+                        format!(
+                            "{} does not hold the content its manifest names (changed in the store)",
+                            cx.store.object_path(&h).display()
+                        )
+                    },
+                )
+            });
+            match problem {
                 None => {
                     cx.checked.insert(h);
                 }

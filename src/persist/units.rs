@@ -345,7 +345,7 @@ pub fn have(tool: &str) -> bool {
 /// Ok(false) when systemd-analyze is not installed (said on stderr).
 pub fn verify(units: &[(String, String)]) -> Result<bool> {
     if !have("systemd-analyze") {
-        eprintln!("tmpfsctl: note: systemd-analyze not found; units not verified");
+        crate::command::note("systemd-analyze not found; units not verified");
         return Ok(false);
     }
     let t = tempfile::Builder::new()
@@ -388,15 +388,41 @@ pub fn install(unit_dir: &Path, units: &[(String, String)]) -> Result<Vec<PathBu
         written.push(p);
     }
     let [main, _, timer] = [&units[0].0, &units[1].0, &units[2].0];
+    // The .wants directories are reached through --unit-dir's descriptor
+    // and never through a symlink planted in their place: root writes in
+    // them, so they must be the ones systemd reads.
+    use rustix::fs::{AtFlags, Mode, OFlags};
+    let ud = rustix::fs::open(
+        unit_dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .with_context(|| format!("--unit-dir {}", crate::term::safe_path(unit_dir)))?;
     for (target, unit) in [
         ("local-fs.target.wants", main),
         ("timers.target.wants", timer),
     ] {
         let d = unit_dir.join(target);
-        std::fs::create_dir_all(&d)?;
+        match rustix::fs::mkdirat(&ud, target, Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(e).with_context(|| format!("mkdir {}", d.display())),
+        }
+        let wants = rustix::fs::openat(
+            &ud,
+            target,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{} is not a directory ({e}: a symlink or another file in its place); \
+                 remove it and run enable again",
+                crate::term::safe_path(&d)
+            )
+        })?;
         let l = d.join(unit);
-        let _ = std::fs::remove_file(&l);
-        std::os::unix::fs::symlink(unit_dir.join(unit), &l)
+        let _ = rustix::fs::unlinkat(&wants, unit.as_str(), AtFlags::empty());
+        rustix::fs::symlinkat(unit_dir.join(unit), &wants, unit.as_str())
             .with_context(|| format!("enabling {unit}"))?;
         written.push(l);
     }
@@ -552,11 +578,14 @@ mod tests {
 
     #[test]
     fn a_binary_in_a_build_tree_or_scratch_dir_or_owned_by_a_user_is_refused() {
-        // This test binary itself lives in Cargo's target directory.
+        // This test binary itself lives in Cargo's target directory, which
+        // may itself be below /tmp (CI clones anywhere): either refusal is right.
         let me = std::env::current_exe().unwrap();
         let why = binary_problem(&me).unwrap();
         assert!(
-            why.contains("build tree") || why.contains("belongs to uid"),
+            why.contains("build tree")
+                || why.contains("belongs to uid")
+                || why.contains("under /tmp"),
             "{why}"
         );
         assert!(binary_problem(Path::new("/nonexistent/tmpfsctl")).is_some());

@@ -15,7 +15,7 @@ use super::registry::Registry;
 use super::scan::show;
 use super::store::{self, Store, gen_name};
 use super::{content, resolve_dir, store_for};
-use crate::context::{Context, ExitCode};
+use crate::command::{Context, ExitCode};
 use crate::term::{safe, safe_path};
 
 #[derive(Debug, Clone)]
@@ -49,6 +49,10 @@ pub struct StoreVerdict {
     /// after an interrupted one; not damage).
     pub unreferenced_objects: u64,
     pub damaged: Vec<Damage>,
+    /// Generations newer than `current`: a sync stopped before it switched
+    /// to them. Never read by a restore and removed by the next sync, so
+    /// not damage.
+    pub unfinished_generations: Vec<u64>,
     /// Store-level problems (no `current`, unreadable store).
     pub problems: Vec<String>,
 }
@@ -70,6 +74,7 @@ fn check(dir: PathBuf, store_path: PathBuf) -> StoreVerdict {
         bytes_checked: 0,
         unreferenced_objects: 0,
         damaged: Vec::new(),
+        unfinished_generations: Vec::new(),
         problems: Vec::new(),
     };
     let store = match store::open(&store_path) {
@@ -100,6 +105,10 @@ fn check(dir: PathBuf, store_path: PathBuf) -> StoreVerdict {
     let mut seen: HashMap<[u8; 16], Option<String>> = HashMap::new();
     let mut buf = Vec::new();
     for &g in &v.generations {
+        if v.current.is_some_and(|c| g > c) {
+            v.unfinished_generations.push(g);
+            continue;
+        }
         let entries = match store.manifest(g) {
             Ok((e, _)) => e,
             Err(e) => {
@@ -219,6 +228,13 @@ pub fn text(r: &VerifyReport) -> String {
                 String::new()
             }
         );
+        for g in &s.unfinished_generations {
+            let _ = writeln!(
+                out,
+                "  {}: unfinished, ignored (a sync stopped before switching to it; the next sync removes it)",
+                gen_name(*g)
+            );
+        }
         for p in &s.problems {
             let _ = writeln!(out, "  problem: {}", safe(p));
         }

@@ -78,10 +78,6 @@ pub fn paint_err(t: Tone, text: &str) -> String {
     wrap(ENABLED.load(Ordering::Relaxed) & 2 != 0, t, text)
 }
 
-pub fn stdout_enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed) & 1 != 0
-}
-
 /// The heading over a command's warnings, the same on every command.
 pub fn warnings_heading() -> String {
     paint(Tone::Warn, "Warnings")
@@ -91,12 +87,6 @@ pub fn warnings_heading() -> String {
 /// warning colour. `message` must already be safe for a terminal.
 pub fn warning_line(code: &str, message: &str) -> String {
     format!("{} {message}", paint(Tone::Warn, &format!("[{code}]")))
-}
-
-/// A warning on standard error, "tmpfsctl: warning: …", as every command
-/// writes one. `message` must already be safe for a terminal.
-pub fn eprint_warning(message: &str) {
-    eprintln!("tmpfsctl: {} {message}", paint_err(Tone::Warn, "warning:"));
 }
 
 /// A tmpfs this full (use% or inodes, strictly above) gets status's

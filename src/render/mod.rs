@@ -4,7 +4,6 @@ pub mod color;
 pub mod exposition;
 pub mod fit;
 pub mod html;
-pub mod report;
 
 use std::io::IsTerminal;
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::{self, MemInfo, MountInfo, ParseWarning, Sysroot, mountinfo, statfs, systemd};
 
 /// 2: a ramfs's `used_bytes`/`inodes_used` (and so `memory.ram_fs_used_bytes`)
@@ -746,7 +746,7 @@ fn overcommit(mounts: &[MountReport], mem: &MemoryReport) -> Option<String> {
 }
 
 /// `tmpfsctl status`.
-impl crate::render::report::Request for StatusQuery {
+impl crate::command::Request for StatusQuery {
     type Report = StatusReport;
 
     fn run(&self, ctx: &Context) -> Result<StatusReport> {

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use super::{MountReport, StatusReport, UsageSource};
+use crate::command::{self, Format, Report};
 use crate::render::color::{paint_fullness, warning_line, warnings_heading};
-use crate::render::report::{self, Format, Report};
 use crate::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
@@ -118,8 +118,8 @@ fn mounts_table(r: &StatusReport, layout: Layout) -> String {
 impl Report for StatusReport {
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
-            Format::TEXT => report::text(text(self)),
-            Format::JSON => Some(report::json(self)),
+            Format::TEXT => command::text(text(self)),
+            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }

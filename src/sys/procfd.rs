@@ -335,6 +335,27 @@ fn proc_use(root: &Sysroot, pid: u32, mut uses: Vec<String>) -> ProcUse {
 /// from `/proc/*/{cwd,root,fd/*,maps}`: each of these keeps a mount there
 /// busy. Processes we may not inspect are skipped.
 pub fn users_of(root: &Sysroot, dir: &Path) -> Vec<ProcUse> {
+    users(root, dir, None)
+}
+
+/// [`users_of`] the mount whose st_dev is `dev` on `dir`: a use of the
+/// directory below that mount (a process whose cwd is the disk directory
+/// the mount covers has the same path) does not keep the mount busy.
+pub fn users_of_mount(root: &Sysroot, dir: &Path, dev: u64) -> Vec<ProcUse> {
+    users(root, dir, Some(dev))
+}
+
+fn users(root: &Sysroot, dir: &Path, dev: Option<u64>) -> Vec<ProcUse> {
+    // Through the /proc link itself: it reaches the object in use, which
+    // its path may no longer (or never did, under a mount) name.
+    let on = |link: &str| {
+        dev.is_none_or(|d| {
+            std::fs::metadata(root.path(link)).is_ok_and(|m| {
+                use std::os::unix::fs::MetadataExt;
+                m.dev() == d
+            })
+        })
+    };
     let mut out = Vec::new();
     for pid in other_processes(root) {
         let mut uses = Vec::new();
@@ -342,17 +363,21 @@ pub fn users_of(root: &Sysroot, dir: &Path) -> Vec<ProcUse> {
             if let Ok(t) = std::fs::read_link(root.path(format!("/proc/{pid}/{what}")))
                 && under(&t, dir)
                 && !(what == "root" && t == Path::new("/"))
+                && on(&format!("/proc/{pid}/{what}"))
             {
                 uses.push(what.to_string());
             }
         }
-        let fds = fds_under(root, pid, dir);
+        let mut fds = fds_under(root, pid, dir);
+        fds.retain(|(fd, _)| on(&format!("/proc/{pid}/fd/{fd}")));
         for (fd, t) in &fds {
             uses.push(format!("fd {fd}: {}", safe_path(t)));
         }
         // A mapping outlives the descriptor it was made from (a loaded
         // library, a closed shm segment): only those not listed as an fd.
-        for m in mapped_files(root, pid, |_, name| under(&parse_link(name).0, dir)) {
+        for m in mapped_files(root, pid, |mdev, name| {
+            under(&parse_link(name).0, dir) && dev.is_none_or(|d| d == mdev)
+        }) {
             if !fds.iter().any(|(_, t)| *t == m.path) {
                 uses.push(format!("map: {}", safe_path(&m.path)));
             }
@@ -390,6 +415,45 @@ pub fn writers_of(root: &Sysroot, dir: &Path) -> Vec<ProcUse> {
     }
     out.sort_by_key(|p| p.pid);
     out
+}
+
+/// Refuse while `writers` (see [`writers_of`]) hold files under `dir` open
+/// for writing: what they write after `dir` is copied would land in the
+/// directory hidden under the tmpfs. With `force`, the warning to print
+/// (exactly what may be lost) instead. apply and persist enable ask the
+/// same question.
+pub fn refuse_writers(
+    dir: &Path,
+    writers: &[ProcUse],
+    force: bool,
+) -> anyhow::Result<Option<String>> {
+    if writers.is_empty() {
+        return Ok(None);
+    }
+    let list: Vec<String> = writers
+        .iter()
+        .map(|w| {
+            format!(
+                "{} ({}: {})",
+                w.pid,
+                crate::term::safe(&w.comm),
+                w.uses.join(", ")
+            )
+        })
+        .collect();
+    if !force {
+        anyhow::bail!(
+            "processes have files under {} open for writing: {}; what they write after the copy would be hidden \
+             under the tmpfs. Stop them (or let them finish) and retry, or pass --force to go ahead anyway",
+            safe_path(dir),
+            list.join("; ")
+        );
+    }
+    Ok(Some(format!(
+        "--force: writes made through these open files after the copy stay in the directory \
+         hidden under the tmpfs (not in the tmpfs), and are lost: {}",
+        list.join("; ")
+    )))
 }
 
 /// `major:minor` as the kernel encodes it in `st_dev`.

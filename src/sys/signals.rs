@@ -3,7 +3,7 @@
 //! Three ways a command meets SIGINT/SIGTERM, each for a reason, and one way
 //! out: an interrupted command returns an error holding [`Interrupted`] (or
 //! any error once a signal was caught), and `run` turns it into exit 130
-//! after the command has cleaned up ([`is_interrupted`], [`exit_as_caught`]).
+//! (143 for SIGTERM) after the command has cleaned up ([`is_interrupted`], [`exit_as_caught`]).
 //! * [`Interrupt`]: a flag set by the handler, polled by long loops (bench,
 //!   copies), which then stop cleanly; a second signal exits at once.
 //! * [`SignalsHeld`]: signals blocked for a short critical section (a rename
@@ -51,6 +51,16 @@ pub fn caught() -> Option<i32> {
     }
 }
 
+/// A command that finished (or rolled back) rather than stop half way ends
+/// like an interrupted one once a signal was caught: `what` says what it
+/// did, and the exit code says a signal came (130, 143 for SIGTERM).
+pub fn check_finished(what: impl FnOnce() -> String) -> anyhow::Result<()> {
+    if caught().is_some() {
+        return Err(anyhow::Error::new(Interrupted).context(what()));
+    }
+    Ok(())
+}
+
 /// Whether `e` ends a command that was interrupted: it holds
 /// [`Interrupted`], or a signal was caught (whatever failed after it failed
 /// because the work was being stopped).
@@ -77,7 +87,9 @@ pub fn interrupted_message(e: &anyhow::Error) -> String {
 /// is raised again with its default action, so the shell sees a death by
 /// SIGINT (`$?` 130) and a script running tmpfsctl stops too (bash goes on
 /// after a child that *exited* 130, taking it for a program that handled
-/// Ctrl-C itself). SIGTERM, and a return from the raise, exit 130.
+/// Ctrl-C itself). Any other signal exits 128 + its number (SIGTERM: 143,
+/// what systemd and shell scripts expect of a service stopped by it); a
+/// return from the raise exits 130.
 pub fn exit_as_caught() -> ! {
     let _ = std::io::Write::flush(&mut std::io::stdout());
     if caught() == Some(libc::SIGINT) {
@@ -92,7 +104,13 @@ pub fn exit_as_caught() -> ! {
             libc::raise(libc::SIGINT);
         }
     }
-    std::process::exit(130)
+    std::process::exit(exit_status(caught()))
+}
+
+/// The exit status of a process stopped by `sig`: 128 + its number, 130
+/// when none is known.
+fn exit_status(sig: Option<i32>) -> i32 {
+    128 + sig.unwrap_or(libc::SIGINT)
 }
 
 /// SIGINT/SIGTERM set a flag instead of killing the process, so loops stop
@@ -104,8 +122,10 @@ pub struct Interrupt {
 
 impl Interrupt {
     /// Install the handlers. With `second_exits`, a second signal ends the
-    /// process at once with status 130 (the first one is the clean way out;
-    /// the second is for a user who cannot wait).
+    /// process at once with status 128 + its number (the first one is the
+    /// clean way out; the second is for a user who cannot wait). Commands
+    /// that must not stop half way (persist's disable, enable, restore)
+    /// pass false and finish or roll back whatever comes.
     pub fn install(second_exits: bool) -> io::Result<Interrupt> {
         Interrupt::install_on(Arc::new(AtomicBool::new(false)), second_exits)
     }
@@ -118,7 +138,7 @@ impl Interrupt {
             if second_exits {
                 ids.push(signal_hook::flag::register_conditional_shutdown(
                     sig,
-                    130,
+                    exit_status(Some(sig)),
                     Arc::clone(&flag),
                 )?);
             }

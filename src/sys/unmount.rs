@@ -377,8 +377,7 @@ mod tests {
     #[test]
     fn a_checked_unmount_of_a_busy_tmpfs_names_the_holder_then_goes_through() {
         let Some(mut m) = HeldMount::new() else {
-            eprintln!("skipped: cannot mount a tmpfs here (needs root)");
-            return;
+            crate::skip!("cannot mount a tmpfs here (needs root)");
         };
         let dir = m.dir.path().to_path_buf();
         match unmount(At::Dir(&dir), How::Checked) {
@@ -406,8 +405,7 @@ mod tests {
     #[test]
     fn the_scratch_rule_detaches_a_busy_tmpfs_and_says_who_holds_it() {
         let Some(m) = HeldMount::new() else {
-            eprintln!("skipped: cannot mount a tmpfs here (needs root)");
-            return;
+            crate::skip!("cannot mount a tmpfs here (needs root)");
         };
         let dir = m.dir.path().to_path_buf();
         let u = unmount(At::Dir(&dir), How::ScratchAnyway).unwrap();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::{TopQuery, add_growth, render, snapshot};
-use crate::context::{Context, ExitCode};
+use crate::command::{Context, ExitCode};
 use crate::sys::signals::Interrupt;
 
 /// Non-canonical, no-echo input on stdin while alive: keys arrive one by

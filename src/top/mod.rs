@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::attrib::cgroups::{self, CgroupTop};
 use crate::attrib::{LargeFile, largest_files, ram_mounts};
-use crate::context::Context;
+use crate::command::Context;
 use crate::sys::cgroup;
 use crate::sys::procfd::{self, Scan};
 use crate::sys::sysvshm::{self, ShmSegment};
@@ -469,12 +469,12 @@ pub fn add_growth(now: &mut TopReport, prev: &HashMap<String, (Instant, u64)>, a
 #[derive(Debug)]
 pub enum TopOutcome {
     Snapshot(Box<TopReport>),
-    Live(crate::render::report::Shown),
+    Live(crate::command::Shown),
 }
 
 /// `tmpfsctl top`: the live view on a terminal, else one snapshot for
 /// `Output` to show (table, `--json`, `--prom`).
-impl crate::render::report::Request for TopQuery {
+impl crate::command::Request for TopQuery {
     type Report = TopOutcome;
 
     fn run(&self, ctx: &Context) -> Result<TopOutcome> {
@@ -488,7 +488,7 @@ fn run(ctx: &Context, q: &TopQuery) -> Result<TopOutcome> {
         && crate::render::stdout_is_tty()
         && std::io::IsTerminal::is_terminal(&std::io::stdin());
     if live {
-        return Ok(TopOutcome::Live(crate::render::report::Shown(live::run(
+        return Ok(TopOutcome::Live(crate::command::Shown(live::run(
             ctx, &paths, q,
         )?)));
     }

@@ -5,10 +5,9 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::{MountTop, TopOutcome, TopReport};
-use crate::context::ExitCode;
+use crate::command::{self, ExitCode, Format, Report};
 use crate::render::color::{Tone, paint, paint_fullness};
 use crate::render::fit;
-use crate::render::report::{self, Format, Report};
 use crate::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
@@ -556,9 +555,9 @@ impl Report for TopOutcome {
             return Some(Ok(Vec::new()));
         };
         match f {
-            Format::TEXT => report::text(text(r)),
-            Format::JSON => Some(report::json(r)),
-            Format::PROM => report::text(super::prom::text(r)),
+            Format::TEXT => command::text(text(r)),
+            Format::JSON => Some(command::json(r)),
+            Format::PROM => command::text(super::prom::text(r)),
             _ => None,
         }
     }

@@ -34,7 +34,7 @@ pub use scratch::{
 };
 pub use summary::{RunSummary, SCHEMA_VERSION, status_of, summary_line};
 
-use crate::context::Context;
+use crate::command::{self, Context};
 use crate::units::{Size, fmt_bytes};
 use summary::signal_name;
 
@@ -87,7 +87,7 @@ impl RunRequest {
 /// `tmpfsctl run` and `shell`: CMD's output and the summary line (stderr)
 /// are shown as it runs; the report is the summary (its JSON goes where the
 /// command's `Output` says: `--json FILE|fd:N`), its exit code CMD's.
-impl crate::render::report::Request for RunRequest {
+impl crate::command::Request for RunRequest {
     type Report = RunSummary;
 
     fn run(&self, ctx: &Context) -> Result<Self::Report> {
@@ -202,7 +202,7 @@ impl Peak {
         if !self.over && s.over_soft_cap(u) {
             self.over = true;
             if !quiet {
-                crate::render::color::eprint_warning(&format!(
+                crate::command::warn(&format!(
                     "the scratch holds {}, over its soft cap of {} (not enforced for a plain directory)",
                     fmt_bytes(u.used_bytes),
                     fmt_bytes(s.size_bytes)
@@ -238,7 +238,7 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<RunSummary> {
     notes.extend(tree.notes.iter().cloned());
     if !opts.quiet {
         for n in &notes {
-            eprintln!("tmpfsctl: note: {}", crate::term::safe(n));
+            command::note(&crate::term::safe(n));
         }
     }
 
@@ -256,7 +256,7 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<RunSummary> {
         None => {
             let mut note = |n: String| {
                 if !opts.quiet {
-                    eprintln!("tmpfsctl: note: {}", crate::term::safe(&n));
+                    command::note(&crate::term::safe(&n));
                 }
                 notes.push(n);
             };
@@ -285,7 +285,7 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<RunSummary> {
     let (status, exit_code, signal) = match &outcome {
         Ok(st) => status_of(*st),
         Err((code, msg)) => {
-            eprintln!("tmpfsctl: error: {msg}");
+            command::error(msg);
             (*code, None, None)
         }
     };
@@ -425,11 +425,11 @@ fn report(summary: &RunSummary, end_notes: &[String], error: Option<&str>, quiet
     // Paths and errors here carry what the user typed (--keep=DIR) and what
     // CMD named: escaped, so no control sequence reaches the terminal.
     if let Some(e) = error {
-        eprintln!("tmpfsctl: error: {}", safe(e));
+        command::error(safe(e));
     }
     if !quiet {
         for n in end_notes {
-            eprintln!("tmpfsctl: note: {}", safe(n));
+            command::note(&safe(n));
         }
         eprintln!("{}", summary_line(summary));
     }

@@ -8,8 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::scratch::{DEFAULT_SIZE_TEXT, Mode};
-use crate::context::ExitCode;
-use crate::render::report::{self, Format, Report};
+use crate::command::{self, ExitCode, Format, Report};
 use crate::units::{fmt_bytes, fmt_ns};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -59,7 +58,7 @@ pub struct RunSummary {
 /// CMD's.
 impl Report for RunSummary {
     fn render(&self, format: Format) -> Option<Result<Vec<u8>>> {
-        (format == Format::JSON).then(|| report::json(self))
+        (format == Format::JSON).then(|| command::json(self))
     }
 
     fn exit_code(&self) -> ExitCode {

@@ -24,23 +24,26 @@ pub fn cannot_boot(qemu: bool) -> Option<String> {
     if qemu {
         tools.extend(["qemu-system-x86_64", "qemu-img", "debugfs"]);
     }
+    // A root shell's PATH may lack the sbin directories (su without -l,
+    // sudo's secure_path elsewhere): look there too.
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.extend(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from));
     for t in tools {
-        let found = std::env::var_os("PATH")
-            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(t).is_file()));
-        if !found {
+        if !dirs.iter().any(|d| d.join(t).is_file()) {
             return Some(format!("{t} is not installed (scripts/setup installs it)"));
         }
     }
     None
 }
 
-/// Return early, saying why, where the machine cannot boot a guest.
+/// Skip the test (see `skip!`) where the machine cannot boot a guest.
 #[macro_export]
 macro_rules! require_guest {
     ($qemu:expr) => {
         if let Some(why) = $crate::guest::cannot_boot($qemu) {
-            eprintln!("SKIP {}: {why}", module_path!());
-            return;
+            $crate::skip!("{why}");
         }
     };
 }
@@ -160,9 +163,16 @@ impl Run {
         }
     }
 
-    /// A file the guest wrote to /probe/out ("" when absent).
+    /// A file the guest wrote to /probe/out. Missing is a failure: a scenario
+    /// that never got as far as writing it must not read as an empty answer.
     pub fn read(&self, name: &str) -> String {
-        std::fs::read_to_string(self.out.join(name)).unwrap_or_default()
+        self.try_read(name)
+            .unwrap_or_else(|| panic!("the guest wrote no /probe/out/{name}\n{}", self.context()))
+    }
+
+    /// A file the guest may or may not have written to /probe/out.
+    pub fn try_read(&self, name: &str) -> Option<String> {
+        std::fs::read_to_string(self.out.join(name)).ok()
     }
 
     /// The console and the guest's log, for assertion messages.
@@ -172,7 +182,7 @@ impl Run {
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         format!(
             "guest log:\n{}\nconsole tail:\n{}",
-            self.read("log"),
+            self.try_read("log").unwrap_or_else(|| "(no log)".into()),
             tail.join("\n")
         )
     }
@@ -396,16 +406,22 @@ pub fn qemu_with(name: &str, script: &str, max_powerons: u32, extra: &Extra<'_>)
     run.boots = powerons;
     let back = run.scratch.join("from-disk");
     std::fs::create_dir_all(&back).unwrap();
-    let st = Command::new("debugfs")
+    let o = Command::new("debugfs")
         .arg("-R")
         .arg(format!("rdump /out {}", back.display()))
         .arg(&probe_img)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
+        .stdin(Stdio::null())
+        .output()
         .unwrap();
-    assert!(st.success(), "debugfs rdump of the probe disk failed");
     run.out = back.join("out");
+    // debugfs exits 0 when the request inside -R fails: the prelude's log
+    // (written at every boot) is the proof that /out came back.
+    assert!(
+        o.status.success() && run.out.join("log").is_file(),
+        "debugfs rdump of the probe disk failed ({}): {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
     run
 }
 

@@ -222,3 +222,49 @@ power_off
         run.read("verify.txt")
     );
 }
+
+/// `persist enable /var/log` on a running system, journald writing there:
+/// enable hands journald over itself (`--relinquish-var` before the copy,
+/// `--flush` once the tmpfs is mounted), so what it logs after the enable
+/// is in the tmpfs, synced at shutdown and back after the reboot. Without
+/// the hand-over journald kept writing to the file hidden under the tmpfs,
+/// and the line was gone.
+#[test]
+fn journald_on_var_log_keeps_a_line_logged_after_enable_across_reboot() {
+    crate::require_guest!(false);
+    let _one = guest::one_at_a_time();
+    let script = r#"M=gaps-marker-after-enable
+if [ $n = 1 ]; then
+  mkdir -p /var/log/journal
+  journalctl --flush
+  i=0; until ls /var/log/journal/*/system.journal > /dev/null 2>&1 || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+  ls -l /proc/$(pidof systemd-journald)/fd > $O/journald-fds-before 2>&1
+  tmpfsctl persist enable /var/log --interval 1h --yes > $O/enable.txt 2>&1; echo $? > $O/enable.rc
+  findmnt -no FSTYPE /var/log > $O/fstype
+  echo "$M" | systemd-cat -t gaps
+  journalctl --sync
+  reboot_now
+fi
+journalctl -b -1 -g "$M" -o cat --no-pager > $O/marker-g.txt 2>&1; echo $? > $O/marker-g.rc
+journalctl -b -1 -o cat --no-pager 2>&1 | grep -c "$M" > $O/marker.count
+power_off
+"#;
+    let run = guest::nspawn("journald-enable", script, 3);
+    let ctx = run.context();
+    assert_eq!(
+        run.read("enable.rc").trim(),
+        "0",
+        "enable /var/log failed:\n{}\n{ctx}",
+        run.read("enable.txt")
+    );
+    assert_eq!(run.read("fstype").trim(), "tmpfs", "{ctx}");
+    assert_eq!(
+        run.read("marker.count").trim(),
+        "1",
+        "the line journald logged after enable is not in the previous boot's journal \
+         (journalctl -g: {}):\nenable: {}\njournald's files before: {}\n{ctx}",
+        run.read("marker-g.txt"),
+        run.read("enable.txt"),
+        run.read("journald-fds-before")
+    );
+}

@@ -70,15 +70,9 @@ struct Ctx<'a> {
     scratch: &'a Path,
 }
 
-pub fn run_fs(fs: &'static str) -> Row {
-    let sc = Scratch::new();
-    let w = &sc.work;
-    let disk = w.join("disk.img");
-    let base = w.join("base.img");
-    let logf = w.join("disk.log");
-    make_disk(fs, &disk, &w.join("mnt"));
-    host::clone(&disk, &base);
-    File::create(&logf).unwrap().set_len(8 << 30).unwrap();
+/// Boot the guest once with the disk logged, run the scenario, and read
+/// what each step left (the trees, apply's fstab line).
+fn run_scenario<'a>(fs: &'static str, w: &'a Path, disk: &Path, logf: &Path) -> (Ctx<'a>, f64) {
     let t = Instant::now();
     let exe = std::env::current_exe().unwrap();
     let run = {
@@ -90,8 +84,8 @@ pub fn run_fs(fs: &'static str) -> Row {
             &guest::Extra {
                 files: vec![(exe.as_path(), "crash")],
                 logged: vec![guest::LoggedDisk {
-                    image: &disk,
-                    log: &logf,
+                    image: disk,
+                    log: logf,
                 }],
             },
         )
@@ -126,13 +120,26 @@ pub fn run_fs(fs: &'static str) -> Row {
         ctx.fstab_new
     );
     // The end of the log is the disk the guest left: every step ACKed.
-    let end = scenario::marks(&File::open(&disk).unwrap());
+    let end = scenario::marks(&File::open(disk).unwrap());
     assert!(
         end.acks.len() == STEPS as usize && end.begun == STEPS,
         "ACKs on the final disk: {:?}, last BEGIN {}",
         end.acks,
         end.begun
     );
+    (ctx, boot_s)
+}
+
+pub fn run_fs(fs: &'static str) -> Row {
+    let sc = Scratch::new();
+    let w = &sc.work;
+    let disk = w.join("disk.img");
+    let base = w.join("base.img");
+    let logf = w.join("disk.log");
+    make_disk(fs, &disk, &w.join("mnt"));
+    host::clone(&disk, &base);
+    File::create(&logf).unwrap().set_len(8 << 30).unwrap();
+    let (ctx, boot_s) = run_scenario(fs, w, &disk, &logf);
 
     let t = Instant::now();
     let log = Log::read(&logf);

@@ -50,7 +50,10 @@ pub struct Mounted(pub PathBuf);
 impl Mounted {
     pub fn mount(dev: &str, fs: &str, at: &Path) -> Result<Mounted, String> {
         std::fs::create_dir_all(at).unwrap();
-        let o = sh("mount", &["-t", fs, dev, p(at)]);
+        // Every crash state of one xfs is a clone with its UUID: nouuid, or
+        // the kernel refuses the next while one is still being released.
+        let opts = if fs == "xfs" { "nouuid" } else { "defaults" };
+        let o = sh("mount", &["-t", fs, "-o", opts, dev, p(at)]);
         if o.status.success() {
             Ok(Mounted(at.to_path_buf()))
         } else {
@@ -63,6 +66,11 @@ impl Drop for Mounted {
     fn drop(&mut self) {
         let o = sh("umount", &[p(&self.0)]);
         if !o.status.success() {
+            eprintln!(
+                "umount {}: {}; detaching it lazily",
+                self.0.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
             let _ = sh("umount", &["-l", p(&self.0)]);
         }
     }

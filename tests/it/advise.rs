@@ -524,8 +524,7 @@ fn progress_only_on_a_terminal() {
         .output()
         .is_err()
     {
-        eprintln!("SKIP progress_only_on_a_terminal: script (util-linux) is not installed");
-        return;
+        crate::skip!("script (util-linux) is not installed");
     }
     let d = disk_dir();
     let tmp = tempfile::tempdir().unwrap();

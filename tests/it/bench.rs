@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::common::{TestMount, bin, chromium_dom, json, tmpfsctl};
 use crate::require_root;
 
+mod hostile;
 mod outputs;
 mod targets;
 pub(crate) mod zram;
@@ -351,9 +352,10 @@ fn interrupt_mid_run(sig: rustix::process::Signal) {
     let pid = rustix::process::Pid::from_child(&child);
     rustix::process::kill_process(pid, sig).unwrap();
     let out = child.wait_with_output().unwrap();
+    // 130 for SIGINT, 143 for SIGTERM: 128 + the signal, as a shell says.
     assert_eq!(
         crate::common::shell_status(out.status),
-        130,
+        128 + sig.as_raw(),
         "stderr: {}",
         stderr(&out)
     );

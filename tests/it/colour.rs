@@ -87,8 +87,7 @@ fn status_warnings_are_yellow_when_colour_is_on_and_plain_otherwise() {
 
     let auto = ["--sysroot", root, "status"];
     let Some(tty) = on_pty(&auto, None) else {
-        eprintln!("SKIP the terminal half: util-linux `script` is not installed");
-        return;
+        crate::skip!("the terminal half: util-linux `script` is not installed");
     };
     assert!(
         tty.contains(&format!("{YELLOW}[tmpfs_huge_always]")),

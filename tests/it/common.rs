@@ -35,16 +35,12 @@ pub fn as_nobody(script: &str) -> Output {
         .unwrap()
 }
 
-/// Skip (return early) with a printed reason unless running as root.
+/// Skip the test (see `skip!`) unless running as root.
 #[macro_export]
 macro_rules! require_root {
     () => {
         if !$crate::common::is_root() {
-            eprintln!(
-                "SKIP {}: needs root to mount tmpfs (CI runs as root)",
-                module_path!()
-            );
-            return;
+            $crate::skip!("needs root to mount tmpfs (CI runs as root)");
         }
     };
 }
@@ -86,6 +82,17 @@ impl Drop for TestMount {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(&self.path).status();
     }
+}
+
+/// The binary copied into `t` where uid 65534 can run it (the build tree
+/// may sit under a 0700 /root).
+pub fn nobody_bin(t: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dst = t.join("tmpfsctl");
+    std::fs::copy(env!("CARGO_BIN_EXE_tmpfsctl"), &dst).unwrap();
+    std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dst
 }
 
 /// Parse stdout as JSON, with the output in the panic message when it is not.
@@ -130,7 +137,10 @@ pub fn chromium() -> Option<&'static str> {
         .into_iter()
         .find(|p| Path::new(p).exists());
     if exe.is_none() {
-        eprintln!("SKIP chromium rendering: chromium is not installed (scripts/setup installs it)");
+        crate::skip::skip(
+            module_path!(),
+            "chromium rendering: chromium is not installed (scripts/setup installs it)",
+        );
     }
     exe
 }
@@ -353,8 +363,11 @@ impl Server {
         match cmd.stdout(f.try_clone().unwrap()).stderr(f).spawn() {
             Ok(child) => Some(Server { child, name, log }),
             Err(e) => {
-                eprintln!(
-                    "SKIP: cannot start {name} ({e}); install Debian's prometheus and prometheus-node-exporter"
+                crate::skip::skip(
+                    module_path!(),
+                    &format!(
+                        "cannot start {name} ({e}); install Debian's prometheus and prometheus-node-exporter"
+                    ),
                 );
                 None
             }

@@ -124,7 +124,7 @@ fn a_full_disk_is_named_as_the_disk_not_ram() {
     let has_mkfs = Command::new("mkfs.ext4").arg("-V").output().is_ok();
     let dir = tempfile::tempdir().unwrap();
     if !has_mkfs {
-        eprintln!("SKIP full-disk part: no mkfs.ext4; checking / instead");
+        crate::skip_part!("full-disk part: no mkfs.ext4; checking / instead");
         let (code, v) = explain(&["/"]);
         assert_eq!(kinds(&v)[0], "not_ram_backed");
         assert!(code == Some(0) || code == Some(1));
@@ -152,8 +152,7 @@ fn a_full_disk_is_named_as_the_disk_not_ram() {
         .unwrap()
         .success()
     {
-        eprintln!("SKIP: loop devices unavailable");
-        return;
+        crate::skip!("loop devices unavailable");
     }
     struct Umount<'a>(&'a Path);
     impl Drop for Umount<'_> {
@@ -381,8 +380,7 @@ fn the_predicted_clean_is_what_systemd_tmpfiles_deletes() {
         .output()
         .is_err()
     {
-        eprintln!("SKIP: systemd-tmpfiles not installed");
-        return;
+        crate::skip!("systemd-tmpfiles not installed");
     }
     let m = TestMount::tmpfs("size=8m");
     let mp = m.path.to_str().unwrap();

@@ -1,7 +1,7 @@
 //! Integration tests for `collect` and `fleet analyze`: real trees, real mounts,
 //! real Prometheus and node_exporter.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use crate::common::{bin, json, stderr, stdout, tmpfsctl};

@@ -54,7 +54,12 @@ fn a_big_file_in_the_mount_root_is_named_first() {
     let at = text
         .find("largest files")
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(text[at..].find(big) < text[at..].find("cache/c"), "{text}");
+    let pos = |what: &str| {
+        text[at..]
+            .find(what)
+            .unwrap_or_else(|| panic!("{what} missing from the largest files: {text}"))
+    };
+    assert!(pos(big) < pos("cache/c"), "{text}");
 
     let out = tmpfsctl(&["explain", "--json", m.path.join("new").to_str().unwrap()]);
     let v = json(&out);

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::common::{TestMount, json, tmpfsctl};
+use crate::common::{TestMount, json, stderr, tmpfsctl};
 
 const G: u64 = 1 << 30;
 
@@ -99,18 +99,32 @@ fn plan_on_a_stock_machine_does_not_warn_of_overcommit() {
         ("/run/user/1000", 16 * G / 10, ""),
         ("/sys/fs/cgroup", 8 * G, ""),
     ]);
-    let dir = t.path().join("tmp");
-    std::fs::create_dir(&dir).unwrap();
-    let out = tmpfsctl(&[
-        "--sysroot",
-        t.path().to_str().unwrap(),
-        "plan",
-        "/tmp",
-        "--json",
-    ]);
+    let codes = plan_warnings(&t, &[]);
+    assert!(
+        !codes.contains(&"tmpfs_overcommit".to_string()),
+        "{codes:?}"
+    );
+    // The same plan does warn for a size above the 12 GiB left: the
+    // absence above is the check's verdict, not a plan that never looked.
+    let codes = plan_warnings(&t, &["--size", "14G"]);
+    assert!(codes.contains(&"tmpfs_overcommit".to_string()), "{codes:?}");
+}
+
+/// The warning codes `plan /tmp --json` gives on a fake machine.
+fn plan_warnings(t: &tempfile::TempDir, extra: &[&str]) -> Vec<String> {
+    std::fs::create_dir_all(t.path().join("tmp")).unwrap();
+    let root = t.path().to_str().unwrap();
+    let mut args = vec!["--sysroot", root, "plan", "/tmp", "--json"];
+    args.extend(extra);
+    let out = tmpfsctl(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
     let p = json(&out);
-    let codes = p["warnings"].to_string();
-    assert!(!codes.contains("tmpfs_overcommit"), "{codes}");
+    p["warnings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no warnings array in plan --json: {p:#}"))
+        .iter()
+        .map(|w| w["code"].as_str().unwrap_or_default().to_string())
+        .collect()
 }
 
 #[test]

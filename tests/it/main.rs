@@ -1,7 +1,11 @@
 //! One integration-test binary (faster to link than one per file). Tests that
-//! need root or a real mount skip with a printed reason elsewhere; CI runs as root.
+//! need root or a real mount skip through `skip!` (tests/support/skip.rs):
+//! where CI is set a skip fails unless tests/skip-allow.txt allows it.
 // Tests fail by panicking: unwrap/expect are how they say so.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/skip.rs"]
+mod skip;
 
 mod common;
 
@@ -24,6 +28,7 @@ mod outputs;
 mod outputs_fd;
 mod outputs_hostile;
 mod outputs_identity;
+mod package;
 mod persist;
 mod readme;
 mod reports;

@@ -113,8 +113,7 @@ fn every_page_has_the_usual_sections_in_the_usual_order() {
 #[test]
 fn every_page_is_clean_for_groff_and_lexgrog() {
     if !have("groff") {
-        eprintln!("SKIP manpages: groff is not installed (apt-get install groff)");
-        return;
+        crate::skip!("manpages: groff is not installed (apt-get install groff)");
     }
     let d = tempfile::tempdir().unwrap();
     for page in pages(d.path()) {
@@ -163,8 +162,7 @@ fn at_80_columns(page: &Path) -> String {
 #[test]
 fn no_page_runs_past_or_prints_over_80_columns() {
     if !have("groff") {
-        eprintln!("SKIP manpages: groff is not installed (apt-get install groff)");
-        return;
+        crate::skip!("manpages: groff is not installed (apt-get install groff)");
     }
     let d = tempfile::tempdir().unwrap();
     for page in pages(d.path()) {

@@ -283,8 +283,7 @@ fn on_a_terminal(args: &[String]) -> String {
 fn copies_show_a_progress_bar_only_on_a_terminal() {
     require_root!();
     if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: no `script` (util-linux) to give the command a terminal");
-        return;
+        crate::skip!("no `script` (util-linux) to give the command a terminal");
     }
     let t = scratch("mounts");
     let dir = t.path().join("big");

@@ -56,8 +56,7 @@ fn quotas_refused_before_anything_changes_where_the_kernel_lacks_them() {
     crate::require_root!();
     let t = scratch("mounts");
     if kernel_has_tmpfs_quota(t.path()) {
-        eprintln!("skipped: this kernel's tmpfs has quotas");
-        return;
+        crate::skip!("this kernel's tmpfs has quotas: nothing to refuse");
     }
     let dir = t.path().join("d");
     std::fs::create_dir(&dir).unwrap();
@@ -90,6 +89,46 @@ fn quotas_refused_before_anything_changes_where_the_kernel_lacks_them() {
         assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"kept");
     }
     assert!(is_root());
+}
+
+#[test]
+fn quotas_are_applied_where_the_kernel_has_them() {
+    crate::require_root!();
+    let t = scratch("mounts");
+    if !kernel_has_tmpfs_quota(t.path()) {
+        crate::skip!("this kernel's tmpfs has no quotas: nothing to apply");
+    }
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("f"), b"kept").unwrap();
+    let none = t.path().join("no-fstab");
+    let out = tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--fstab",
+        s(&none),
+        "--boot",
+        "none",
+        "--size",
+        "16M",
+        "--user-quota",
+        "1M",
+        "--yes",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let opts = crate::common::findmnt_options(&dir);
+    assert!(opts.contains("usrquota"), "{opts}");
+    let out = tmpfsctl(&[
+        "revert",
+        s(&dir),
+        "--fstab",
+        s(&none),
+        "--keep-data",
+        "--yes",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(findmnt_fstype(&dir), None);
+    assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"kept");
 }
 
 #[test]

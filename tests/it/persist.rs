@@ -25,6 +25,8 @@ mod guards;
 /// The tmpfs lost, disable with a writer, vanishing entries, a killed prune,
 /// enable --size.
 mod lifecycle;
+/// SIGTERM and SIGINT during enable and disable.
+mod stop;
 /// Stores another user could change, and persist's mount flags.
 mod trust;
 /// Every subcommand's JSON carries schema_version.
@@ -559,7 +561,7 @@ fn systemd_units_verify_and_disable_removes_them() {
             "{err}"
         );
     } else {
-        eprintln!("SKIP systemd-analyze verify: not installed");
+        crate::skip_part!("systemd-analyze verify: not installed");
     }
     w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
     assert_eq!(
@@ -596,7 +598,7 @@ impl LoopFs {
             .arg(&img)
             .output();
         if !mk.is_ok_and(|o| o.status.success()) {
-            eprintln!("SKIP: mkfs.ext4 not available or failed");
+            crate::skip_part!("mkfs.ext4 not available or failed");
             return None;
         }
         let m = Command::new("mount")
@@ -605,7 +607,7 @@ impl LoopFs {
             .arg(&path)
             .status();
         if !m.is_ok_and(|s| s.success()) {
-            eprintln!("SKIP: loop devices not available");
+            crate::skip_part!("loop devices not available");
             return None;
         }
         Some(LoopFs { _dir: d, path })

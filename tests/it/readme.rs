@@ -103,8 +103,7 @@ fn the_version_shown_is_of_a_real_commit() {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
     if git(&["rev-parse", "--git-dir"]).is_none() {
-        eprintln!("SKIP readme: not a git checkout, so commit {commit} cannot be looked up");
-        return;
+        crate::skip!("readme: not a git checkout, so commit {commit} cannot be looked up");
     }
     let got = git(&["log", "-1", "--format=%cs", &format!("{commit}^{{commit}}")]);
     assert_eq!(
@@ -112,4 +111,61 @@ fn the_version_shown_is_of_a_real_commit() {
         Some(date),
         "README's version names commit {commit} of {date}: not in this repository's history"
     );
+}
+
+/// The README's first command sets up and then runs `tmpfsctl` from PATH,
+/// with advise's exit status said right there; `scripts/setup` puts the
+/// binary on PATH through `scripts/install-bin`, which takes the binary
+/// from wherever cargo put it (here a CARGO_TARGET_DIR outside the tree)
+/// and leaves a root-owned mode 755 file renamed into place.
+#[test]
+fn the_first_command_leaves_a_working_tmpfsctl_on_path() {
+    crate::require_root!();
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let r = readme();
+    let block = between(&r, "# Run the main job", "\n```");
+    let first = block
+        .lines()
+        .find(|l| !l.starts_with('#'))
+        .unwrap_or_else(|| panic!("{block}"));
+    assert_eq!(first, "./scripts/setup && tmpfsctl advise", "{block}");
+    let flat = block.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("advise exits 0 when nothing should change, 1 when it recommends a change"),
+        "{block}"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let setup = std::fs::read_to_string(root.join("scripts/setup")).unwrap();
+    assert!(
+        setup.lines().any(|l| l
+            .trim_start()
+            .starts_with("\"$(dirname \"$0\")/install-bin\" /usr/local/bin")),
+        "scripts/setup does not install the binary"
+    );
+    let t = tempfile::tempdir().unwrap();
+    let target = t.path().join("elsewhere");
+    std::fs::create_dir_all(target.join("release")).unwrap();
+    let fake = target.join("release/tmpfsctl");
+    let script = "#!/bin/sh\necho tmpfsctl from the other target dir\n";
+    std::fs::write(&fake, script).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let dest = t.path().join("bin");
+    let o = Command::new(root.join("scripts/install-bin"))
+        .arg(&dest)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let put = dest.join("tmpfsctl");
+    assert_eq!(std::fs::read_to_string(&put).unwrap(), script);
+    let m = std::fs::metadata(&put).unwrap();
+    assert_eq!((m.uid(), m.mode() & 0o7777), (0, 0o755));
+    let names: Vec<_> = std::fs::read_dir(&dest).unwrap().collect();
+    assert_eq!(names.len(), 1, "a temporary file was left: {names:?}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("tmpfsctl from the other target dir"));
 }

@@ -275,8 +275,7 @@ fn check(name: &str, args: &[&str], piped: &Output, mut between: impl FnMut()) {
 macro_rules! require_tmux {
     () => {
         if !tmux_available() {
-            eprintln!("SKIP {}: tmux is not installed", module_path!());
-            return;
+            crate::skip!("tmux is not installed");
         }
     };
 }
@@ -410,8 +409,7 @@ fn fleet_analyze_fits_the_terminal() {
         .args(["502", "--format", "kirkland", "--seed", "7"])
         .output();
     let Some(out) = out.ok().filter(|o| o.status.success()) else {
-        eprintln!("SKIP fleet_analyze_fits_the_terminal: python3 cannot run bench/fleet-gen.py");
-        return;
+        crate::skip!("python3 cannot run bench/fleet-gen.py");
     };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("fleet.txt");

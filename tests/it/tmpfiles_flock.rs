@@ -47,8 +47,7 @@ fn a_flocked_directory_is_left_alone_while_the_lock_is_held() {
     }
     let has_flock = Command::new("flock").arg("--version").output().is_ok();
     if !has_flock {
-        eprintln!("SKIP: flock(1) is not installed");
-        return;
+        crate::skip!("flock(1) is not installed");
     }
     let mut s = Scratch::new();
     for f in ["l/held/old", "l/held/deeper/old", "l/free/old", "top/old"] {

@@ -107,7 +107,9 @@ pub fn have_systemd_tmpfiles() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("SKIP: systemd-tmpfiles is not installed; nothing real to hold explain against");
+        crate::skip_part!(
+            "systemd-tmpfiles is not installed; nothing real to hold explain against"
+        );
     }
     ok
 }
@@ -384,11 +386,11 @@ fn clean_with_dirs(s: &Scratch, etc: &Path, usr: &Path) -> bool {
                 err.contains("unshare failed") || err.contains("Operation not permitted"),
                 "{err}"
             );
-            eprintln!("SKIP the real half: no private mount namespace here: {err}");
+            crate::skip_part!("the real half: no private mount namespace here: {err}");
             false
         }
         Err(e) => {
-            eprintln!("SKIP the real half: unshare: {e}");
+            crate::skip_part!("the real half: unshare: {e}");
             false
         }
     }
@@ -400,8 +402,7 @@ fn the_file_that_wins_is_the_one_systemd_tmpfiles_reads() {
         return;
     }
     if !Path::new("/etc/tmpfiles.d").is_dir() || !Path::new("/usr/lib/tmpfiles.d").is_dir() {
-        eprintln!("SKIP: no /etc/tmpfiles.d or /usr/lib/tmpfiles.d to stand in for");
-        return;
+        crate::skip!("no /etc/tmpfiles.d or /usr/lib/tmpfiles.d to stand in for");
     }
     let mut s = Scratch::new();
     for f in ["o/old", "o2/old"] {

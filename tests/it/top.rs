@@ -182,7 +182,7 @@ fn memfd_and_sysv_segments_are_attributed() {
         assert_eq!(seg["attached"], 0);
         assert_eq!(seg["owner"], "root");
     } else {
-        eprintln!("SKIP sysv part: ipcmk not available");
+        crate::skip_part!("sysv part: ipcmk not available");
     }
     let shmem = v["shmem_bytes"].as_u64().unwrap();
     let acc = v["accounted_bytes"].as_u64().unwrap();
@@ -235,7 +235,7 @@ impl TestCgroup {
     pub fn or_skip(limit: u64) -> Option<TestCgroup> {
         let cg = TestCgroup::new(limit);
         if cg.is_none() {
-            eprintln!("SKIP: no memory cgroup hierarchy can be written here");
+            crate::skip_part!("no memory cgroup hierarchy can be written here");
         }
         cg
     }
@@ -439,8 +439,7 @@ fn bad_arguments_exit_2_before_measuring() {
 fn refreshing_view_quits_on_q_and_restores_the_terminal() {
     require_root!();
     if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("SKIP: script(1) not available for a pseudo-terminal");
-        return;
+        crate::skip!("script(1) not available for a pseudo-terminal");
     }
     // `script` gives top a terminal; q arrives on its stdin after the first frame.
     let bin = env!("CARGO_BIN_EXE_tmpfsctl");

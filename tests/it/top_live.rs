@@ -66,8 +66,7 @@ fn piped(args: &[&str]) -> String {
 fn top_once_and_explain_wrap_prose_at_words() {
     require_root!();
     if !tmux_available() {
-        eprintln!("SKIP: tmux is not installed");
-        return;
+        crate::skip!("tmux is not installed");
     }
     let (big, many) = mounts();
     let explain_path = many.path.join("cache");
@@ -234,8 +233,7 @@ fn row_of(sc: &str, m: &Path) -> usize {
 fn live_view_is_one_frame_that_fits_and_keys_sort_it() {
     require_root!();
     if !tmux_available() {
-        eprintln!("SKIP: tmux is not installed");
-        return;
+        crate::skip!("tmux is not installed");
     }
     let (big, many) = mounts();
     for (w, h) in [(80u16, 24u16), (80, 50), (120, 50)] {
@@ -277,8 +275,7 @@ fn live_view_is_one_frame_that_fits_and_keys_sort_it() {
 fn ctrl_c_leaves_the_live_view_with_130_and_the_terminal_restored() {
     require_root!();
     if !tmux_available() {
-        eprintln!("SKIP: tmux is not installed");
-        return;
+        crate::skip!("tmux is not installed");
     }
     let (big, _many) = mounts();
     let live = Live::start("ctrl-c", 80, 24, &[s(&big.path)]);

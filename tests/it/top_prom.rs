@@ -213,7 +213,7 @@ fn bad_prom_destinations_exit_2_and_write_nothing() {
 /// promtool from Debian's prometheus package, or None with the reason printed.
 fn promtool() -> Option<&'static str> {
     if Command::new("promtool").arg("--version").output().is_err() {
-        eprintln!("SKIP: promtool not installed (Debian package prometheus ships it)");
+        crate::skip_part!("promtool not installed (Debian package prometheus ships it)");
         return None;
     }
     Some("promtool")

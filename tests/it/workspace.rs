@@ -184,14 +184,7 @@ fn walkdir(p: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The binary copied where uid 65534 can run it (the build tree may sit under /root).
-pub(super) fn nobody_bin(t: &Path) -> PathBuf {
-    let dst = t.join("tmpfsctl");
-    std::fs::copy(env!("CARGO_BIN_EXE_tmpfsctl"), &dst).unwrap();
-    std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o777)).unwrap();
-    std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).unwrap();
-    dst
-}
+pub(super) use crate::common::nobody_bin;
 
 fn as_nobody(b: &Path, args: &[&str]) -> Output {
     Command::new("setpriv")

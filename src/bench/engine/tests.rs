@@ -81,11 +81,9 @@ fn all_distinct(v: &[[u8; 16]]) -> bool {
 macro_rules! require_uring {
     () => {
         if !uring::available() {
-            eprintln!(
-                "SKIP {}: io_uring is not available here (kernel.io_uring_disabled, seccomp or an old kernel)",
-                module_path!()
+            crate::skip!(
+                "io_uring is not available here (kernel.io_uring_disabled, seccomp or an old kernel)"
             );
-            return;
         }
     };
 }

@@ -526,14 +526,26 @@ fn read_mapped<'r>(
     let stop = AtomicBool::new(false);
     // Row buffers of blocks already kept, for the workers to fill again.
     let pool = std::sync::Mutex::new(Vec::<Vec<Row>>::new());
+    // Blocks kept so far. A worker parses no block more than `ahead` past
+    // it: while this thread is busy (a deduplication pass over the store),
+    // parsed blocks would otherwise pile up, and memory follow the input.
+    let kept = (std::sync::Mutex::new(0usize), std::sync::Condvar::new());
+    let ahead = opts.threads.max(1) * 2;
     let declined = std::thread::scope(|s| -> Result<Option<usize>> {
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Option<ChunkOut>)>();
         for _ in 0..opts.threads.max(1).min(blocks.len()) {
-            let (tx, blocks, next, stop, pool) = (tx.clone(), &blocks, &next, &stop, &pool);
+            let (tx, blocks, next, stop, pool, kept) =
+                (tx.clone(), &blocks, &next, &stop, &pool, &kept);
             s.spawn(move || {
                 while !stop.load(Relaxed) {
                     let i = next.fetch_add(1, Relaxed);
                     let Some(b) = blocks.get(i) else { break };
+                    let Ok(mut k) = kept.0.lock() else { break };
+                    while i >= *k + ahead && !stop.load(Relaxed) {
+                        let Ok(g) = kept.1.wait(k) else { return };
+                        k = g;
+                    }
+                    drop(k);
                     let recycled = pool.lock().ok().and_then(|mut p| p.pop());
                     let o = parser.parse(b.bytes(), i == 0, recycled.unwrap_or_default());
                     if tx.send((i, o)).is_err() {
@@ -582,10 +594,17 @@ fn read_mapped<'r>(
                 opts.progress.inc(b.len() as u64);
                 m.release(b.as_ptr() as usize - data_start + b.len());
                 want += 1;
+                if let Ok(mut k) = kept.0.lock() {
+                    *k = want;
+                }
+                kept.1.notify_all();
             }
             Ok(None)
         })();
         stop.store(true, Relaxed);
+        // Workers waiting for their turn see the stop.
+        drop(kept.0.lock());
+        kept.1.notify_all();
         result
     })?;
     if let Some(k) = declined {

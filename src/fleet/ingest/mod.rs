@@ -5,7 +5,9 @@
 //! Built to stream: input is read in blocks that are parsed on all cores, and
 //! each host is kept as one 64-byte numeric [`Row`] plus its name in a shared
 //! byte arena and its timestamp until deduplication, so 10 million hosts peak
-//! near 1.2 GiB and never near the size of the input.
+//! near 1.2 GiB and never near the size of the input. Duplicates are dropped
+//! in passes while reading, so memory follows the hosts kept, not the lines
+//! read (10 million lines of one host: under 100 MB).
 //!
 //! One file per input format ([`jsonl`], [`tsv`], [`csv`]; Prometheus is
 //! `fleet::prom`), the host store and dedup in [`store`], the checks all

@@ -103,7 +103,30 @@ pub struct Fleet {
     names: Vec<u8>,
     /// Input names, indexed by a row's file.
     pub sources: Vec<String>,
+    /// Some name so far did not sort after the one before it: duplicates
+    /// are possible, and [`Fleet::dedup`] (and the passes while reading) must look.
+    unordered: bool,
+    /// Rows left by the last deduplication pass made while reading (see
+    /// [`Fleet::maybe_pass`]), and what the passes dropped so far.
+    passed: usize,
+    dropped: u64,
+    /// Duplicates the passes dropped: (name, where the dropped row was read).
+    /// Worded in [`Fleet::dedup`], once the keeper is final.
+    early_examples: Vec<(String, String)>,
 }
+
+/// Rows read before the first deduplication pass: a pass runs when the rows
+/// are 4 times those the last pass kept, and at least this many. So memory
+/// follows the hosts kept, not the lines read (10 million lines of one host
+/// hold one row between passes of 256 Ki rows), and a fleet without
+/// duplicates is hashed about 1.3 times over in all.
+const FIRST_PASS_ROWS: usize = 1 << 18;
+
+/// Keys sorted at once by a deduplication pass, per thread: ~2 Mi (32 MB).
+const SLICE_KEYS: usize = 1 << 21;
+
+/// Duplicates described while reading, at most (the report shows a few).
+const EARLY_EXAMPLES: usize = 100;
 
 impl Fleet {
     pub fn len(&self) -> usize {
@@ -168,7 +191,39 @@ impl Fleet {
             self.ts.push(ts);
         }
         self.rows.push(row);
+        self.note_order(self.rows.len() - 1);
+        self.maybe_pass();
         Ok(())
+    }
+
+    /// Whether the names from row `from` on still each sort after the one before.
+    fn note_order(&mut self, from: usize) {
+        if self.unordered {
+            return;
+        }
+        let from = from.max(1);
+        self.unordered = (from..self.rows.len())
+            .any(|i| self.name_bytes(&self.rows[i - 1]) >= self.name_bytes(&self.rows[i]));
+    }
+
+    /// A deduplication pass while reading, when the rows since the last one
+    /// make it due (see [`FIRST_PASS_ROWS`]).
+    fn maybe_pass(&mut self) {
+        if self.unordered && self.rows.len() >= (self.passed * 4).max(FIRST_PASS_ROWS) {
+            let room = EARLY_EXAMPLES - self.early_examples.len();
+            let (dropped, ex) = self.find_duplicates(room, SLICE_KEYS);
+            for (_, d) in ex {
+                let name = self.name(&self.rows[d]).to_string();
+                let at = self.location(d);
+                self.early_examples.push((name, at));
+            }
+            self.dropped += dropped
+                .iter()
+                .map(|w| u64::from(w.count_ones()))
+                .sum::<u64>();
+            self.compact(&dropped);
+            self.passed = self.rows.len();
+        }
     }
 
     /// Append the rows one block of input gave (names in their own arena,
@@ -201,6 +256,8 @@ impl Fleet {
         }
         self.rows.extend_from_slice(rows);
         rows.clear();
+        self.note_order(first);
+        self.maybe_pass();
         Ok(())
     }
 
@@ -270,23 +327,13 @@ impl Fleet {
     ///
     /// Rows are ordered by (name hash, name, timestamp, read order), so each
     /// run of equal names ends with its keeper. That order is built one slice
-    /// of the hash range at a time: at 10 million hosts a (hash, index) key per
-    /// row at once would be 160 MB, more than anything else dedup holds.
+    /// of the hash range at a time, the slices on all cores: at 10 million
+    /// hosts a (hash, index) key per row at once would be 160 MB, more than
+    /// anything else dedup holds. Passes made while reading (see
+    /// [`FIRST_PASS_ROWS`]) keep the same rows: the newest of a name's
+    /// newest-so-far is its newest.
     pub fn dedup(&mut self, examples: usize) -> (u64, Vec<String>) {
-        // Fleets are often listed in name order (an inventory, `sort`ed
-        // output): strictly rising names cannot repeat, and one pass over
-        // them costs far less than hashing and sorting every name.
-        if self
-            .rows
-            .windows(2)
-            .all(|w| self.name_bytes(&w[0]) < self.name_bytes(&w[1]))
-        {
-            self.ts = Vec::new();
-            self.anchors = Vec::new();
-            return (0, Vec::new());
-        }
-        // Up to ~2 Mi keys (32 MB) per slice.
-        self.dedup_sliced(examples, 1 << 21)
+        self.dedup_sliced(examples, SLICE_KEYS)
     }
 
     fn name_bytes(&self, r: &Row) -> &[u8] {
@@ -300,16 +347,84 @@ impl Fleet {
         examples: usize,
         slice_keys: usize,
     ) -> (u64, Vec<String>) {
+        // Fleets are often listed in name order (an inventory, `sort`ed
+        // output): strictly rising names cannot repeat, and one pass over
+        // them (made as they were read) costs far less than hashing and
+        // sorting every name.
+        let mut ex = Vec::new();
+        if self.unordered {
+            let room = examples.saturating_sub(self.early_examples.len());
+            let (dropped, pairs) = if self.passed == self.rows.len() {
+                (Vec::new(), Vec::new())
+            } else {
+                self.find_duplicates(room, slice_keys)
+            };
+            // Duplicates dropped while reading: their keeper is known only now.
+            for (name, at) in self.early_examples.iter().take(examples) {
+                let Some(k) = (0..self.rows.len()).rev().find(|&i| {
+                    dropped.get(i / 64).is_none_or(|w| w & (1 << (i % 64)) == 0)
+                        && self.name(&self.rows[i]) == name
+                }) else {
+                    continue;
+                };
+                ex.push(self.example(k, at));
+            }
+            for (k, d) in pairs {
+                ex.push(self.example(k, &self.location(d)));
+            }
+            ex.truncate(examples);
+            self.dropped += dropped
+                .iter()
+                .map(|w| u64::from(w.count_ones()))
+                .sum::<u64>();
+            self.compact(&dropped);
+        }
+        self.ts = Vec::new();
+        self.anchors = Vec::new();
+        self.early_examples = Vec::new();
+        self.passed = self.rows.len();
+        self.rows.shrink_to_fit();
+        (self.dropped, ex)
+    }
+
+    /// "NAME: kept WHERE (t=TS), dropped older AT" for keeper row `k`.
+    fn example(&self, k: usize, at: &str) -> String {
+        let tk = self.ts_of(k);
+        format!(
+            "{}: kept {}{}, dropped older {at}",
+            self.name(&self.rows[k]),
+            self.location(k),
+            if tk != NO_TS {
+                format!(" (t={tk})")
+            } else {
+                String::new()
+            },
+        )
+    }
+
+    /// The rows to drop, as a bitmap (bit `i` of word `i / 64`; empty for
+    /// none), and up to `examples` (keeper, dropped) pairs, in hash order.
+    fn find_duplicates(
+        &self,
+        examples: usize,
+        slice_keys: usize,
+    ) -> (Vec<u64>, Vec<(usize, usize)>) {
         use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
         let bh = BuildHasherDefault::<DefaultHasher>::default();
         let n = self.rows.len();
         debug_assert!(self.ts.is_empty() || self.ts.len() == n);
-        // Slices are the top `bits` of the hash, at most 256 of them.
-        let bits = n
+        let threads = if n < 1 << 16 {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |t| t.get())
+        };
+        // Slices are the top `bits` of the hash, at most 256 of them, and
+        // enough for every core to have a few.
+        let want = n
             .div_ceil(slice_keys.max(1))
-            .next_power_of_two()
-            .trailing_zeros()
-            .min(8);
+            .max(if threads > 1 { threads * 4 } else { 1 });
+        let bits = want.next_power_of_two().trailing_zeros().min(8);
         let slice_of = |h: u64| {
             if bits == 0 {
                 0
@@ -317,24 +432,27 @@ impl Fleet {
                 (h >> (64 - bits)) as u8
             }
         };
+        let hash = |r: &Row| bh.hash_one(self.name(r).as_bytes());
         // Each row's slice (1 byte) saves hashing every name once per slice.
-        let slices: Vec<u8> = if bits == 0 {
-            Vec::new()
-        } else {
-            self.rows
-                .iter()
-                .map(|r| slice_of(bh.hash_one(self.name(r).as_bytes())))
-                .collect()
-        };
-        let mut drop = vec![0u64; n.div_ceil(64)];
-        let mut dropped = 0u64;
-        let mut ex = Vec::new();
-        let mut keys: Vec<(u64, u32)> = Vec::new();
-        for s in 0..1u32 << bits {
+        let mut slices: Vec<u8> = vec![0; if bits == 0 { 0 } else { n }];
+        if bits > 0 {
+            let per = n.div_ceil(threads);
+            std::thread::scope(|s| {
+                for (rows, out) in self.rows.chunks(per).zip(slices.chunks_mut(per)) {
+                    s.spawn(move || {
+                        for (r, o) in rows.iter().zip(out) {
+                            *o = slice_of(hash(r));
+                        }
+                    });
+                }
+            });
+        }
+        // One slice: the rows to drop and the (keeper, dropped) pairs, in key order.
+        let slice = |s: u32, keys: &mut Vec<(u64, u32)>| {
             keys.clear();
             for (i, r) in self.rows.iter().enumerate() {
                 if bits == 0 || slices[i] as u32 == s {
-                    keys.push((bh.hash_one(self.name(r).as_bytes()), i as u32));
+                    keys.push((hash(r), i as u32));
                 }
             }
             keys.sort_unstable_by(|a, b| {
@@ -347,41 +465,104 @@ impl Fleet {
                         .then(a.1.cmp(&b.1))
                 })
             });
-            for w in keys.windows(2) {
-                let (ia, ib) = (w[0].1 as usize, w[1].1 as usize);
-                let (a, b) = (&self.rows[ia], &self.rows[ib]);
-                if w[0].0 == w[1].0 && self.name(a) == self.name(b) {
-                    drop[ia / 64] |= 1 << (ia % 64);
-                    dropped += 1;
-                    if ex.len() < examples {
-                        let tb = self.ts_of(ib);
-                        ex.push(format!(
-                            "{}: kept {}{}, dropped older {}",
-                            self.name(b),
-                            self.location(ib),
-                            if tb != NO_TS {
-                                format!(" (t={tb})")
-                            } else {
-                                String::new()
-                            },
-                            self.location(ia)
-                        ));
-                    }
+            // Each run of equal names ends with its keeper.
+            let mut pairs = Vec::new();
+            let mut run = 0;
+            for j in 1..=keys.len() {
+                let same = keys.get(j).is_some_and(|b| {
+                    let a = keys[j - 1];
+                    a.0 == b.0
+                        && self.name(&self.rows[a.1 as usize])
+                            == self.name(&self.rows[b.1 as usize])
+                });
+                if !same {
+                    let k = keys[j - 1].1 as usize;
+                    pairs.extend(keys[run..j - 1].iter().map(|d| (k, d.1 as usize)));
+                    run = j;
+                }
+            }
+            pairs
+        };
+        let next = AtomicUsize::new(0);
+        let count = 1usize << bits;
+        let mut found: Vec<(usize, Vec<(usize, usize)>)> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads.min(count))
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut keys = Vec::new();
+                        let mut mine = Vec::new();
+                        loop {
+                            let k = next.fetch_add(1, Relaxed);
+                            if k >= count {
+                                break mine;
+                            }
+                            mine.push((k, slice(k as u32, &mut keys)));
+                        }
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        found.sort_unstable_by_key(|x| x.0);
+        let mut drop = Vec::new();
+        let mut ex = Vec::new();
+        for (_, pairs) in found {
+            for (k, d) in pairs {
+                if drop.is_empty() {
+                    drop = vec![0u64; n.div_ceil(64)];
+                }
+                drop[d / 64] |= 1 << (d % 64);
+                if ex.len() < examples {
+                    ex.push((k, d));
                 }
             }
         }
-        std::mem::drop((keys, slices));
-        self.ts = Vec::new();
-        self.anchors = Vec::new();
-        if dropped > 0 {
-            let mut i = 0;
-            self.rows.retain(|_| {
-                let keep = drop[i / 64] & (1 << (i % 64)) == 0;
-                i += 1;
-                keep
-            });
-            self.rows.shrink_to_fit();
+        (drop, ex)
+    }
+
+    /// Remove the rows marked in `drop` (see [`Fleet::find_duplicates`]),
+    /// with their timestamps, locations and names; the rest keep their order.
+    fn compact(&mut self, drop: &[u64]) {
+        if drop.is_empty() {
+            return;
         }
-        (dropped, ex)
+        let dropped = |i: usize| drop[i / 64] & (1 << (i % 64)) != 0;
+        let n = self.rows.len();
+        let old_anchors = std::mem::take(&mut self.anchors);
+        let old_names = std::mem::take(&mut self.names);
+        let keep_ts = !self.ts.is_empty();
+        let (mut a, mut kept) = (0, 0);
+        for i in 0..n {
+            while a + 1 < old_anchors.len() && old_anchors[a + 1].row <= i {
+                a += 1;
+            }
+            if dropped(i) {
+                continue;
+            }
+            if let Some(an) = old_anchors.get(a).filter(|an| an.row <= i) {
+                let line = if an.line == 0 {
+                    0
+                } else {
+                    an.line + (i - an.row) as u64
+                };
+                self.note_location(kept, an.file, line);
+            }
+            let mut r = self.rows[i];
+            let off = (r.name >> NAME_LEN_BITS) as usize;
+            let len = (r.name & MAX_NAME_LEN as u64) as usize;
+            r.name = ((self.names.len() as u64) << NAME_LEN_BITS) | len as u64;
+            self.names.extend_from_slice(&old_names[off..off + len]);
+            self.rows[kept] = r;
+            if keep_ts {
+                self.ts[kept] = self.ts[i];
+            }
+            kept += 1;
+        }
+        self.rows.truncate(kept);
+        if keep_ts {
+            self.ts.truncate(kept);
+        }
     }
 }

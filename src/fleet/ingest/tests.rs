@@ -506,3 +506,41 @@ fn a_mapped_file_reads_like_a_stream_in_every_format() {
         }
     }
 }
+
+#[test]
+fn many_lines_of_few_hosts_are_held_as_few_rows_while_reading() {
+    // Three hosts over 600 Ki lines, timestamps in no order: the rows held
+    // after reading follow the hosts (passes while reading), not the lines,
+    // and the keepers are those one deduplication at the end would keep.
+    let lines = 600 << 10;
+    let mut text = String::with_capacity(lines * 80);
+    let mut want = [(i64::MIN, 0u64); 3];
+    for i in 0..lines as u64 {
+        let h = (i * 7 % 3) as usize;
+        let ts = ((i * 7919) % 1000) as i64;
+        text.push_str(&format!(
+            "{{\"host\":\"h{h}\",\"timestamp_unix_s\":{ts},\"tmp_used_bytes\":{i},\"mem_total_bytes\":10}}\n"
+        ));
+        // The newest, and of equal timestamps the last read.
+        if ts >= want[h].0 {
+            want[h] = (ts, i);
+        }
+    }
+    let (mut f, _) = read("m", &text, false).unwrap();
+    assert!(f.len() < lines / 2, "{} rows held for 3 hosts", f.len());
+    let (n, ex) = f.dedup(5);
+    assert_eq!((n, f.len()), (lines as u64 - 3, 3));
+    let mut got: Vec<(String, u64)> = (0..3)
+        .map(|i| (f.record(i).host, f.record(i).tmp_used_bytes))
+        .collect();
+    got.sort();
+    let keepers: Vec<(String, u64)> = (0..3).map(|h| (format!("h{h}"), want[h].1)).collect();
+    assert_eq!(got, keepers);
+    // Examples name the final keeper, on the line it was read from.
+    assert_eq!(ex.len(), 5);
+    for e in &ex {
+        let h: usize = e[1..2].parse().unwrap();
+        let keep = format!(": kept m:{} (t={})", want[h].1 + 1, want[h].0);
+        assert!(e.contains(&keep), "{e}: want {keep}");
+    }
+}

@@ -187,7 +187,8 @@ impl Store for GenStore {
 
     fn manifest(&self, g: u64) -> Result<(Vec<Entry>, i128)> {
         let p = self.manifest_path(g);
-        let bytes = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
+        let bytes = super::read_beneath(self.fd(), &format!("{}/manifest", gen_name(g)))
+            .with_context(|| format!("reading {}", p.display()))?;
         manifest::decode(&bytes).with_context(|| format!("{}", p.display()))
     }
 

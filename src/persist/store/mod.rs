@@ -325,6 +325,33 @@ pub trait Store {
         })
     }
 
+    /// Whether object `h` still holds what was stored: it carries the seal
+    /// ([`seal`]) sync put on it, which any write to it since breaks. An
+    /// unsealed object is hashed before it is shared again (and sealed when
+    /// its content is sound): a changed byte never spreads into a new
+    /// generation while the data is still in RAM to copy again.
+    fn object_sealed(&self, h: &Id) -> bool {
+        self.open_object(h)
+            .and_then(|fd| rustix::fs::fstat(&fd))
+            .is_ok_and(|st| is_sealed(&st, h))
+    }
+
+    /// Hash object `h`: sealed and true when it holds the content its
+    /// identity names, false when it does not (or cannot be read).
+    fn check_and_seal(&self, h: &Id, buf: &mut Vec<u8>) -> bool {
+        let Ok(fd) = self.open_object(h) else {
+            return false;
+        };
+        let Ok(st) = rustix::fs::fstat(&fd) else {
+            return false;
+        };
+        let sound = super::content::copy_hash(fd.as_fd(), &st, None, buf).is_ok_and(|x| x == *h);
+        if sound {
+            let _ = seal(fd.as_fd(), &st, h);
+        }
+        sound
+    }
+
     /// Objects the entries refer to that are missing or not of the size the
     /// manifest gives, by their path in the store (cheap: one stat each).
     fn check_objects(&self, entries: &[Entry]) -> Vec<String> {
@@ -353,7 +380,7 @@ pub trait Store {
     /// for another generation or filesystem (then hashing decides).
     fn live_index(&self, g: u64, dev: u64) -> LiveIndex {
         let mut idx = LiveIndex::default();
-        let Ok(text) = std::fs::read(self.path().join(LIVE_INDEX)) else {
+        let Ok(text) = read_beneath(self.fd(), LIVE_INDEX) else {
             return idx;
         };
         let text = String::from_utf8_lossy(&text);
@@ -381,7 +408,7 @@ pub trait Store {
 
     /// st_dev of the tmpfs the last restore filled, from the live index.
     fn live_index_dev(&self) -> Option<u64> {
-        let text = std::fs::read(self.path().join(LIVE_INDEX)).ok()?;
+        let text = read_beneath(self.fd(), LIVE_INDEX).ok()?;
         let first = text.split(|&b| b == b'\n').next()?;
         let first = std::str::from_utf8(first).ok()?;
         first
@@ -407,6 +434,45 @@ pub trait Store {
     fn drop_live_index(&self) {
         let _ = rustix::fs::unlinkat(self.fd(), LIVE_INDEX, AtFlags::empty());
     }
+}
+
+/// The whole of the file `rel` below the store's descriptor, reached
+/// without following a symlink or leaving the store.
+pub fn read_beneath(store: BorrowedFd<'_>, rel: &str) -> std::io::Result<Vec<u8>> {
+    let fd = crate::sys::fs::open_beneath(store, rel.as_bytes(), OFlags::RDONLY)?;
+    let mut b = Vec::new();
+    std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut b)?;
+    Ok(b)
+}
+
+/// The nanoseconds of a sealed object's mtime: taken from its identity,
+/// so a write (which sets the mtime to the clock's) breaks the seal with
+/// odds of one in a billion of keeping it. The seconds are left as they
+/// were: no object looks old to a cleaner that goes by age.
+fn seal_ns(h: &Id) -> u32 {
+    u32::from_le_bytes([h[0], h[1], h[2], h[3]]) % 1_000_000_000
+}
+
+// st_mtime_nsec is u64 on some targets and i64 on others.
+#[allow(clippy::unnecessary_cast)]
+fn is_sealed(st: &rustix::fs::Stat, h: &Id) -> bool {
+    st.st_mtime_nsec as u64 == u64::from(seal_ns(h))
+}
+
+/// Seal an object whose content was just written or checked (see
+/// [`Store::object_sealed`]); `st` is its fstat.
+pub fn seal(fd: BorrowedFd<'_>, st: &rustix::fs::Stat, h: &Id) -> rustix::io::Result<()> {
+    let t = rustix::fs::Timestamps {
+        last_access: rustix::fs::Timespec {
+            tv_sec: st.st_atime as _,
+            tv_nsec: st.st_atime_nsec as _,
+        },
+        last_modification: rustix::fs::Timespec {
+            tv_sec: st.st_mtime as _,
+            tv_nsec: seal_ns(h) as _,
+        },
+    };
+    rustix::fs::futimens(fd, &t)
 }
 
 const TMPFS_MAGIC: i64 = 0x0102_1994;

@@ -332,8 +332,7 @@ fn sparse_files_copy_sparse_to_disk_with_every_mover() {
 #[test]
 fn sparse_files_copy_sparse_into_a_tmpfs_with_every_mover() {
     if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIP: needs root to create a tmpfs (CI runs as root)");
-        return;
+        crate::skip!("needs root to create a tmpfs (CI runs as root)");
     }
     for mover in [Mover::CopyFileRange, Mover::Sendfile, Mover::ReadWrite] {
         // Far smaller than the 1 GiB of logical content.

@@ -242,8 +242,7 @@ impl Drop for Mounted {
 #[test]
 fn nested_tmpfs_is_not_crossed() {
     if !is_root() {
-        eprintln!("skipped: mounting a tmpfs needs root");
-        return;
+        crate::skip!("mounting a tmpfs needs root");
     }
     let t = tempfile::tempdir().unwrap();
     generated_tree(t.path());
@@ -271,8 +270,7 @@ fn nested_tmpfs_is_not_crossed() {
 #[test]
 fn unreadable_directories_as_non_root_match_du() {
     if !is_root() {
-        eprintln!("skipped: making a directory unreadable to us needs another uid (root)");
-        return;
+        crate::skip!("making a directory unreadable to us needs another uid (root)");
     }
     let t = tempfile::tempdir().unwrap();
     let d = t.path();

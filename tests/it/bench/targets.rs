@@ -102,8 +102,7 @@ fn progress_bar_with_done_total_and_eta_on_a_terminal_only() {
         .output()
         .is_err()
     {
-        eprintln!("no `script` for a pty; skipped");
-        return;
+        crate::skip!("no `script` (util-linux) for a pty");
     }
     let bin = env!("CARGO_BIN_EXE_tmpfsctl");
     let cmd = format!("{bin} bench --quick --preset dd --no-latency tmpfs:huge=never");

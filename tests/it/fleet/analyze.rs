@@ -204,8 +204,7 @@ fn analyze_html_has_three_charts_and_renders_in_chromium() {
         "4 GiB and 8 GiB bins"
     );
     let Ok(_) = Command::new("chromium").arg("--version").output() else {
-        eprintln!("SKIP html rendering: chromium is not installed");
-        return;
+        crate::skip!("html rendering: chromium is not installed");
     };
     let png = d.path().join("r.png");
     let r = Command::new("timeout")

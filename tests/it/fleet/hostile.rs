@@ -41,8 +41,7 @@ fn systemd_example_units_verify_and_their_command_runs() {
         .output()
         .is_err()
     {
-        eprintln!("SKIP systemd-analyze verify: systemd-analyze not installed");
-        return;
+        crate::skip!("systemd-analyze verify: systemd-analyze not installed");
     }
     std::fs::write(
         d.path().join("tmpfsctl-collect.service"),

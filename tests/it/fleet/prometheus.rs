@@ -250,8 +250,7 @@ fn backfilled_prometheus() -> Option<(tempfile::TempDir, Server, String)> {
 #[test]
 fn prometheus_backfilled_history_the_peak_drives_the_fit() {
     if Command::new("promtool").arg("--version").output().is_err() {
-        eprintln!("SKIP: promtool not installed (Debian package prometheus)");
-        return;
+        crate::skip!("promtool not installed (Debian package prometheus)");
     }
     let Some((_d, srv, url)) = backfilled_prometheus() else {
         return;

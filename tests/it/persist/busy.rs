@@ -147,7 +147,17 @@ fn in_place_rewriter_is_stored_marked_torn_and_status_says_so() {
         .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let mut v = 0u8;
+    let mut niced = false;
     let h = writer(stop.clone(), move || {
+        if !niced {
+            // Ahead of everything else on a loaded machine (both cores
+            // busy): a writer descheduled through a whole copy lets the
+            // sync rightly store the file whole.
+            // SAFETY: setpriority(2) on this thread (who 0 is the caller).
+            let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -15) };
+            assert_eq!(r, 0, "setpriority: {}", std::io::Error::last_os_error());
+            niced = true;
+        }
         v = v.wrapping_add(1);
         for off in (0..LEN).step_by(65536) {
             f.write_all_at(&[b'a' + v % 26; 65536], off as u64).unwrap();
@@ -170,11 +180,11 @@ fn in_place_rewriter_is_stored_marked_torn_and_status_says_so() {
         std::thread::sleep(Duration::from_millis(5));
     }
     // A torn copy needs the writer to change the file during every one of
-    // the sync's copies; on a loaded machine the writer may sit descheduled
-    // through one, and the file is then rightly stored whole (exit 0). Sync
-    // again until one sees it torn; a few whole copies in a row are fine.
+    // the sync's copies; should it still sit descheduled through one, the
+    // file is rightly stored whole (exit 0). Sync again until one sees it
+    // torn: what is asserted is how a torn file is stored, not how soon.
     let mut o = w.run(&["persist", "sync", s(&w.dir), "--json"]);
-    for _ in 0..4 {
+    for _ in 0..20 {
         if o.status.code() != Some(0) {
             break;
         }

@@ -222,3 +222,161 @@ fn enable_size_counts_allocated_bytes_and_a_refused_enable_writes_nothing() {
             .contains("dense")
     );
 }
+
+/// A process that holds `file` open for writing (append) until killed; its
+/// pid is listed in /proc once the descriptor is open.
+fn hold_open_for_writing(file: &Path) -> std::process::Child {
+    let child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec sleep 60 3>>\"$1\"")
+        .arg("sh")
+        .arg(file)
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !crate::common::has_open_under(child.id(), file.parent().unwrap()) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "writer never opened"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child
+}
+
+#[test]
+fn enable_refuses_a_process_writing_in_dir_and_force_says_what_is_lost() {
+    require_root!();
+    let w = World::new();
+    let log = w.dir.join("app.log");
+    std::fs::write(&log, b"before\n").unwrap();
+    let mut writer = hold_open_for_writing(&log);
+    let pid = writer.id().to_string();
+    let o = w.enable_at(&w.dir, &w.store, &["--size", "64M", "--boot", "none"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    says(&o.stderr, &pid, &o);
+    says(&o.stderr, "app.log", &o);
+    assert_ne!(
+        super::findmnt_fstype(&w.dir).as_deref(),
+        Some("tmpfs"),
+        "nothing mounted"
+    );
+    assert!(!w.store.exists(), "no store made: {}", show(&o));
+    let o = w.enable_at(
+        &w.dir,
+        &w.store,
+        &["--size", "64M", "--boot", "none", "--force"],
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    says(&o.stderr, &pid, &o);
+    says(&o.stderr, "lost", &o);
+    let _ = writer.kill();
+    let _ = writer.wait();
+}
+
+#[test]
+fn verify_calls_a_killed_syncs_generation_unfinished_and_ignores_it() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    w.enable();
+    // What a sync killed before its switch leaves: a newer generation
+    // directory without a manifest.
+    std::fs::create_dir(w.store.join("gen-000002")).unwrap();
+    let o = w.run(&["persist", "verify", s(&w.dir)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    says(&o.stdout, "gen-000002: unfinished, ignored", &o);
+    let o = w.run(&["persist", "verify", s(&w.dir), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        json(&o)["stores"][0]["unfinished_generations"],
+        serde_json::json!([2])
+    );
+}
+
+#[test]
+fn a_path_too_deep_to_store_is_named_and_the_rest_synced() {
+    require_root!();
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    std::fs::set_permissions(w.root.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    std::fs::set_permissions(&w.dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::fs::write(w.dir.join("before"), b"b").unwrap();
+    w.enable();
+    // An unprivileged user in the shared DIR: 2100 levels, one at a time.
+    let st = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "perl",
+            "-e",
+        ])
+        .arg(
+            "chdir $ARGV[0] or die; mkdir 'deep' or die; chdir 'deep' or die; \
+             for (1..2100) { mkdir 'a' or die; chdir 'a' or die } \
+             open(my $f, '>', 'f') or die; print $f 'deep'; close $f",
+        )
+        .arg(&w.dir)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::write(w.dir.join("after"), b"a").unwrap();
+    let o = w.sync();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    says(&o.stderr, "too deep", &o);
+    says(&o.stderr, "deep/a/a/a", &o);
+    assert_eq!(super::stored(&w.store, "after"), b"a");
+    assert_eq!(super::stored(&w.store, "before"), b"b");
+}
+
+#[test]
+fn a_symlink_in_place_of_a_wants_directory_is_never_written_through() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    let units = w.root.path().join("units");
+    let outside = w.root.path().join("outside");
+    std::fs::create_dir_all(&units).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, units.join("local-fs.target.wants")).unwrap();
+    let o = w.enable_units(&[
+        "--size",
+        "64M",
+        "--boot",
+        "systemd",
+        "--unit-dir",
+        s(&units),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    says(&o.stderr, "local-fs.target.wants", &o);
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "wrote through the link"
+    );
+    assert_ne!(
+        super::findmnt_fstype(&w.dir).as_deref(),
+        Some("tmpfs"),
+        "enable rolled back: {}",
+        show(&o)
+    );
+}
+
+#[test]
+fn last_sync_is_replaced_through_the_store_never_through_a_planted_link() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    w.enable();
+    let outside = w.root.path().join("outside-record");
+    std::os::unix::fs::symlink(&outside, w.store.join(".last-sync.tmp")).unwrap();
+    let o = w.sync();
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(!outside.exists(), "wrote through the planted link");
+    let rec = std::fs::symlink_metadata(w.store.join("last-sync")).unwrap();
+    assert!(rec.file_type().is_file(), "last-sync is a file");
+    let j: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(w.store.join("last-sync")).unwrap()).unwrap();
+    assert_eq!(j["ok"], true, "{j}");
+}

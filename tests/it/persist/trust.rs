@@ -233,6 +233,36 @@ fn persists_tmpfs_is_nosuid_nodev_unless_allowed() {
     w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
 }
 
+/// A tmpfs already on DIR at restore (mounted by hand or by an fstab line
+/// without persist's flags) gets nosuid,nodev before anything is loaded.
+#[test]
+fn restore_into_a_tmpfs_without_nosuid_nodev_restricts_it_first() {
+    crate::require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"kept").unwrap();
+    let o = enable_with(&w, &w.store, &[]);
+    assert!(o.status.success(), "{}", show(&o));
+    w.unmount(&[]);
+    assert!(
+        Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=16M,suid,dev", "tmpfs"])
+            .arg(&w.dir)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let opts = findmnt_options(&w.dir);
+    assert!(
+        !opts.contains("nosuid") && !opts.contains("nodev"),
+        "{opts}"
+    );
+    let o = w.run(&["persist", "restore", s(&w.dir)]);
+    assert!(o.status.success(), "{}", show(&o));
+    let opts = findmnt_options(&w.dir);
+    assert!(opts.contains("nosuid") && opts.contains("nodev"), "{opts}");
+    assert_eq!(std::fs::read(w.dir.join("f")).unwrap(), b"kept");
+}
+
 /// The store's path turned into a symlink after enable (by whoever could
 /// rename it): root's sync must not write `current`, generations, objects
 /// or its lock wherever the link leads.

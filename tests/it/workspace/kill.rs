@@ -135,8 +135,7 @@ fn a_daemon_started_by_cmd_is_killed_at_the_end_and_named() {
     // namespace: orphans come back to tmpfsctl (a child subreaper) and are
     // killed all the same.
     if Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("SKIP the unprivileged half: setpriv (util-linux) is not installed");
-        return;
+        crate::skip!("the unprivileged half: setpriv (util-linux) is not installed");
     }
     let b = nobody_bin(t.path());
     let _ = std::fs::remove_file(&pidfile);

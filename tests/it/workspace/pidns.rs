@@ -45,7 +45,7 @@ fn nobody(b: &Path) -> Command {
 /// False (with the reason printed) where the test cannot run as meant.
 fn userns_usable(b: &Path, name: &str) -> bool {
     if Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("SKIP {name}: setpriv (util-linux) is not installed");
+        crate::skip_part!("{name}: setpriv (util-linux) is not installed");
         return false;
     }
     let o = nobody(b)
@@ -57,8 +57,8 @@ fn userns_usable(b: &Path, name: &str) -> bool {
     assert!(o.status.success(), "{}", stderr(&o));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     if j["mode"] != "user-namespace" {
-        eprintln!(
-            "SKIP {name}: the kernel refuses unprivileged user namespaces here: {}",
+        crate::skip_part!(
+            "{name}: the kernel refuses unprivileged user namespaces here: {}",
             j["notes"]
         );
         return false;

@@ -1,14 +1,23 @@
-//! The one entry shape and the one output seam. Every command is a plain
-//! [`Request`] (no clap type: the command line builds it) whose `run`
-//! hands back a [`Report`];
-//! the command line builds one [`Output`] saying what stdout shows and which
-//! files are written besides; `Output::write` does it the same way for every
-//! command: `-` is stdout, `fd:N` a descriptor the caller opened, at most
-//! one thing on stdout, no file named twice, files replaced atomically
-//! (`sys::atomic`), all checked before any work.
+//! The command contract, in one place: every command is a plain
+//! [`Request`] (no clap type: the command line builds it) run with the
+//! [`Context`]; its `run` hands back a [`Report`], which shows itself in
+//! each [`Format`] it offers; the command line builds one [`Output`]
+//! saying what stdout shows and which files are written besides, and the
+//! command ends with an [`ExitCode`]. What a command says on stderr goes
+//! through [`note`], [`warn`] and [`error`]: one prefix, coloured when
+//! stderr is a terminal, every line made safe for it.
+//!
+//! `Output::write` writes every command's report the same way: `-` is
+//! stdout, `fd:N` a descriptor the caller opened, at most one thing on
+//! stdout, no file named twice, files replaced atomically (`sys::atomic`),
+//! all checked before any work.
 //!
 //! A new format is one arm in a report's `render` (its text next to it in
 //! the capability's render code) and its flag in the command's `cli/` file.
+//!
+//! This module sits below every capability: capabilities import it, never
+//! the crate root, so data and imports flow one way (cli -> capability ->
+//! sys).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,10 +25,91 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::context::{Context, ExitCode};
+use crate::render::color::{Tone, paint_err};
+use crate::sys::Sysroot;
 use crate::sys::atomic::{AtomicWrite, check_writable, file_identity, same_destination};
 use crate::sys::descriptor;
-use crate::term::safe_path;
+use crate::term::{safe, safe_path};
+
+/// What every command gets besides its own arguments.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub sysroot: Sysroot,
+}
+
+/// How a command ended, as the process exit status (see README).
+///
+/// Like fd's and ripgrep's: 0 ok, 1 "the command ran and found the problem you
+/// asked about", 2 usage or runtime error, 130 stopped by an interrupt. `run`
+/// hands on its child's own status through [`ExitCode::Child`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    Ok,
+    Problem,
+    Error,
+    Interrupted,
+    /// The exit status of a command tmpfsctl ran for the user, passed on as is.
+    Child(u8),
+}
+
+impl ExitCode {
+    pub fn code(self) -> u8 {
+        match self {
+            ExitCode::Ok => 0,
+            ExitCode::Problem => 1,
+            ExitCode::Error => 2,
+            ExitCode::Interrupted => 130,
+            ExitCode::Child(c) => c,
+        }
+    }
+
+    /// `Problem` when `bad`, else `Ok`: commands whose answer is yes/no.
+    pub fn problem_if(bad: bool) -> ExitCode {
+        if bad { ExitCode::Problem } else { ExitCode::Ok }
+    }
+}
+
+impl From<ExitCode> for std::process::ExitCode {
+    fn from(c: ExitCode) -> Self {
+        std::process::ExitCode::from(c.code())
+    }
+}
+
+/// "tmpfsctl: note: …" on stderr: something worth knowing that changes
+/// nothing (a check skipped, a file kept). Each line is made safe for the
+/// terminal.
+pub fn note(message: &str) {
+    eprint!("{}", noted(message));
+}
+
+/// "tmpfsctl: warning: …" on stderr: something the user should act on.
+/// Each line is made safe for the terminal.
+pub fn warn(message: &str) {
+    eprint!("{}", warned(message));
+}
+
+/// "tmpfsctl: error: …" on stderr, the one way an error is said. Errors
+/// quote paths and excerpts of files: each line is made safe for the
+/// terminal, the line breaks of the message kept.
+pub fn error(e: impl std::fmt::Display) {
+    eprint!("{}", said(Some(Tone::Bad), "error:", &format!("{e:#}")));
+}
+
+/// The line [`note`] writes, for a report's [`Report::after`].
+pub fn noted(message: &str) -> String {
+    said(None, "note:", message)
+}
+
+/// The line [`warn`] writes, for a report's [`Report::after`].
+pub fn warned(message: &str) -> String {
+    said(Some(Tone::Warn), "warning:", message)
+}
+
+fn said(tone: Option<Tone>, label: &str, message: &str) -> String {
+    let label = tone.map_or_else(|| label.to_string(), |t| paint_err(t, label));
+    let text: Vec<_> = message.lines().map(safe).collect();
+    format!("tmpfsctl: {label} {}\n", text.join("\n"))
+}
 
 /// A format a report can be written in, by the name a user knows it by. The
 /// common ones are here; a format only one report has can be declared next
@@ -59,7 +149,9 @@ pub trait Report {
     }
 
     /// What goes to stderr after the report, knowing what stdout showed
-    /// (`None`: nothing): notes a format other than text has no room for.
+    /// (`None`: nothing): notes a format other than text has no room for,
+    /// each line made by [`noted`] or [`warned`]. Returned, not printed:
+    /// [`Output::write`] says it after stdout.
     fn after(&self, _stdout: Option<Format>) -> String {
         String::new()
     }
@@ -257,12 +349,6 @@ impl Output {
         }
     }
 
-    /// Whether stdout is for a machine (JSON): prose a command would show
-    /// while it runs then stays off stdout.
-    pub fn is_json(&self) -> bool {
-        self.shows() == Some(Format::JSON)
-    }
-
     /// Fail (exit 2) now, not after minutes of work, when a file could not
     /// be written (a missing directory, a directory given as the file, no
     /// write permission, an `fd:N` not open for writing), when one file is
@@ -357,6 +443,17 @@ fn rendered(report: &dyn Report, flag: &str, format: Format) -> Result<Vec<u8>> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codes_are_the_documented_ones() {
+        assert_eq!(ExitCode::Ok.code(), 0);
+        assert_eq!(ExitCode::Problem.code(), 1);
+        assert_eq!(ExitCode::Error.code(), 2);
+        assert_eq!(ExitCode::Interrupted.code(), 130);
+        assert_eq!(ExitCode::Child(77).code(), 77);
+        assert_eq!(ExitCode::problem_if(true), ExitCode::Problem);
+        assert_eq!(ExitCode::problem_if(false), ExitCode::Ok);
+    }
 
     struct Two;
     impl Report for Two {
