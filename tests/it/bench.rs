@@ -11,7 +11,7 @@ use crate::require_root;
 mod hostile;
 mod outputs;
 mod targets;
-mod zram;
+pub(crate) mod zram;
 
 fn entries(p: &Path) -> Vec<String> {
     std::fs::read_dir(p)
