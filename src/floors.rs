@@ -26,8 +26,9 @@ const COMPOSER: &str = "advise";
 /// Engines the capabilities share: they name no capability.
 const ENGINES: &[&str] = &["attrib", "render", "command"];
 
-/// What `sys` may name: itself and the modules with no `crate::` above them.
-const GROUND: &[&str] = &["sys", "units", "term", "variants", "test_support"];
+/// What `sys` may name: itself, the modules with no `crate::` above them, and
+/// the test-only skip helper its tests call.
+const GROUND: &[&str] = &["sys", "units", "term", "variants", "test_support", "skip"];
 
 /// The top-level modules a text names as `crate::a` or `crate::{a, b}`,
 /// each with the byte offset where it is named.
