@@ -205,7 +205,7 @@ fn sigterm_mid_run_removes_the_device() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(
         crate::common::shell_status(out.status),
-        130,
+        143,
         "{}",
         stderr(&out)
     );

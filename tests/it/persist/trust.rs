@@ -308,16 +308,11 @@ fn units_only_name_a_binary_only_root_can_change() {
         "--yes",
     ];
     args.extend(a);
-    // The build tree's binary (what `cargo build` leaves).
+    // The binary this checkout built: refused wherever the checkout is (a
+    // build tree, and maybe below /tmp too).
     let o = w.run(&args);
-    refused(
-        &w,
-        &o,
-        &["build tree", "install -m755", "/usr/bin/tmpfsctl"],
-    );
+    refused(&w, &o, &["install -m755", "/usr/bin/tmpfsctl"]);
     assert!(!units.exists() && !w.store.exists(), "{}", show(&o));
-    // The same bytes owned by another user, then group-writable, then in
-    // /var/tmp.
     let inst = w.installed();
     let run_copy = |bin: &Path| {
         Command::new(bin)
@@ -326,6 +321,22 @@ fn units_only_name_a_binary_only_root_can_change() {
             .output()
             .unwrap()
     };
+    // A build tree in a place that is otherwise safe (root's, under
+    // /var/lib): what `cargo build` leaves, named as such.
+    let tree = tempfile::Builder::new()
+        .prefix("tmpfsctl-it-tree-")
+        .tempdir_in("/var/lib")
+        .unwrap();
+    std::fs::set_permissions(tree.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(tree.path().join("Cargo.toml"), "[package]\n").unwrap();
+    let built = tree.path().join("target/release");
+    std::fs::create_dir_all(&built).unwrap();
+    let built = built.join("tmpfsctl");
+    std::fs::copy(&inst.bin, &built).unwrap();
+    refused(&w, &run_copy(&built), &["build tree", "install -m755"]);
+    assert!(!units.exists() && !w.store.exists());
+    // The same bytes owned by another user, then group-writable, then in
+    // /var/tmp.
     chown(&inst.bin, 1000);
     refused(&w, &run_copy(&inst.bin), &["belongs to uid 1000"]);
     chown(&inst.bin, 0);
