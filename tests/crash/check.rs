@@ -149,9 +149,9 @@ pub fn run_fs(fs: &'static str) -> Row {
     let plan = states::plan(
         &eps,
         full,
-        env_n("TMPFSCTL_CRASH_PREFIXES", 8),
-        env_n("TMPFSCTL_CRASH_SUBSETS", 4),
-        env_n("TMPFSCTL_CRASH_SAMPLE", 30),
+        env_n("TMPFSCTL_CRASH_PREFIXES", 16),
+        env_n("TMPFSCTL_CRASH_SUBSETS", 8),
+        env_n("TMPFSCTL_CRASH_SAMPLE", 60),
     );
     let mut row = Row {
         fs,
