@@ -214,6 +214,28 @@ impl Drop for World {
     }
 }
 
+/// How many lines [`logger`] writes.
+const LOGGER_LINES: u64 = 1500;
+
+/// A logger: `path` held open for appending, a numbered line every
+/// millisecond, [`LOGGER_LINES`] in all.
+fn logger(path: &Path) -> std::thread::JoinHandle<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    std::thread::spawn(move || {
+        for n in 0..LOGGER_LINES {
+            writeln!(f, "{n:08}").unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    })
+}
+
+/// The numbers of the [`logger`] lines `path` holds now.
+fn logged(path: &Path) -> Vec<u64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().map(|l| l.parse().unwrap()).collect()
+}
+
 fn is_mount(p: &Path) -> bool {
     Command::new("mountpoint")
         .arg("-q")

@@ -3,12 +3,11 @@
 //! enable --size with a sparse file.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::{World, json, objects, s, says, show};
+use super::{LOGGER_LINES, World, json, logged, logger, objects, s, says, show};
 use crate::require_root;
 
 #[test]
@@ -39,17 +38,7 @@ fn disable_with_a_writer_loses_no_line() {
     w.enable();
     // A logger: the file held open, a line every millisecond, 1500 lines.
     let path = w.dir.join("app.log");
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
-    const LINES: u64 = 1500;
-    let h = std::thread::spawn(move || {
-        for n in 0..LINES {
-            writeln!(f, "{n:08}").unwrap();
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    });
+    let h = logger(&path);
     std::thread::sleep(Duration::from_millis(200));
     let o = w.run(&["persist", "disable", s(&w.dir), "--yes"]);
     h.join().unwrap();
@@ -59,14 +48,13 @@ fn disable_with_a_writer_loses_no_line() {
         "",
         "unmounted"
     );
-    let text = std::fs::read_to_string(&path).unwrap();
-    let got: Vec<u64> = text.lines().map(|l| l.parse().unwrap()).collect();
-    let want: Vec<u64> = (0..LINES).collect();
+    let got = logged(&path);
+    let want: Vec<u64> = (0..LOGGER_LINES).collect();
     assert_eq!(
         got.len(),
         want.len(),
         "lines lost: {}",
-        LINES as usize - got.len()
+        LOGGER_LINES as usize - got.len()
     );
     assert_eq!(got, want);
 }

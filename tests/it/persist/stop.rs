@@ -2,14 +2,13 @@
 //! restore finish or roll back to a state that loses nothing, then exit 143
 //! (130 for SIGINT), saying what they did.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use rustix::process::Signal;
 
-use super::{World, s, show};
+use super::{LOGGER_LINES, World, logged, logger, s, show};
 use crate::common::{bin, catches, has_open_under, shell_status};
 use crate::require_root;
 
@@ -69,17 +68,7 @@ fn sigterm_or_sigint_during_disable_loses_no_line_of_a_writer() {
         let path = w.dir.join("app.log");
         std::fs::write(&path, b"").unwrap();
         w.enable();
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        const LINES: u64 = 1500;
-        let h = std::thread::spawn(move || {
-            for n in 0..LINES {
-                writeln!(f, "{n:08}").unwrap();
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        });
+        let h = logger(&path);
         std::thread::sleep(Duration::from_millis(100));
         let o = signal_at(&w, &["persist", "disable", s(&w.dir), "--yes"], sig, point);
         h.join().unwrap();
@@ -101,13 +90,12 @@ fn sigterm_or_sigint_during_disable_loses_no_line_of_a_writer() {
         assert!(err.contains("disable"), "says what was done: {err}");
         // Rolled back (DIR on its tmpfs) or finished (DIR on disk): every
         // line in the file DIR shows now.
-        let text = std::fs::read_to_string(&path).unwrap();
-        let got: Vec<u64> = text.lines().map(|l| l.parse().unwrap()).collect();
+        let got = logged(&path);
         assert_eq!(
             got,
-            (0..LINES).collect::<Vec<_>>(),
+            (0..LOGGER_LINES).collect::<Vec<_>>(),
             "{sig:?} {point:?}: {} lines lost; {err}",
-            LINES as usize - got.len()
+            LOGGER_LINES as usize - got.len()
         );
         match point {
             Point::Started => assert!(tmpfs_on(&w.dir), "rolled back: {err}"),
