@@ -8,6 +8,7 @@
 #   overlap   how many of the RUNS*(RUNS-1)/2 pairs of runs have intervals that
 #             overlap (the issue's bar: all of them, or the run says bimodal);
 #   bimodal   how many runs the tool flagged as having changed speed mid-run;
+#   or-bi     pairs that overlap or have a run flagged bimodal (the issue's bar);
 #   fio-med   the median of fio's per-round tmpfs/disk ratios over all rounds;
 #   covers    how many runs' intervals hold fio's median;
 #   own-med   how many runs' intervals hold the median of tmpfsctl's own ratios;
@@ -36,7 +37,7 @@ if os.path.exists(os.path.join(d, "fio.tsv")):
         if float(disk) > 0:
             fio.setdefault(w, []).append(float(ram) / float(disk))
 print(f"{len(reports)} runs of `bench --quick`, tool {reports[0]['tool_version'] if reports else '?'}")
-print(f"{'workload':22} {'overlap':>9} {'bimodal':>7} {'fio-med':>8} {'covers':>7} {'own-med':>7} {'width':>6}  intervals (lo..hi, * = bimodal)")
+print(f"{'workload':22} {'overlap':>9} {'bimodal':>7} {'or-bi':>9} {'fio-med':>8} {'covers':>7} {'own-med':>7} {'width':>6}  intervals (lo..hi, * = bimodal)")
 for w in [r["workload"] for r in reports[0]["ratios"]]:
     iv = []
     for rep in reports:
@@ -49,6 +50,8 @@ for w in [r["workload"] for r in reports[0]["ratios"]]:
     pairs = n * (n - 1) // 2
     ok = sum(1 for i in range(n) for j in range(i + 1, n)
              if iv[i][0] <= iv[j][1] and iv[j][0] <= iv[i][1])
+    okb = sum(1 for i in range(n) for j in range(i + 1, n)
+              if (iv[i][0] <= iv[j][1] and iv[j][0] <= iv[i][1]) or iv[i][3] or iv[j][3])
     own = statistics.median([v[2] for v in iv]) if iv else float("nan")
     f = fio.get(w)
     fmed = statistics.median(f) if f else None
@@ -56,7 +59,7 @@ for w in [r["workload"] for r in reports[0]["ratios"]]:
     ownc = sum(1 for v in iv if v[0] <= own <= v[1])
     width = statistics.median([v[1] / v[0] for v in iv if v[0] > 0]) if iv else float("nan")
     shown = " ".join(f"{v[0]:.3g}..{v[1]:.3g}{'*' if v[3] else ''}" for v in iv)
-    print(f"{w:22} {ok:>4}/{pairs:<4} {sum(v[3] for v in iv):>7} "
+    print(f"{w:22} {ok:>4}/{pairs:<4} {sum(v[3] for v in iv):>7} {okb:>4}/{pairs:<4} "
           f"{(f'{fmed:.3g}' if fmed else '-'):>8} {cov:>7} {ownc:>3}/{n:<3} {width:>5.2f}x  {shown}")
 EOF
 }
