@@ -26,6 +26,7 @@ pub use fit::{FitParams, HostFit, host_fit};
 pub use ingest::{Fleet, HostRecord};
 
 use crate::command::{Context, Request};
+use crate::sys::du;
 use crate::term::{safe, safe_path};
 
 impl HostRecord {
@@ -137,9 +138,9 @@ fn collect(ctx: &Context, args: &CollectRequest) -> Result<Snapshot> {
         if !spinner.is_hidden() {
             s.spawn(|| {
                 use std::sync::atomic::Ordering::Relaxed;
-                let start = crate::sys::du::ENTRIES_WALKED.load(Relaxed);
+                let start = du::ENTRIES_WALKED.load(Relaxed);
                 while !done.load(Relaxed) {
-                    spinner.set_position(crate::sys::du::ENTRIES_WALKED.load(Relaxed) - start);
+                    spinner.set_position(du::ENTRIES_WALKED.load(Relaxed) - start);
                     std::thread::sleep(std::time::Duration::from_millis(100));
                 }
             });
