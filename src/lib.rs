@@ -75,7 +75,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Status(a) => command(&ctx, a.output(), || Ok(a.query())),
         Command::Bench(a) => command(&ctx, a.output(), || a.request()),
-        Command::Collect(a) => command(&ctx, a.output(), || Ok(a.request())),
+        Command::Collect(a) => command(&ctx, a.output(), || a.request()),
         Command::Fleet(a) => match a.command {
             cli::fleet::FleetCommand::Analyze(a) => command(&ctx, a.output(), || Ok(a.request())),
         },
