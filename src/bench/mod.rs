@@ -35,8 +35,8 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 
-pub use report::{BenchReport, BenchResult, SCHEMA_VERSION};
-pub use suite::{Options, need, run_suite, run_suite_with};
+pub use report::{BenchReport, SCHEMA_VERSION};
+pub use suite::{Options, need, run_suite_with};
 pub use workload::{CacheWant, Op, Preset, Scale, Sync, Workload, preset, temp_file_workloads};
 
 use crate::command::{Context, Request};

@@ -25,7 +25,6 @@ pub fn margin_bytes(need: u64) -> u64 {
 #[derive(Debug, Clone)]
 pub struct Target {
     pub shown: String,
-    pub path: PathBuf,
     pub info: TargetInfo,
     /// The directory itself, as checked: scratch directories are made in
     /// this inode, whatever is renamed on the way later.
@@ -140,7 +139,6 @@ pub fn check(
                 None
             },
         },
-        path,
         held,
     })
 }

@@ -16,7 +16,7 @@ use crate::command::Context;
 use crate::sys::cgroup::{self, Hierarchy};
 use crate::sys::{self, Sysroot, procfd, statfs, tmpfiles};
 
-pub use causes::{Cause, CauseKind, CgroupCheck, help_list};
+pub use causes::{Cause, CgroupCheck, help_list};
 pub use clean::{Cleaned, FlockHeld, RuleOut};
 
 /// 2: `largest_files` and `hidden_below` are new. 3: `flock_protected`,

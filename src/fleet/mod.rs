@@ -4,24 +4,24 @@
 //! Public API for other commands (`advise`):
 //! * [`collect::snapshot`] — one host's usage of given paths plus /proc/meminfo;
 //! * [`fit::host_fit`] — one host's /tmp against the tmpfs size, MemAvailable,
-//!   MemAvailable + SwapFree and nr_inodes ([`HostRecord::from_snapshot`] bridges the two);
+//!   MemAvailable + SwapFree and nr_inodes;
 //! * [`ingest`] + [`analyze::analyze`] — the fleet pipeline without any printing.
 
-pub mod analyze;
+pub(crate) mod analyze;
 pub mod collect;
-pub mod export;
-pub mod fit;
-pub mod ingest;
-pub mod prom;
-pub mod render;
-pub mod stats;
+pub(crate) mod export;
+pub(crate) mod fit;
+pub(crate) mod ingest;
+pub(crate) mod prom;
+pub(crate) mod render;
+pub(crate) mod stats;
 mod svg;
 
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
-pub use collect::{HostName, Snapshot, snapshot};
+pub use collect::{HostName, Snapshot};
 pub use fit::{FitParams, HostFit, host_fit};
 pub use ingest::{Fleet, HostRecord};
 
@@ -30,6 +30,7 @@ use crate::term::{safe, safe_path};
 
 impl HostRecord {
     /// The figures `fit` needs from a snapshot, for the collected path `path`.
+    #[cfg(test)]
     pub fn from_snapshot(s: &Snapshot, path: &str) -> Option<HostRecord> {
         let p = s.paths.iter().find(|p| p.path == path)?;
         Some(HostRecord {

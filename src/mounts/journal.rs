@@ -16,7 +16,7 @@ use anyhow::{Context as _, Result};
 use crate::sys::Sysroot;
 use crate::sys::atomic::{AtomicWrite, TEMP_PREFIX};
 use crate::sys::journal::read_in;
-pub use crate::sys::journal::{JOURNAL_DIR, Pending, pending};
+pub use crate::sys::journal::{JOURNAL_DIR, Pending};
 
 /// The note of a run in progress; dropping it (success or a handled error)
 /// removes it, unless [`Journal::keep`] said the next run must finish.

@@ -60,26 +60,6 @@ impl Mode {
     }
 }
 
-/// Which mode `Scratch::create` would most likely pick for this process,
-/// without changing anything (for `advise`). The real attempt can still fall
-/// back, e.g. when an LSM denies the mount.
-pub fn probe() -> Mode {
-    if rustix::process::geteuid().is_root() {
-        return Mode::PrivateMount;
-    }
-    let read_num =
-        |p: &str| -> Option<i64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
-    let userns_ok = read_num("/proc/sys/user/max_user_namespaces").is_none_or(|n| n > 0)
-        && read_num("/proc/sys/kernel/unprivileged_userns_clone").is_none_or(|n| n != 0)
-        && read_num("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
-            .is_none_or(|n| n == 0);
-    if userns_ok {
-        Mode::UserNamespace
-    } else {
-        Mode::Directory
-    }
-}
-
 /// The default cap: half of what the kernel says is available without
 /// swapping, so one runaway job cannot take the whole machine.
 pub fn default_size(mem_available_bytes: u64) -> u64 {

@@ -200,7 +200,6 @@ fn a_holder_is_named_from_the_explained_system() {
     let scan = Scan {
         processes: vec![procfd::Process {
             pid,
-            comm: String::new(),
             files: vec![procfd::OpenFile {
                 fd: 7,
                 path: "/t/gone".into(),

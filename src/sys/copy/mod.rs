@@ -27,7 +27,7 @@ use rustix::io::Errno;
 
 pub use crate::sys::fs::Mover;
 pub use metadata::copy_root_meta;
-pub use verify::{EntrySig, content_hash, differences, snapshot};
+pub use verify::{EntrySig, differences, snapshot};
 
 use crate::sys::fs::{
     CHUNK, Created, Extents, Obj, join, move_data, names, open_dir_at, open_regular, owner, perm,

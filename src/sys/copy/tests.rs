@@ -6,6 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 
+use crate::sys::copy::verify::content_hash;
 use crate::sys::fs::remove_tree;
 use rustix::fs::{Mode, SeekFrom};
 use std::os::fd::OwnedFd;
