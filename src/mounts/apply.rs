@@ -34,7 +34,7 @@ fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<Persist
             let (new, edit) = boot::fstab_with_line(&old, dir, &p.persist.content);
             let mut backup = None;
             if edit != boot::Edit::Unchanged {
-                backup = boot::make_backup(&path)?;
+                backup = boot::make_backup(&path, "the backup of --fstab")?;
                 AtomicWrite::config("--fstab")
                     .write_checked(&path, &new, |tmp| boot::verify_fstab(tmp, dir))?;
                 boot::daemon_reload_if_real(&path, "/etc/");
