@@ -296,7 +296,7 @@ impl AnalyzeArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::Cli;
+    use crate::cli::{Cli, Command};
 
     #[test]
     fn percent_arguments() {
@@ -327,7 +327,7 @@ mod tests {
         let mut v = vec!["tmpfsctl", "collect"];
         v.extend_from_slice(args);
         match Cli::try_parse_from(v).unwrap().command {
-            crate::cli::Command::Collect(a) => a.request(),
+            Command::Collect(a) => a.request(),
             _ => unreachable!(),
         }
     }
