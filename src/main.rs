@@ -37,10 +37,10 @@ fn main() -> ExitCode {
         }
     };
     match tmpfsctl::run(cli) {
-        Ok(tmpfsctl::ExitCode::Interrupted) => tmpfsctl::sys::signals::exit_as_caught(),
+        Ok(tmpfsctl::ExitCode::Interrupted) => tmpfsctl::exit_as_caught(),
         Ok(code) => code.into(),
         Err(e) => {
-            tmpfsctl::command::error(&e);
+            tmpfsctl::error(&e);
             tmpfsctl::ExitCode::Error.into()
         }
     }

@@ -4,6 +4,7 @@
 
 use super::{BenchOutcome, compare, html, notes, render};
 use crate::command::{Format, Report, json, text};
+use crate::render::color::{self, Tone};
 
 impl Report for BenchOutcome {
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
@@ -38,8 +39,7 @@ impl Report for BenchOutcome {
         let mut out = String::new();
         for w in &r.warnings {
             if !table_shown || !notes::CODES.contains(&w.code.as_str()) {
-                let tag =
-                    crate::render::color::paint_err(crate::render::color::Tone::Warn, "warning:");
+                let tag = color::paint_err(Tone::Warn, "warning:");
                 out.push_str(&crate::render::paragraph(
                     "",
                     &format!("{tag} {}", w.message),

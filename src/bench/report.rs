@@ -3,7 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::stats::Summary;
 use super::workload::Workload;
 
 /// Bumped on any incompatible change of the JSON below.
@@ -198,20 +197,6 @@ pub struct BenchResult {
     /// runs with its files still in place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zram: Option<super::zram::ZramCost>,
-}
-
-impl BenchResult {
-    pub fn summary(&self) -> Summary {
-        Summary {
-            median: self.median,
-            min: self.min,
-            max: self.max,
-            mean: f64::NAN,
-            spread_percent: self.spread_percent,
-            rsd_percent: self.rsd_percent,
-            outliers: self.outliers,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

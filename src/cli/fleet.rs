@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use crate::command::{Format, Output};
 use crate::fleet::analyze::{AnalyzeOptions, DEFAULT_BUCKETS};
 use crate::fleet::prom::PromOptions;
-use crate::fleet::{AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams};
+use crate::fleet::{
+    AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams, collect,
+};
 use crate::units::{self, Size};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -204,7 +206,7 @@ impl CollectArgs {
     pub fn output(&self) -> Output {
         let format = match self.format {
             CollectFormatArg::Json => Format::JSON,
-            CollectFormatArg::Kirkland => crate::fleet::collect::KIRKLAND,
+            CollectFormatArg::Kirkland => collect::KIRKLAND,
             CollectFormatArg::Prom => Format::PROM,
         };
         match &self.output {
@@ -266,6 +268,7 @@ impl AnalyzeArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::Cli;
 
     #[test]
     fn percent_arguments() {
@@ -280,7 +283,7 @@ mod tests {
     #[test]
     fn help_names_the_survey_format_by_what_it_is() {
         use clap::CommandFactory;
-        let mut c = crate::cli::Cli::command();
+        let mut c = Cli::command();
         c.build();
         let help = c
             .find_subcommand_mut("fleet")

@@ -4,32 +4,34 @@
 //! Public API for other commands (`advise`):
 //! * [`collect::snapshot`] — one host's usage of given paths plus /proc/meminfo;
 //! * [`fit::host_fit`] — one host's /tmp against the tmpfs size, MemAvailable,
-//!   MemAvailable + SwapFree and nr_inodes ([`HostRecord::from_snapshot`] bridges the two);
+//!   MemAvailable + SwapFree and nr_inodes;
 //! * [`ingest`] + [`analyze::analyze`] — the fleet pipeline without any printing.
 
-pub mod analyze;
+pub(crate) mod analyze;
 pub mod collect;
-pub mod export;
-pub mod fit;
-pub mod ingest;
-pub mod prom;
-pub mod render;
-pub mod stats;
+pub(crate) mod export;
+pub(crate) mod fit;
+pub(crate) mod ingest;
+pub(crate) mod prom;
+pub(crate) mod render;
+pub(crate) mod stats;
 mod svg;
 
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
-pub use collect::{HostName, Snapshot, snapshot};
+pub use collect::{HostName, Snapshot};
 pub use fit::{FitParams, HostFit, host_fit};
 pub use ingest::{Fleet, HostRecord};
 
 use crate::command::{Context, Request};
+use crate::sys::du;
 use crate::term::{safe, safe_path};
 
 impl HostRecord {
     /// The figures `fit` needs from a snapshot, for the collected path `path`.
+    #[cfg(test)]
     pub fn from_snapshot(s: &Snapshot, path: &str) -> Option<HostRecord> {
         let p = s.paths.iter().find(|p| p.path == path)?;
         Some(HostRecord {
@@ -136,9 +138,9 @@ fn collect(ctx: &Context, args: &CollectRequest) -> Result<Snapshot> {
         if !spinner.is_hidden() {
             s.spawn(|| {
                 use std::sync::atomic::Ordering::Relaxed;
-                let start = crate::sys::du::ENTRIES_WALKED.load(Relaxed);
+                let start = du::ENTRIES_WALKED.load(Relaxed);
                 while !done.load(Relaxed) {
-                    spinner.set_position(crate::sys::du::ENTRIES_WALKED.load(Relaxed) - start);
+                    spinner.set_position(du::ENTRIES_WALKED.load(Relaxed) - start);
                     std::thread::sleep(std::time::Duration::from_millis(100));
                 }
             });

@@ -301,7 +301,7 @@ fn write_config(config: &Config, dir: &Path) -> Result<PersistResult> {
         } => {
             let mut backup = None;
             if *edit != boot::Edit::Unchanged {
-                backup = boot::make_backup(path)?;
+                backup = boot::make_backup(path, "the backup of --fstab")?;
                 AtomicWrite::config("--fstab")
                     .write_checked(path, text, |tmp| boot::verify_fstab(tmp, dir))?;
                 boot::daemon_reload_if_real(path, "/etc/");

@@ -468,8 +468,7 @@ fn restore_fstab(
         ));
     }
     if bk.is_some() {
-        std::fs::remove_file(&backup)
-            .with_context(|| format!("cannot remove {}", backup.display()))?;
+        AtomicWrite::config("the backup of --fstab").remove(&backup)?;
     }
     Ok(PersistResult {
         via: "fstab".into(),

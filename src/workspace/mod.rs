@@ -29,9 +29,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
-pub use scratch::{
-    DEFAULT_SIZE_TEXT, Keep, Mode, Scratch, Spec, Teardown, Usage, default_size, probe,
-};
+pub use scratch::{DEFAULT_SIZE_TEXT, Keep, Mode, Scratch, Spec, Usage, default_size};
 pub use summary::{RunSummary, SCHEMA_VERSION, status_of, summary_line};
 
 use crate::command::{self, Context};

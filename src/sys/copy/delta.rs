@@ -16,6 +16,7 @@ use rustix::io::Errno;
 use super::metadata::copy_dir_meta;
 use super::verify::sig_of;
 use super::{Copier, CopyStats, EntrySig, Mover, snapshot};
+use crate::sys::atomic;
 use crate::sys::fs::{Obj, open_dir_at, open_regular, remove_tree, show};
 
 /// Passes over the old tree after the switch before giving up on a writer
@@ -148,7 +149,7 @@ pub fn carry(
     let mut dirs_changed: Vec<Vec<u8>> = Vec::new();
     let scratch = CString::new(format!(
         "{}delta-{}",
-        crate::sys::atomic::TEMP_PREFIX,
+        atomic::TEMP_PREFIX,
         std::process::id()
     ))?;
     let src_dev = rustix::fs::fstat(src)?.st_dev;

@@ -27,12 +27,13 @@ use rustix::io::Errno;
 
 pub use crate::sys::fs::Mover;
 pub use metadata::copy_root_meta;
-pub use verify::{EntrySig, content_hash, differences, snapshot};
+pub use verify::{EntrySig, differences, snapshot};
 
 use crate::sys::fs::{
     CHUNK, Created, Extents, Obj, join, move_data, names, open_dir_at, open_regular, owner, perm,
     show, times,
 };
+use crate::sys::signals::Interrupted;
 use metadata::{copy_dir_meta, sync_xattrs};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -116,7 +117,7 @@ impl Copier<'_> {
         let list = names(src).with_context(|| format!("cannot list {}", show(rel)))?;
         for name in list {
             if self.cancel.load(Ordering::Relaxed) {
-                bail!(crate::sys::signals::Interrupted);
+                bail!(Interrupted);
             }
             self.copy_entry(src, dst, &name, join(rel, name.to_bytes()))?;
         }
@@ -233,7 +234,7 @@ impl Copier<'_> {
             let mut off = r.start;
             while off < r.end {
                 if self.cancel.load(Ordering::Relaxed) {
-                    bail!(crate::sys::signals::Interrupted);
+                    bail!(Interrupted);
                 }
                 let n = move_data(
                     &mut self.mover,

@@ -11,6 +11,7 @@ use rustix::fs::{AtFlags, FileType, Stat};
 use rustix::io::Errno;
 
 use crate::sys::fs::{Extents, Obj, join, names, open_dir_at, open_regular, show};
+use crate::sys::signals::Interrupted;
 
 /// What a tree entry looks like, for comparing two trees. Leaves out what a
 /// copy cannot or need not keep: inode numbers, ctime, atime (reading
@@ -146,7 +147,7 @@ fn snap_dir(
 ) -> Result<()> {
     for name in names(dir)? {
         if cancel.load(Ordering::Relaxed) {
-            bail!(crate::sys::signals::Interrupted);
+            bail!(Interrupted);
         }
         let path = join(rel, name.to_bytes());
         let st = rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW)
