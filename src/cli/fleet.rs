@@ -181,6 +181,9 @@ pub struct AnalyzeArgs {
     /// At most this many host names per list (each fit model's misfits, outliers)
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub list: usize,
+    /// Threads to read and analyze on (default: the cores this process may use); the report is the same for any count
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     /// Print the JSON document (schema_version 2) on stdout instead of the text report
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -274,6 +277,7 @@ impl AnalyzeArgs {
                 headroom_percent: self.headroom,
                 buckets,
                 list: self.list,
+                threads: self.threads.map_or(0, usize::from),
             },
         }
     }

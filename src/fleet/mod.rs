@@ -48,6 +48,16 @@ impl HostRecord {
     }
 }
 
+/// `threads`, or when it is 0 the cores this process may run on
+/// (`available_parallelism` follows the CPU affinity mask and cgroup quota,
+/// so `taskset -c 0` means 1).
+pub fn threads_or_cores(threads: usize) -> usize {
+    if threads > 0 {
+        return threads;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// What `collect` is asked to do: the plain request the CLI hands over
 /// (which format the snapshot is written in is the command line's
 /// `Output`, checked against the paths and the name there).
@@ -155,6 +165,7 @@ pub fn read_files(
     opts: &ingest::IngestOptions,
 ) -> Result<(Fleet, ingest::IngestReport)> {
     let mut fleet = Fleet::default();
+    fleet.set_threads(opts.threads);
     let mut report = ingest::IngestReport::default();
     if files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
         anyhow::bail!("`-` (stdin) is given more than once; stdin can be read only once");
@@ -249,6 +260,7 @@ fn analyze_fleet(a: &AnalyzeRequest) -> Result<Analyzed> {
             let io = ingest::IngestOptions {
                 skip_bad: *skip_bad,
                 path: a.path.clone(),
+                threads: threads_or_cores(opts.threads),
                 ..Default::default()
             };
             let (fleet, input) = read_files(files, &io)?;
@@ -262,6 +274,7 @@ fn analyze_fleet(a: &AnalyzeRequest) -> Result<Analyzed> {
             (fleet, input, source)
         }
     };
+    fleet.set_threads(opts.threads);
     let (dups, examples) = fleet.dedup(5);
     input.duplicates_dropped = dups;
     input.duplicate_examples = examples;
