@@ -45,10 +45,7 @@ use command::Context;
 pub fn run(cli: cli::Cli) -> Result<ExitCode> {
     match dispatch(cli) {
         Err(e) if sys::signals::is_interrupted(&e) => {
-            eprintln!(
-                "tmpfsctl: {}",
-                term::safe(&sys::signals::interrupted_message(&e))
-            );
+            command::say(&term::safe(&sys::signals::interrupted_message(&e)));
             Ok(ExitCode::Interrupted)
         }
         r => r,
