@@ -6,6 +6,7 @@ pub mod atomic;
 pub mod boot;
 pub mod cgroup;
 pub mod copy;
+pub mod deep;
 pub mod descriptor;
 pub mod du;
 pub mod fs;
