@@ -10,6 +10,7 @@ pub(crate) mod atomic;
 pub(crate) mod boot;
 pub(crate) mod cgroup;
 pub(crate) mod copy;
+pub(crate) mod deep;
 pub(crate) mod descriptor;
 pub(crate) mod du;
 pub(crate) mod fs;
