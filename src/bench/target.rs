@@ -11,7 +11,7 @@ use anyhow::{Context as _, Result};
 use rustix::fs::{Mode, OFlags};
 
 use super::leftover::{self, Kind};
-use super::report::TargetInfo;
+use super::report::{TargetInfo, ZramTargetInfo};
 use crate::sys::outdir::OutDir;
 use crate::sys::{fs, mountinfo, statfs};
 use crate::units::fmt_bytes;
@@ -171,7 +171,7 @@ pub struct PrivateSpec {
     pub path: PathBuf,
     pub options: Option<String>,
     /// A zram device made for the run, not a tmpfs.
-    pub zram: Option<super::zram::ZramTargetInfo>,
+    pub zram: Option<ZramTargetInfo>,
 }
 
 /// Scratch directories are named this, then their owner (see `leftover`).

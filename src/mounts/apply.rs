@@ -14,7 +14,7 @@ use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{ApplyRequest, boot, journal, render};
-use crate::command::Context;
+use crate::command::{self, Context};
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::resolve::OpenedDir;
 use crate::sys::signals::{Interrupt, Interrupted};
@@ -85,7 +85,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
     let via = p.persist.via;
     let dir = facts.dir.clone();
     if !args.target.quiet {
-        eprint!("{}", render::plan_text(&p));
+        command::show(&render::plan_text(&p));
     }
     let nothing_to_mount = p.mount_state == plan::MountState::Same;
     let nothing_to_persist = via == plan::Boot::None

@@ -13,12 +13,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result};
 
+use crate::command;
 use crate::sys::atomic::{AtomicWrite, TEMP_PREFIX};
 use crate::sys::fstab::Fstab;
 use crate::sys::journal::read_in;
 pub use crate::sys::journal::{JOURNAL_DIR, Pending};
 use crate::sys::proc::Owner;
 use crate::sys::{Sysroot, resolve};
+use crate::term::safe;
 
 /// The note of a run in progress; dropping it (success or a handled error)
 /// removes it, unless [`Journal::keep`] said the next run must finish.
@@ -211,7 +213,7 @@ pub fn recover(dir: &Path) -> Result<Vec<String>> {
 pub fn recover_and_tell(given: &Path) -> Result<()> {
     if let Ok(abs) = resolve::lexical_absolute(given) {
         for n in recover(&abs)? {
-            eprintln!("tmpfsctl: {}", crate::term::safe(&n));
+            command::say(&safe(&n));
         }
     }
     Ok(())

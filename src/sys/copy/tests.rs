@@ -278,19 +278,21 @@ fn copy_layouts_into(dst: BorrowedFd<'_>, dst_path: Option<&std::path::Path>, mo
         make(&src.join(name), *len, data);
     }
     let cancel = AtomicBool::new(false);
-    let moved = std::cell::Cell::new(0u64);
+    let moved = std::sync::atomic::AtomicU64::new(0);
     let s = dirfd(&src);
     let stats = copy_tree_with(
         s.as_fd(),
         dst,
         false,
         &cancel,
-        &|n| moved.set(moved.get() + n),
+        &|n| {
+            moved.fetch_add(n, Ordering::Relaxed);
+        },
         mover,
     )
     .unwrap();
     assert_eq!(stats.files, all.len() as u64);
-    assert_eq!(moved.get(), stats.data_bytes);
+    assert_eq!(moved.load(Ordering::Relaxed), stats.data_bytes);
     let logical: u64 = all.iter().map(|l| l.1).sum();
     assert_eq!(stats.content_bytes, logical);
     // Data moved: what was written, rounded out to blocks, nowhere near
