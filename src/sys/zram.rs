@@ -253,7 +253,6 @@ pub fn ext_label(dev: &Path) -> Option<String> {
 #[derive(Debug)]
 pub struct ZramDevice {
     index: u32,
-    label: String,
     removed: bool,
 }
 
@@ -329,7 +328,6 @@ impl ZramDevice {
             .with_context(|| format!("hot_add answered {:?}, not a device number", text.trim()))?;
         let d = ZramDevice {
             index,
-            label: spec.label.clone(),
             removed: false,
         };
         // The note first, so that a kill from here on leaves a device the
@@ -388,15 +386,6 @@ impl ZramDevice {
     /// `/dev/zramN`.
     pub fn path(&self) -> PathBuf {
         PathBuf::from(format!("/dev/zram{}", self.index))
-    }
-
-    pub fn label(&self) -> &str {
-        &self.label
-    }
-
-    pub fn mm_stat(&self) -> Option<MmStat> {
-        read_trim(&sys_block(&Sysroot::live(), &self.name(), "mm_stat"))
-            .and_then(|t| MmStat::parse(&t))
     }
 
     /// The back end in use.
