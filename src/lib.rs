@@ -45,10 +45,7 @@ use command::Context;
 pub fn run(cli: cli::Cli) -> Result<ExitCode> {
     match dispatch(cli) {
         Err(e) if sys::signals::is_interrupted(&e) => {
-            eprintln!(
-                "tmpfsctl: {}",
-                term::safe(&sys::signals::interrupted_message(&e))
-            );
+            command::say(&term::safe(&sys::signals::interrupted_message(&e)));
             Ok(ExitCode::Interrupted)
         }
         r => r,
@@ -75,7 +72,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Status(a) => command(&ctx, a.output(), || Ok(a.query())),
         Command::Bench(a) => command(&ctx, a.output(), || a.request()),
-        Command::Collect(a) => command(&ctx, a.output(), || Ok(a.request())),
+        Command::Collect(a) => command(&ctx, a.output(), || a.request()),
         Command::Fleet(a) => match a.command {
             cli::fleet::FleetCommand::Analyze(a) => command(&ctx, a.output(), || Ok(a.request())),
         },

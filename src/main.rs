@@ -32,7 +32,7 @@ fn main() -> ExitCode {
             // then clap's usage line and what to try.
             let text = e.render().to_string();
             let text = text.strip_prefix("error: ").unwrap_or(&text);
-            eprint!("tmpfsctl: error: {text}");
+            tmpfsctl::error(text);
             return tmpfsctl::ExitCode::Error.into();
         }
     };

@@ -41,6 +41,7 @@ pub use workload::{CacheWant, Op, Preset, Scale, Sync, Workload, preset, temp_fi
 
 use crate::command::{Context, Request};
 
+use crate::sys::atomic;
 use crate::sys::signals::Interrupted;
 
 /// What `tmpfsctl bench` is asked to do.
@@ -80,7 +81,7 @@ impl Measure {
             } else {
                 d.clone()
             };
-            crate::sys::atomic::check_writable("--svg", &probe)?;
+            atomic::check_writable("--svg", &probe)?;
         }
         Ok(())
     }

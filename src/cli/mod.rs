@@ -16,6 +16,7 @@ pub(crate) mod workspace;
 
 use std::path::PathBuf;
 
+use crate::render::color::ColorChoice;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -33,7 +34,7 @@ Sizes accept 512M, 2G (binary units, like tmpfs) and 50% (of RAM)."
 pub struct Cli {
     /// When to use colour: auto (on a terminal, unless NO_COLOR is set), always, never
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
-    pub(crate) color: crate::render::color::ColorChoice,
+    pub(crate) color: ColorChoice,
 
     /// Read /proc and /etc under DIR instead of / (fixtures, a mounted image)
     #[arg(long, global = true, value_name = "DIR", env = "TMPFSCTL_SYSROOT")]

@@ -1,11 +1,16 @@
-//! Reading the machine: pure parsers over the text of /proc and /etc files, and
-//! thin readers that fetch that text relative to a [`Sysroot`] so tests and
-//! `--sysroot DIR` can point them at fixtures or a mounted image.
+//! The ground floor, the one way to the machine. It reads: parsers over the
+//! text of /proc, /sys and /etc files (pure, fixture-tested, fuzzed where the
+//! text is hostile) and readers that fetch that text relative to a
+//! [`Sysroot`], so tests and `--sysroot DIR` can point them at fixtures or a
+//! mounted image. It acts, on the live machine only ([`Sysroot::live`]):
+//! mounting and unmounting, atomic writes, copying and removing trees,
+//! zram devices, signals. It imports nothing above it.
 
 pub(crate) mod atomic;
 pub(crate) mod boot;
 pub(crate) mod cgroup;
 pub(crate) mod copy;
+pub(crate) mod deep;
 pub(crate) mod descriptor;
 pub(crate) mod du;
 pub(crate) mod fs;

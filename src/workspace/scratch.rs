@@ -26,6 +26,7 @@ use serde::Serialize;
 
 use super::cleanup;
 
+use crate::sys::du;
 use crate::sys::statfs::{TMPFS_MAGIC, is_ram_fs_type};
 use crate::sys::unmount::{self, At, How};
 use crate::term::safe_path;
@@ -360,7 +361,7 @@ impl Scratch {
         match &self.dir {
             Some(fd) => Ok(raw_of(&rustix::fs::fstatfs(fd)?)),
             None => {
-                let u = crate::sys::du::usage(&self.path)?;
+                let u = du::usage(&self.path)?;
                 let fs = raw_of(&rustix::fs::statfs(&self.path)?);
                 Ok(Raw {
                     used: u.bytes,

@@ -1,7 +1,8 @@
 use super::*;
+use crate::sys::mountinfo;
 
 fn mount(line: &str) -> MountInfo {
-    crate::sys::mountinfo::parse_line(line.as_bytes()).unwrap()
+    mountinfo::parse_line(line.as_bytes()).unwrap()
 }
 
 fn stats(size: u64, avail: u64, itotal: u64, ifree: u64) -> FsStats {
