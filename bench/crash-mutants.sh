@@ -75,14 +75,14 @@ for name in $names; do
   echo "$mutants" | grep "^$name|" > "$work/$name.subst"
   while IFS='|' read -r _ file subst; do
     [ "$file" = - ] && continue
-    before=$(md5sum < "$src/$file")
+    cp "$src/$file" "$work/before"
     perl -0pi -e "$subst" "$src/$file"
-    if [ "$(md5sum < "$src/$file")" = "$before" ]; then
+    if cmp -s "$src/$file" "$work/before"; then
       bad="$bad $file"
       continue
     fi
-    # Where the call was: the first line the substitution changed.
-    line=$(diff "$base/$file" "$src/$file" | sed -n 's/^\([0-9]*\)[,acd].*/\1/p' | head -1)
+    # Where the call was: the first line this substitution changed.
+    line=$(diff "$work/before" "$src/$file" | sed -n 's/^\([0-9]*\)[,acd].*/\1/p' | head -1)
     calls="$calls $file:$line"
   done < "$work/$name.subst"
   if [ -n "$bad" ]; then

@@ -316,7 +316,7 @@ fn check_state(ctx: &Ctx<'_>, img: &Path) -> (u32, Option<String>) {
     }
     for (step, dir) in [(DISABLE, "data"), (DISABLE2, "data2")] {
         if acked >= step {
-            let on_disk = tree::listing(&m.0.join(dir));
+            let on_disk = listing_on(&m.0.join(dir));
             if on_disk != ctx.trees[step as usize] {
                 bad.push(format!(
                     "after disable's ACK ({step}) DIR on disk is not the tree:\n{}",
@@ -352,7 +352,7 @@ fn check_state(ctx: &Ctx<'_>, img: &Path) -> (u32, Option<String>) {
         ));
     }
     if acked >= REVERT {
-        let on_disk = tree::listing(&m.0.join("app"));
+        let on_disk = listing_on(&m.0.join("app"));
         if on_disk != ctx.trees[REVERT as usize] {
             bad.push(format!(
                 "after revert --keep-data's ACK DIR on disk lacks the tmpfs's files:\n{}",
@@ -370,6 +370,20 @@ fn check_state(ctx: &Ctx<'_>, img: &Path) -> (u32, Option<String>) {
             Some(bad.join("; "))
         },
     )
+}
+
+/// The listing of a directory on a crash state; one the file system cannot
+/// read (EIO from a shut-down xfs, say) lists as that error, a violation
+/// like any other difference, not the end of the run.
+fn listing_on(dir: &Path) -> String {
+    std::panic::catch_unwind(|| tree::listing(dir)).unwrap_or_else(|e| {
+        let why = e
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        format!("<cannot list: {why}>\n")
+    })
 }
 
 fn diff(want: &str, got: &str) -> String {
