@@ -6,6 +6,7 @@
 //! [`temp_file_workloads`], then call [`run_suite`] with [`Options`]; it
 //! returns a [`BenchReport`] and writes nothing but its scratch directories.
 
+mod bimodal;
 mod ceiling;
 mod chart;
 pub mod compare;
