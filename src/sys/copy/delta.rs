@@ -16,6 +16,7 @@ use rustix::io::Errno;
 use super::metadata::copy_dir_meta;
 use super::verify::sig_of;
 use super::{Copier, CopyStats, EntrySig, Mover, snapshot};
+use crate::sys::atomic;
 use crate::sys::deep::{self, show_long as show};
 use crate::sys::fs::{Obj, open_dir_at, open_regular, remove_tree};
 
@@ -158,7 +159,7 @@ fn carry_here(
     let mut dirs_changed: Vec<Vec<u8>> = Vec::new();
     let scratch = CString::new(format!(
         "{}delta-{}",
-        crate::sys::atomic::TEMP_PREFIX,
+        atomic::TEMP_PREFIX,
         std::process::id()
     ))?;
     let src_dev = rustix::fs::fstat(src)?.st_dev;

@@ -27,13 +27,14 @@ use rustix::io::Errno;
 
 pub use crate::sys::fs::Mover;
 pub use metadata::copy_root_meta;
-pub use verify::{EntrySig, content_hash, differences, snapshot};
+pub use verify::{EntrySig, differences, snapshot};
 
 use crate::sys::deep::{self, show_long};
 use crate::sys::fs::{
     CHUNK, Created, Extents, Obj, join, move_data, names, open_dir_at, open_regular, owner, perm,
     times,
 };
+use crate::sys::signals::Interrupted;
 use metadata::{copy_dir_meta, sync_xattrs};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -134,7 +135,7 @@ impl Copier<'_> {
         let list = names(src).with_context(|| format!("cannot list {}", show_long(rel)))?;
         for name in list {
             if self.cancel.load(Ordering::Relaxed) {
-                bail!(crate::sys::signals::Interrupted);
+                bail!(Interrupted);
             }
             self.copy_entry(src, dst, &name, join(rel, name.to_bytes()))?;
         }
@@ -257,7 +258,7 @@ impl Copier<'_> {
             let mut off = r.start;
             while off < r.end {
                 if self.cancel.load(Ordering::Relaxed) {
-                    bail!(crate::sys::signals::Interrupted);
+                    bail!(Interrupted);
                 }
                 let n = move_data(
                     &mut self.mover,

@@ -6,7 +6,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 
+use crate::sys::copy::verify::content_hash;
 use crate::sys::fs::remove_tree;
+use crate::sys::tmpfs;
 use rustix::fs::{Mode, SeekFrom};
 use std::os::fd::OwnedFd;
 
@@ -338,7 +340,7 @@ fn sparse_files_copy_sparse_into_a_tmpfs_with_every_mover() {
     }
     for mover in [Mover::CopyFileRange, Mover::Sendfile, Mover::ReadWrite] {
         // Far smaller than the 1 GiB of logical content.
-        let m = crate::sys::tmpfs::mount_detached("size=16M", Default::default()).unwrap();
+        let m = tmpfs::mount_detached("size=16M", Default::default()).unwrap();
         copy_layouts_into(m.root.as_fd(), None, mover);
     }
 }

@@ -12,6 +12,7 @@ use rustix::io::Errno;
 
 use crate::sys::deep::{self, show_long as show};
 use crate::sys::fs::{Extents, Obj, join, names, open_dir_at, open_regular};
+use crate::sys::signals::Interrupted;
 
 /// What a tree entry looks like, for comparing two trees. Leaves out what a
 /// copy cannot or need not keep: inode numbers, ctime, atime (reading
@@ -161,7 +162,7 @@ fn snap_dir(
     }
     for name in names(dir).with_context(|| format!("cannot list {}", show(rel)))? {
         if walk.cancel.load(Ordering::Relaxed) {
-            bail!(crate::sys::signals::Interrupted);
+            bail!(Interrupted);
         }
         let path = join(rel, name.to_bytes());
         let st = rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW)
