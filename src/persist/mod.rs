@@ -153,7 +153,7 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
                 error: Some(format!("{e:#}")),
                 ..Default::default()
             }
-            .save(store.fd());
+            .save(store.fd(), store.path());
             return Err(e);
         }
     };
@@ -166,7 +166,7 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
         dir_dev: Some(rep.dir_dev),
         ..Default::default()
     }
-    .save(store.fd());
+    .save(store.fd(), store.path());
     if !rep.pruned.is_empty() {
         use std::io::Write;
         let _ = std::io::stdout().flush();
