@@ -346,12 +346,9 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         bytes: rep.bytes,
         mounted: !already_tmpfs,
         zram: zram.as_ref().map(|z| ZramEnabled {
-            device: crate::sys::Sysroot::live()
-                .mountinfo()
-                .ok()
-                .and_then(|(m, _)| {
-                    mount::persisted_at(&m, &dir, Some(z)).and_then(mount::zram_name)
-                }),
+            device: Sysroot::live().mountinfo().ok().and_then(|(m, _)| {
+                mount::persisted_at(&m, &dir, Some(z)).and_then(mount::zram_name)
+            }),
             algorithm: z.algorithm.clone(),
             disksize_bytes: z.disksize_bytes,
         }),
@@ -464,7 +461,7 @@ fn plan_zram(
 /// Unmount DIR's zram file system (it holds nothing that is not in the
 /// store) and remove its device: an enable that failed after mounting.
 fn release_zram(dir: &Path, z: &ZramSetup) -> Result<()> {
-    let (mounts, _) = crate::sys::Sysroot::live().mountinfo()?;
+    let (mounts, _) = Sysroot::live().mountinfo()?;
     let Some(name) = mount::persisted_at(&mounts, dir, Some(z)).and_then(mount::zram_name) else {
         return Ok(());
     };
