@@ -26,13 +26,6 @@ pub struct PrivateZram {
     pub info: ZramTargetInfo,
 }
 
-/// The device size for `data_bytes` of files: ext4's metadata (inode
-/// tables, bitmaps, group descriptors: about 2% at the default inode ratio)
-/// on top, and at least 64 MiB so that mkfs has room for its minimum.
-pub fn device_bytes(data_bytes: u64) -> u64 {
-    (data_bytes + data_bytes / 16 + (16 << 20)).max(64 << 20)
-}
-
 impl PrivateZram {
     /// Make the device and mount it. Call on the main thread before any
     /// benchmark thread starts (the private mount namespace needs it).
@@ -60,7 +53,7 @@ impl PrivateZram {
                 features.algorithms[0]
             );
         }
-        let disksize = device_bytes(data_bytes);
+        let disksize = zram::device_bytes(data_bytes);
         // Incompressible data costs its full size, and more: the worst case
         // must fit in the RAM that is free.
         let (mem, _) = ctx.sysroot.meminfo()?;
@@ -129,18 +122,7 @@ pub fn cost_at(path: &std::path::Path) -> Option<ZramCost> {
     let f = std::fs::File::open(path).ok()?;
     rustix::fs::syncfs(&f).ok()?;
     let st = rustix::fs::fstat(&f).ok()?;
-    let name = device_name(st.st_dev)?;
+    let name = zram::name_of_dev(st.st_dev)?;
     let text = std::fs::read_to_string(format!("/sys/block/{name}/mm_stat")).ok()?;
     MmStat::parse(&text).map(|m| ZramCost::of(&m))
-}
-
-/// `zramN` for a device number, from /sys/dev/block/MAJ:MIN/uevent.
-fn device_name(dev: u64) -> Option<String> {
-    let (maj, min) = (rustix::fs::major(dev), rustix::fs::minor(dev));
-    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/uevent")).ok()?;
-    let name = uevent
-        .lines()
-        .find_map(|l| l.strip_prefix("DEVNAME="))?
-        .trim();
-    name.starts_with("zram").then(|| name.to_string())
 }

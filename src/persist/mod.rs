@@ -198,13 +198,20 @@ fn sync_checked(
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     store::check_store(store.path(), dir, &mounts)?;
     let keep = req.keep.or(entry.map(|e| e.keep)).unwrap_or(DEFAULT_KEEP);
-    if entry.is_some() && mount::tmpfs_at(&mounts, dir).is_none() {
+    if let Some(e) = entry
+        && mount::persisted_at(&mounts, dir, e.zram.as_ref()).is_none()
+    {
         // A persisted DIR without its tmpfs is the stale tree on disk (after
         // a reboot, before the restore): syncing it would bury the newest data.
         bail!(
-            "{} is persisted but no tmpfs is mounted on it (rebooted or crashed?); \
+            "{} is persisted but no {} is mounted on it (rebooted or crashed?); \
              run `tmpfsctl persist restore {}` first",
             safe_path(dir),
+            if e.zram.is_some() {
+                "zram file system"
+            } else {
+                "tmpfs"
+            },
             safe_path(dir)
         );
     }

@@ -170,7 +170,20 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         from_older: Vec::new(),
         not_restored: Vec::new(),
     };
-    if mount::tmpfs_at(&mounts, &dir).is_none() {
+    let zram = entry.as_ref().and_then(|e| e.zram.clone());
+    if zram.is_some() && req.size.is_some() {
+        bail!(
+            "--size sets a tmpfs's size; {} lives on zram, whose size enable set (nothing was changed)",
+            safe_path(&dir)
+        );
+    }
+    if mount::persisted_at(&mounts, &dir, zram.as_ref()).is_none() {
+        let backing = match &zram {
+            Some(z) => mount::Backing::Zram(z),
+            None => mount::Backing::Tmpfs {
+                size: size.as_deref(),
+            },
+        };
         let mut out = None;
         let allow = trust
             .as_ref()
@@ -179,7 +192,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
                 dev: t.allow_dev,
             })
             .unwrap_or_default();
-        mount::mount_dir(&dir, size.as_deref(), allow, |root| {
+        mount::mount_dir(&dir, backing, allow, |root| {
             let st = rustix::fs::fstat(root)?;
             out = Some((
                 load_first(&*store, &gens, per_file, root, &mut notes)?,
