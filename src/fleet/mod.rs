@@ -125,9 +125,19 @@ fn collect(ctx: &Context, args: &CollectRequest) -> Result<Snapshot> {
         // The metrics carry no host name: do not fail for want of one (a sysroot
         // with neither hostname file) when nothing would print it.
         (None, _) if args.format == CollectFormat::Prom => HostName::Unused,
-        (None, true) => HostName::Anonymized {
-            salt: args.salt.clone(),
-        },
+        (None, true) => {
+            if args.salt.is_empty() {
+                // Without a secret salt the hash is the same for everyone:
+                // hashing a list of likely names finds the host again.
+                crate::command::warn(
+                    "--anonymize without a salt: anyone can hash a list of likely host names and find this one again; \
+                     set a secret salt, the same on every host, with --salt or TMPFSCTL_ANON_SALT",
+                );
+            }
+            HostName::Anonymized {
+                salt: args.salt.clone(),
+            }
+        }
         (None, false) => HostName::Real,
     };
     let spinner = walk_spinner(&args.paths);
