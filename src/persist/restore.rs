@@ -259,12 +259,13 @@ fn refuse_overwrite(
         }
     }
     bail!(
-        "{} holds data that differs from {} in {} ({} entries, {} in files that would be lost):\n{}\n\
+        "{} holds data that differs from {} in {} ({} {}, {} in files that would be lost):\n{}\n\
          not overwriting it; run `tmpfsctl persist sync {}` to keep DIR's data, or pass --force to replace it with the store's",
         safe_path(dir),
         gen_name(g),
         safe_path(store),
         d.changed_files(),
+        crate::units::noun(d.changed_files(), "entry", "entries"),
         fmt_bytes(d.changed_bytes),
         names.join("\n"),
         safe_path(dir)
@@ -312,11 +313,12 @@ pub fn text(rep: &RestoreReport) -> String {
         )
     } else {
         let mut s = format!(
-            "{}: {} restored from {} ({} files, {}){}{}\n",
+            "{}: {} restored from {} ({} {}, {}){}{}\n",
             safe_path(&rep.dir),
             gen_name(rep.generation),
             safe_path(&rep.store),
             rep.files,
+            crate::units::noun(rep.files, "file", "files"),
             fmt_bytes(rep.bytes),
             if rep.action == "mounted" {
                 " onto a new tmpfs"
