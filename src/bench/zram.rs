@@ -7,51 +7,15 @@
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
-use serde::{Deserialize, Serialize};
 
 use super::leftover::{self, Kind};
+use super::report::{ZramCost, ZramTargetInfo};
 use super::target::{MOUNT_BASE, enter_private_namespace};
 use crate::sys::zram::{self, MmStat, Spec, ZramDevice};
 use crate::units::fmt_bytes;
 
 /// The label of bench's devices: says in `blkid` and `status` who made them.
 pub const LABEL: &str = "tmpfsctl-bench";
-
-/// What the report says about a zram target.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ZramTargetInfo {
-    /// `zram3`.
-    pub device: String,
-    /// The back end in use, as the device names it.
-    pub algorithm: String,
-    /// The back ends the device offered.
-    pub algorithms: Vec<String>,
-    pub disksize_bytes: u64,
-}
-
-/// The RAM a zram target's data cost right after a workload's runs, with its
-/// files still there and written out (syncfs first, else part of it would
-/// still sit in the page cache, not in zram).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ZramCost {
-    /// `orig_data_size`: bytes written to the device, uncompressed (file
-    /// data plus the file system's own metadata).
-    pub orig_data_bytes: u64,
-    /// `mem_used_total`: the RAM the device holds, allocator overhead included.
-    pub mem_used_total_bytes: u64,
-    /// `orig_data_size / mem_used_total`: data stored per byte of RAM.
-    pub data_per_ram_ratio: Option<f64>,
-}
-
-impl ZramCost {
-    pub fn of(m: &MmStat) -> ZramCost {
-        ZramCost {
-            orig_data_bytes: m.orig_data_bytes,
-            mem_used_total_bytes: m.mem_used_total_bytes,
-            data_per_ram_ratio: m.ratio(),
-        }
-    }
-}
 
 /// A zram device with a file system, mounted for the run. Dropping it
 /// unmounts, removes the device and the mount point.

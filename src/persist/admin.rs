@@ -16,15 +16,18 @@ use anyhow::{Context as _, Result, bail};
 use super::registry::{Registered, Registry, ZramSetup};
 use super::store::{Store, gen_name};
 use super::{load, mount, open_dir, resolve_dir, store, sync, units};
-use crate::command::Context;
-use crate::render::confirm;
+use crate::command::{Context, confirm};
 use crate::sys::atomic::AtomicWrite;
-use crate::sys::procfd::ProcUse;
+use crate::sys::procfd::{self, ProcUse};
 use crate::sys::unmount::{At, How, holders_line, unmount};
 use crate::term::safe_path;
 use crate::units::{Size, fmt_bytes};
 
 use crate::sys::boot::Boot;
+use crate::sys::fstab::Fstab;
+use crate::sys::signals::{self, Interrupt, Interrupted};
+use crate::sys::tmpfs::Allow;
+use crate::sys::{Sysroot, fs, hidden};
 
 #[derive(Debug, Clone)]
 pub struct EnableRequest {
@@ -278,7 +281,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
     )?;
     // SIGINT and SIGTERM alike: before the mount, DIR is untouched and the
     // enable stops there; after it, the enable finishes.
-    let intr = crate::sys::signals::Interrupt::install(false)?;
+    let intr = Interrupt::install(false)?;
     let stop = intr.flag();
     let mut journal = journald
         .then(|| super::handover::Journald::begin(&dir))
@@ -356,7 +359,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         units_verified: boot.units_verified,
         fstab: (req.boot == Boot::Fstab).then(|| req.fstab.clone()),
     };
-    crate::sys::signals::check_finished(|| {
+    signals::check_finished(|| {
         format!(
             "enable finished first: {} is on {} with {} in {}",
             safe_path(&dir),
@@ -494,11 +497,11 @@ fn copy_and_mount(
     let rep = sync::sync(dfd.as_fd(), store, req.keep, stop).map_err(|e| e.context(untouched()))?;
     load::verify(store, rep.generation)?;
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(anyhow::Error::new(crate::sys::signals::Interrupted).context(untouched()));
+        return Err(anyhow::Error::new(Interrupted).context(untouched()));
     }
     if !already_tmpfs {
         let mut live = None;
-        let allow = crate::sys::tmpfs::Allow {
+        let allow = Allow {
             suid: trust.allow_suid,
             dev: trust.allow_dev,
         };
@@ -619,7 +622,7 @@ fn sync_detach_catch_up(
             rep.too_long.len()
         );
     }
-    let under = crate::sys::hidden::open_underlying(mounts, top, dir)?;
+    let under = hidden::open_underlying(mounts, top, dir)?;
     let u = under.dir.as_fd();
     {
         let _lock = store.lock()?;
@@ -628,7 +631,7 @@ fn sync_detach_catch_up(
     }
     if stop.load(Ordering::Relaxed) {
         return Err(
-            anyhow::Error::new(crate::sys::signals::Interrupted).context(still_on_tmpfs(&format!(
+            anyhow::Error::new(Interrupted).context(still_on_tmpfs(&format!(
                 "before detaching the tmpfs ({} is in the store)",
                 gen_name(rep.generation)
             ))),
@@ -641,7 +644,7 @@ fn sync_detach_catch_up(
     // Detached on purpose (the data is on disk now): a process that keeps
     // DIR busy would otherwise stop the disable halfway. It is named, since
     // what it writes on the old tmpfs after the catch-up is lost.
-    let held_by = crate::sys::procfd::users_of(&crate::sys::Sysroot::live(), dir);
+    let held_by = procfd::users_of(&Sysroot::live(), dir);
     // A zram device is this process's to remove from here on: if it is
     // killed, the next run's sweep removes the device once nothing holds it.
     let device = zram
@@ -715,7 +718,7 @@ fn read_fstab(fstab: &Path) -> Result<Vec<u8>> {
 }
 
 fn check_no_fstab_entry(fstab: &Path, dir: &Path) -> Result<()> {
-    let f = crate::sys::fstab::Fstab::parse(&read_fstab(fstab)?);
+    let f = Fstab::parse(&read_fstab(fstab)?);
     if let Some(e) = f.entry_for(dir) {
         bail!(
             "--fstab {} already has an entry for {} ({} {}); remove it or use --boot systemd",
@@ -804,7 +807,7 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
     let mounted = top.is_some();
     // SIGINT and SIGTERM (what systemd and shutdown send) alike: rolled back
     // before the detach, finished after it; never a second-signal exit.
-    let intr = crate::sys::signals::Interrupt::install(false)?;
+    let intr = Interrupt::install(false)?;
     let stop = intr.flag();
     let mut caught_up = Vec::new();
     let mut held_by = Vec::new();
@@ -831,7 +834,7 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
     let written_back = mounted || !d.is_empty();
     if !mounted && written_back {
         let _lock = store.lock()?;
-        crate::sys::fs::clear_dir(dfd.as_fd())
+        fs::clear_dir(dfd.as_fd())
             .with_context(|| format!("clearing {} on disk", safe_path(&dir)))?;
         load::load(&*store, g, dfd.as_fd())?;
         rustix::fs::syncfs(&dfd).context("flushing DIR on disk")?;
@@ -864,7 +867,7 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
         }
         None => None,
     };
-    crate::sys::signals::check_finished(|| {
+    signals::check_finished(|| {
         format!(
             "disable finished first: {} is back on disk with {} of {}, units and registry entry removed",
             safe_path(&dir),

@@ -16,6 +16,8 @@ use super::store::{self, Store, gen_name};
 use super::{RestoreRequest, mount, open_dir, resolve_dir, store_for, trust};
 use crate::command::Context;
 use crate::sys::fs;
+use crate::sys::signals::{self, Interrupt};
+use crate::sys::tmpfs::Allow;
 use crate::term::{safe, safe_path};
 use crate::units::fmt_bytes;
 
@@ -145,7 +147,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
     let per_file = req.generation.is_none();
     // SIGINT and SIGTERM alike: a restore is finished, never left half
     // loaded (the tmpfs appears on DIR only once filled).
-    let _intr = crate::sys::signals::Interrupt::install(false)?;
+    let _intr = Interrupt::install(false)?;
     if gens.is_empty() {
         bail!(
             "store {} holds no generation yet; run `tmpfsctl persist sync` first",
@@ -185,7 +187,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         let mut out = None;
         let allow = trust
             .as_ref()
-            .map(|t| crate::sys::tmpfs::Allow {
+            .map(|t| Allow {
                 suid: t.allow_suid,
                 dev: t.allow_dev,
             })
@@ -289,7 +291,7 @@ fn finish_restore(rep: RestoreReport, quiet: bool) -> Result<RestoreReport> {
             crate::command::warn(&format!("not restored: {}", safe(n)));
         }
     }
-    crate::sys::signals::check_finished(|| {
+    signals::check_finished(|| {
         format!(
             "restore finished first: {} holds {} of {}",
             safe_path(&rep.dir),

@@ -24,6 +24,7 @@ use super::manifest::{Entry, Kind};
 use super::scan::{self, Verdict, show};
 use super::store::{Id, NewGeneration, Store, gen_name};
 use crate::sys::fs::{self, Obj};
+use crate::sys::signals::Interrupted;
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct SyncReport {
@@ -441,7 +442,7 @@ fn write_entries(
     let mut links: HashMap<u64, Vec<u8>> = HashMap::new();
     for f in &scan.found {
         if cx.cancel.load(Ordering::Relaxed) {
-            bail!(crate::sys::signals::Interrupted);
+            bail!(Interrupted);
         }
         let cur = &f.e;
         let rel = cur.path.as_slice();

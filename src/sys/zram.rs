@@ -253,6 +253,7 @@ pub fn ext_label(dev: &Path) -> Option<String> {
 #[derive(Debug)]
 pub struct ZramDevice {
     index: u32,
+    /// Its ext4 label, which its note repeats.
     label: String,
     removed: bool,
 }
@@ -415,15 +416,6 @@ impl ZramDevice {
     /// `/dev/zramN`.
     pub fn path(&self) -> PathBuf {
         PathBuf::from(format!("/dev/zram{}", self.index))
-    }
-
-    pub fn label(&self) -> &str {
-        &self.label
-    }
-
-    pub fn mm_stat(&self) -> Option<MmStat> {
-        read_trim(&sys_block(&Sysroot::live(), &self.name(), "mm_stat"))
-            .and_then(|t| MmStat::parse(&t))
     }
 
     /// The back end in use.

@@ -113,6 +113,8 @@ pub struct Fleet {
     /// Duplicates the passes dropped: (name, where the dropped row was read).
     /// Worded in [`Fleet::dedup`], once the keeper is final.
     early_examples: Vec<(String, String)>,
+    /// Threads deduplication hashes and sorts on; 0: the cores available.
+    threads: usize,
 }
 
 /// Rows read before the first deduplication pass: a pass runs when the rows
@@ -131,6 +133,12 @@ const EARLY_EXAMPLES: usize = 100;
 impl Fleet {
     pub fn len(&self) -> usize {
         self.rows.len()
+    }
+
+    /// Deduplicate on `threads` threads (0: the cores available). The rows
+    /// kept are the same for any count.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads;
     }
 
     pub fn is_empty(&self) -> bool {
@@ -417,7 +425,7 @@ impl Fleet {
         let threads = if n < 1 << 16 {
             1
         } else {
-            std::thread::available_parallelism().map_or(1, |t| t.get())
+            crate::fleet::threads_or_cores(self.threads)
         };
         // Slices are the top `bits` of the hash, at most 256 of them, and
         // enough for every core to have a few.
