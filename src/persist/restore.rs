@@ -38,6 +38,8 @@ pub struct RestoreReport {
     pub from_older: Vec<load::FromOlder>,
     /// Files no kept generation holds sound, with why: not restored (exit 1).
     pub not_restored: Vec<String>,
+    /// DIR lives on a zram device (`enable --on zram`), made again when mounted.
+    pub on_zram: bool,
 }
 
 /// Generations to try, newest first, and what was said finding them.
@@ -159,6 +161,13 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         .size
         .clone()
         .or_else(|| entry.as_ref().and_then(|e| e.size.clone()));
+    let zram = entry.as_ref().and_then(|e| e.zram.clone());
+    if zram.is_some() && req.size.is_some() {
+        bail!(
+            "--size sets a tmpfs's size; {} lives on zram, whose size enable set (nothing was changed)",
+            safe_path(&dir)
+        );
+    }
     let mut rep = RestoreReport {
         dir: dir.clone(),
         store: store_path.clone(),
@@ -169,14 +178,8 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         skipped: Vec::new(),
         from_older: Vec::new(),
         not_restored: Vec::new(),
+        on_zram: zram.is_some(),
     };
-    let zram = entry.as_ref().and_then(|e| e.zram.clone());
-    if zram.is_some() && req.size.is_some() {
-        bail!(
-            "--size sets a tmpfs's size; {} lives on zram, whose size enable set (nothing was changed)",
-            safe_path(&dir)
-        );
-    }
     if mount::persisted_at(&mounts, &dir, zram.as_ref()).is_none() {
         let backing = match &zram {
             Some(z) => mount::Backing::Zram(z),
@@ -320,10 +323,10 @@ pub fn text(rep: &RestoreReport) -> String {
             rep.files,
             crate::units::noun(rep.files, "file", "files"),
             fmt_bytes(rep.bytes),
-            if rep.action == "mounted" {
-                " onto a new tmpfs"
-            } else {
-                ""
+            match (rep.action, rep.on_zram) {
+                ("mounted", true) => " onto a new zram device",
+                ("mounted", false) => " onto a new tmpfs",
+                _ => "",
             },
             if rep.skipped.is_empty() {
                 ""
