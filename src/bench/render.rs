@@ -81,10 +81,19 @@ pub fn ratio_header(r: &BenchReport) -> Option<String> {
 
 /// The ratio cell: "24.1× faster ±6%" (± = the wider side of the 95%
 /// interval of the paired per-run ratio; above 100 % the interval's ends,
-/// "[2.62..33.90]"), with "?" when that exceeds 10%;
+/// "[2.62..33.90]"), with "?" when that exceeds 10%; "bimodal: 3398.3×
+/// faster or 45.2× faster ?" when a target changed speed during the run;
 /// "same within the interval (0.85..1.16)" when the interval holds 1, since
 /// then neither target is shown faster.
 pub fn fmt_ratio_cell(x: &super::report::Ratio) -> String {
+    // Two speeds: a single ratio and interval would describe neither.
+    if let Some(b) = &x.bimodal {
+        return format!(
+            "bimodal: {} or {} ?",
+            fmt_ratio(b.ratio_when_slow),
+            fmt_ratio(b.ratio_when_fast)
+        );
+    }
     if let (true, Some(lo), Some(hi)) = (
         interval_holds_one(x.ratio_ci95_low, x.ratio_ci95_high),
         x.ratio_ci95_low,

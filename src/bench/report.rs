@@ -222,7 +222,10 @@ pub struct Ratio {
     /// centre on their geometric mean before the median was taken.
     #[serde(default)]
     pub order_effect: Option<f64>,
-    /// Distribution-free 95% confidence interval of the median per-run ratio.
+    /// 95% rerun interval: where a rerun of the same length should put its
+    /// ratio, from the per-round ratios in run order (the spread of two
+    /// medians, neighbouring rounds that drift together counted as fewer
+    /// independent ones), never narrower than the rounds' min..max.
     #[serde(default)]
     pub ratio_ci95_low: Option<f64>,
     #[serde(default)]
@@ -239,8 +242,36 @@ pub struct Ratio {
     /// may plausibly land. Above 10% the ratio is flagged `ratio_uncertain`.
     #[serde(default)]
     pub ratio_uncertainty_percent: Option<f64>,
+    /// A target changed speed during the run: its per-run figures fall into
+    /// two groups (flag `ratio_bimodal`); a rerun may land on either mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bimodal: Option<Bimodal>,
     #[serde(default)]
     pub flags: Vec<String>,
+}
+
+/// Two speeds of one target within a run, and the ratio at each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bimodal {
+    /// The target whose figures split (its path, as in `results`).
+    pub target: String,
+    /// Median of its slower and of its faster runs: bytes per second for
+    /// streaming workloads, operations per second for the others (the
+    /// other pair of fields is absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_mode_bytes_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_mode_bytes_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_mode_ops_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_mode_ops_per_s: Option<f64>,
+    /// Runs in each mode.
+    pub slow_runs: usize,
+    pub fast_runs: usize,
+    /// Median (order-adjusted) ratio over the runs of each mode.
+    pub ratio_when_slow: f64,
+    pub ratio_when_fast: f64,
 }
 
 impl BenchReport {

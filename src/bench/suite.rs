@@ -556,6 +556,7 @@ pub fn ratios(r: &BenchReport) -> Vec<Ratio> {
                 ratio_max: None,
                 ratio_rsd_percent: None,
                 ratio_uncertainty_percent: None,
+                bimodal: None,
                 flags: Vec::new(),
             };
             let paired = (x.samples.len() == y.samples.len())
@@ -568,6 +569,10 @@ pub fn ratios(r: &BenchReport) -> Vec<Ratio> {
                     if u.is_finite() && u > RATIO_UNCERTAIN_PERCENT {
                         flags.push("ratio_uncertain".to_string());
                     }
+                    let bimodal = bimodal(x, y);
+                    if bimodal.is_some() {
+                        flags.push("ratio_bimodal".to_string());
+                    }
                     Some(Ratio {
                         ratio: p.median,
                         paired: true,
@@ -579,6 +584,7 @@ pub fn ratios(r: &BenchReport) -> Vec<Ratio> {
                         ratio_max: Some(p.max),
                         ratio_rsd_percent: Some(p.rsd_percent),
                         ratio_uncertainty_percent: Some(u),
+                        bimodal,
                         flags,
                         ..base
                     })
@@ -588,6 +594,65 @@ pub fn ratios(r: &BenchReport) -> Vec<Ratio> {
                     ..base
                 }),
             }
+        })
+        .collect()
+}
+
+/// The compared pair's two speeds, when one target (the denominator, the
+/// disk, first) changed speed during the run; the ratio at each speed is
+/// the median of the order-adjusted ratios of that speed's rounds.
+fn bimodal(x: &BenchResult, y: &BenchResult) -> Option<Bimodal> {
+    let (r, _) = stats::order_adjusted_ratios(&x.samples, &y.samples);
+    // Rounds with a missing figure were skipped: modes only on complete runs.
+    if r.len() != x.samples.len() {
+        return None;
+    }
+    let (res, m) = [y, x]
+        .into_iter()
+        .find_map(|t| stats::modes(&t.samples).map(|m| (t, m)))?;
+    let ratio_of = |runs: &[usize]| {
+        let mut v: Vec<f64> = runs.iter().map(|&i| r[i]).collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        stats::median(&v)
+    };
+    let bytes = res.unit == "bytes_per_s";
+    Some(Bimodal {
+        target: res.target.clone(),
+        slow_mode_bytes_per_s: bytes.then_some(m.slow),
+        fast_mode_bytes_per_s: bytes.then_some(m.fast),
+        slow_mode_ops_per_s: (!bytes).then_some(m.slow),
+        fast_mode_ops_per_s: (!bytes).then_some(m.fast),
+        slow_runs: m.slow_runs.len(),
+        fast_runs: m.fast_runs.len(),
+        ratio_when_slow: ratio_of(&m.slow_runs),
+        ratio_when_fast: ratio_of(&m.fast_runs),
+    })
+}
+
+/// Each bimodal ratio as the warning lists it: the target's two speeds and
+/// the ratio at each.
+fn two_speeds(r: &BenchReport) -> Vec<String> {
+    r.ratios
+        .iter()
+        .filter_map(|x| {
+            let b = x.bimodal.as_ref()?;
+            let w = r.workloads.iter().find(|w| w.id == x.workload);
+            let fmt = |bytes: Option<f64>, ops: Option<f64>| match (bytes, ops) {
+                (Some(v), _) => crate::units::fmt_rate(v),
+                (_, Some(v)) => super::render::fmt_ops(v, super::render::ops_unit(w)),
+                _ => "?".into(),
+            };
+            Some(format!(
+                "{}: {} ran at {} in {} runs and {} in {} (ratio {} or {})",
+                x.workload,
+                target_name(r, &b.target),
+                fmt(b.slow_mode_bytes_per_s, b.slow_mode_ops_per_s),
+                b.slow_runs,
+                fmt(b.fast_mode_bytes_per_s, b.fast_mode_ops_per_s),
+                b.fast_runs,
+                fmt_ratio(b.ratio_when_slow),
+                fmt_ratio(b.ratio_when_fast),
+            ))
         })
         .collect()
 }
@@ -607,7 +672,7 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
         .filter(|x| x.flags.iter().any(|f| f == "ratio_uncertain"))
         .map(|x| {
             format!(
-                "{} {} (95% CI {}..{})",
+                "{} {} (95% rerun interval {}..{})",
                 x.workload,
                 fmt_ratio(x.ratio),
                 x.ratio_ci95_low.map_or("?".into(), |v| format!("{v:.2}")),
@@ -677,10 +742,17 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
         "ratio_uncertain",
         uncertain,
         &format!(
-            "the RAM/disk ratio of these workloads is uncertain by more than {RATIO_UNCERTAIN_PERCENT:.0}% (95% interval of the median of per-run ratios): a rerun may well differ by that much. \
+            "the RAM/disk ratio of these workloads is uncertain by more than {RATIO_UNCERTAIN_PERCENT:.0}% (95% rerun interval, from the per-run ratios and their drift): a rerun may well land anywhere in it. \
              The per-run times of the disk vary on their own (shared or throttled virtual disk, flushes, other I/O: `FIO=1 bench/agreement.sh` probes the disk with fio between runs) or the CPU was busy; \
              trust the order of magnitude, or raise --max-time (default 3s per workload) for a narrower interval"
         ),
+    );
+    let two_speeds = two_speeds(r);
+    add(
+        "ratio_bimodal",
+        two_speeds,
+        "a target changed speed during the run (bimodal: its runs fall into two groups far apart), so one ratio does not describe it and a rerun may land on either mode; \
+         a disk's write cache filling and draining, or a throttled virtual disk, does this: rerun with a larger --min-time to see which speed holds",
     );
     let ext4_churn: Vec<String> = r
         .results

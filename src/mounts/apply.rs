@@ -119,14 +119,19 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
             let mut sw = stage_and_move(&p, &opened, &cancel, show, &mut note)?;
             let stats = &sw.stats;
             changes.push(format!(
-                "mounted tmpfs ({}) on {} with its {} files, {} dirs, {} symlinks, {} hard links, {} special files ({})",
+                "mounted tmpfs ({}) on {} with its {} {}, {} {}, {} {}, {} {}, {} {} ({})",
                 p.mount_options,
                 dir.display(),
                 stats.files,
+                crate::units::noun(stats.files, "file", "files"),
                 stats.dirs,
+                crate::units::noun(stats.dirs, "dir", "dirs"),
                 stats.symlinks,
+                crate::units::noun(stats.symlinks, "symlink", "symlinks"),
                 stats.hard_links,
+                crate::units::noun(stats.hard_links, "hard link", "hard links"),
                 stats.special_files,
+                crate::units::noun(stats.special_files, "special file", "special files"),
                 crate::units::fmt_bytes(stats.content_bytes)
             ));
             if stats.sparse_files > 0 {

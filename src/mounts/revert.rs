@@ -212,10 +212,13 @@ fn keep_data(
     };
     let stats = back.stats.clone();
     changes.push(format!(
-        "copied {} files, {} dirs, {} symlinks ({}) back to the directory on disk",
+        "copied {} {}, {} {}, {} {} ({}) back to the directory on disk",
         stats.files,
+        crate::units::noun(stats.files, "file", "files"),
         stats.dirs,
+        crate::units::noun(stats.dirs, "dir", "dirs"),
         stats.symlinks,
+        crate::units::noun(stats.symlinks, "symlink", "symlinks"),
         crate::units::fmt_bytes(stats.content_bytes)
     ));
     if stats.sparse_files > 0 {

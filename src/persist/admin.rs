@@ -104,6 +104,11 @@ pub struct EnableReport {
     pub persist: &'static str,
     pub units: Vec<PathBuf>,
     pub units_verified: bool,
+    /// The units were started now (false: written for a systemd that is
+    /// not running here, or into another --unit-dir; nothing syncs yet).
+    pub units_started: bool,
+    /// Directories above the store that did not exist and were made.
+    pub created_dirs: Vec<PathBuf>,
     pub fstab: Option<PathBuf>,
 }
 
@@ -214,6 +219,19 @@ fn install_boot(req: &EnableRequest, dir: &Path, boot: &BootSetup) -> Result<Vec
     r
 }
 
+/// The directories above `path` that do not exist yet, outermost first:
+/// what creating the store will make.
+fn missing_ancestors(path: &Path) -> Vec<PathBuf> {
+    let mut missing: Vec<PathBuf> = path
+        .ancestors()
+        .skip(1)
+        .take_while(|p| std::fs::symlink_metadata(p).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    missing.reverse();
+    missing
+}
+
 pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
     if !rustix::process::geteuid().is_root() {
         bail!("`tmpfsctl persist enable` needs root: it mounts a tmpfs; run it with sudo");
@@ -287,6 +305,9 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
     let mut journal = journald
         .then(|| super::handover::Journald::begin(&dir))
         .transpose()?;
+    // Said, not done silently: a mistyped --store would otherwise leave a
+    // new tree of directories wherever it pointed.
+    let created_dirs = missing_ancestors(&store_path);
     let store = store::create(&store_path)?;
     store::check_store(&store_path, &dir, &mounts)?;
     let trust = super::trust::record(store.fd(), req.allow_suid, req.allow_dev)?;
@@ -346,18 +367,17 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         bytes: rep.bytes,
         mounted: !already_tmpfs,
         zram: zram.as_ref().map(|z| ZramEnabled {
-            device: crate::sys::Sysroot::live()
-                .mountinfo()
-                .ok()
-                .and_then(|(m, _)| {
-                    mount::persisted_at(&m, &dir, Some(z)).and_then(mount::zram_name)
-                }),
+            device: Sysroot::live().mountinfo().ok().and_then(|(m, _)| {
+                mount::persisted_at(&m, &dir, Some(z)).and_then(mount::zram_name)
+            }),
             algorithm: z.algorithm.clone(),
             disksize_bytes: z.disksize_bytes,
         }),
         persist: req.boot.name(),
         units: units_written,
         units_verified: boot.units_verified,
+        units_started: !boot.units.is_empty() && units::systemd_running(&req.unit_dir),
+        created_dirs,
         fstab: (req.boot == Boot::Fstab).then(|| req.fstab.clone()),
     };
     signals::check_finished(|| {
@@ -464,7 +484,7 @@ fn plan_zram(
 /// Unmount DIR's zram file system (it holds nothing that is not in the
 /// store) and remove its device: an enable that failed after mounting.
 fn release_zram(dir: &Path, z: &ZramSetup) -> Result<()> {
-    let (mounts, _) = crate::sys::Sysroot::live().mountinfo()?;
+    let (mounts, _) = Sysroot::live().mountinfo()?;
     let Some(name) = mount::persisted_at(&mounts, dir, Some(z)).and_then(mount::zram_name) else {
         return Ok(());
     };
@@ -521,7 +541,7 @@ fn copy_and_mount(
 
 pub fn enable_text(out: &EnableReport) -> String {
     let mut s = format!(
-        "{} is {} with its durable copy in {}: {} ({} files, {}, written from disk and verified before mounting)\n",
+        "{} is {} with its durable copy in {}: {} ({} {}, {}, written from disk and verified before mounting)\n",
         safe_path(&out.dir),
         match (&out.zram, out.mounted) {
             (Some(z), _) => format!(
@@ -537,10 +557,27 @@ pub fn enable_text(out: &EnableReport) -> String {
         safe_path(&out.store),
         gen_name(out.generation),
         out.files,
+        crate::units::noun(out.files, "file", "files"),
         fmt_bytes(out.bytes)
     );
+    if !out.created_dirs.is_empty() {
+        let made: Vec<String> = out.created_dirs.iter().map(|d| safe_path(d)).collect();
+        s.push_str(&format!(
+            "  created {} to hold the store (they did not exist)\n",
+            made.join(", ")
+        ));
+    }
     for u in &out.units {
         s.push_str(&format!("  wrote {}\n", safe_path(u)));
+    }
+    if !out.units.is_empty() && !out.units_started {
+        s.push_str(&format!(
+            "  the units are written and enabled but not started: systemd is not running here (no /run/systemd/system) \
+             or they went to another --unit-dir; nothing syncs {} until systemd loads them at a boot, so run \
+             `tmpfsctl persist sync {}` yourself meanwhile\n",
+            safe_path(&out.dir),
+            safe_path(&out.dir)
+        ));
     }
     if let Some(f) = &out.fstab {
         s.push_str(&format!("  added the tmpfs line to {}\n", safe_path(f)));

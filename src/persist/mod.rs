@@ -36,7 +36,7 @@ use crate::command::Context;
 use crate::sys::signals::{self, Interrupt};
 use crate::sys::{Sysroot, fs, resolve};
 use crate::term::safe_path;
-use crate::units::fmt_bytes;
+use crate::units::{fmt_bytes, noun};
 use registry::Registry;
 use store::{Store, gen_name};
 
@@ -276,13 +276,15 @@ fn empty_trash_in_background(store: &Path) {
 /// The line a sync prints.
 pub fn sync_text(dir: &Path, store_path: &Path, rep: &sync::SyncReport) -> String {
     format!(
-        "{}: {} written to {} ({} files, {}): {} changed file(s) copied ({}), {} unchanged shared, in {:.3} s\n",
+        "{}: {} written to {} ({} {}, {}): {} changed {} copied ({}), {} unchanged shared, in {:.3} s\n",
         safe_path(dir),
         gen_name(rep.generation),
         safe_path(store_path),
         rep.files,
+        noun(rep.files, "file", "files"),
         fmt_bytes(rep.bytes),
         rep.copied_files,
+        noun(rep.copied_files, "file", "files"),
         fmt_bytes(rep.copied_bytes),
         rep.shared_files,
         rep.duration_ns as f64 / 1e9
