@@ -16,7 +16,7 @@ use anyhow::{Context as _, Result, bail};
 use super::registry::{Registered, Registry, ZramSetup};
 use super::store::{Store, gen_name};
 use super::{load, mount, open_dir, resolve_dir, store, sync, units};
-use crate::command::{Context, confirm};
+use crate::command::{Context, confirm, warn};
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::procfd::{self, ProcUse};
 use crate::sys::unmount::{At, How, holders_line, unmount};
@@ -27,6 +27,7 @@ use crate::sys::boot::Boot;
 use crate::sys::fstab::Fstab;
 use crate::sys::signals::{self, Interrupt, Interrupted};
 use crate::sys::tmpfs::Allow;
+use crate::sys::zram::ZramDevice;
 use crate::sys::{Sysroot, fs, hidden};
 
 #[derive(Debug, Clone)]
@@ -345,12 +346,9 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         bytes: rep.bytes,
         mounted: !already_tmpfs,
         zram: zram.as_ref().map(|z| ZramEnabled {
-            device: crate::sys::Sysroot::live()
-                .mountinfo()
-                .ok()
-                .and_then(|(m, _)| {
-                    mount::persisted_at(&m, &dir, Some(z)).and_then(mount::zram_name)
-                }),
+            device: Sysroot::live().mountinfo().ok().and_then(|(m, _)| {
+                mount::persisted_at(&m, &dir, Some(z)).and_then(mount::zram_name)
+            }),
             algorithm: z.algorithm.clone(),
             disksize_bytes: z.disksize_bytes,
         }),
@@ -463,11 +461,11 @@ fn plan_zram(
 /// Unmount DIR's zram file system (it holds nothing that is not in the
 /// store) and remove its device: an enable that failed after mounting.
 fn release_zram(dir: &Path, z: &ZramSetup) -> Result<()> {
-    let (mounts, _) = crate::sys::Sysroot::live().mountinfo()?;
+    let (mounts, _) = Sysroot::live().mountinfo()?;
     let Some(name) = mount::persisted_at(&mounts, dir, Some(z)).and_then(mount::zram_name) else {
         return Ok(());
     };
-    let dev = crate::sys::zram::ZramDevice::take_back(&name, &z.label)?;
+    let dev = ZramDevice::take_back(&name, &z.label)?;
     unmount(At::Dir(dir), How::Checked)?;
     dev.remove()
 }
@@ -586,7 +584,7 @@ struct Detached {
     held_by: Vec<ProcUse>,
     /// DIR's zram device, taken back by this process when its file system
     /// was detached: removed once nothing holds it.
-    device: Option<crate::sys::zram::ZramDevice>,
+    device: Option<ZramDevice>,
 }
 
 fn sync_detach_catch_up(
@@ -648,7 +646,7 @@ fn sync_detach_catch_up(
     // A zram device is this process's to remove from here on: if it is
     // killed, the next run's sweep removes the device once nothing holds it.
     let device = zram
-        .map(|(name, label)| crate::sys::zram::ZramDevice::take_back(name, label))
+        .map(|(name, label)| ZramDevice::take_back(name, label))
         .transpose()?;
     unmount(At::Root(src.as_fd(), dir), How::Detach).map_err(|e| {
         anyhow::Error::new(e.errno())
@@ -858,7 +856,7 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
             match d.remove() {
                 Ok(()) => Some(name),
                 Err(err) => {
-                    crate::command::warn(&format!(
+                    warn(&format!(
                         "{err:#}; the next tmpfsctl run that makes a zram device removes it once nothing holds it"
                     ));
                     None

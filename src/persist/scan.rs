@@ -16,6 +16,7 @@ use rustix::fs::{AtFlags, Stat};
 use rustix::io::Errno;
 
 use super::manifest::{Entry, Kind};
+use crate::sys::deep;
 use crate::sys::fs::{self, Obj};
 
 /// One entry of DIR as the walk found it.
@@ -102,7 +103,7 @@ pub fn walk(root: BorrowedFd<'_>) -> Result<Scan> {
         too_long: Vec::new(),
     };
     // One descriptor per level, as deep as MAX_REL allows.
-    crate::sys::deep::raise_open_files_limit();
+    deep::raise_open_files_limit();
     walk_dir(root, b"", &mut scan)?;
     Ok(scan)
 }
@@ -183,7 +184,7 @@ fn walk_dir(dir: BorrowedFd<'_>, rel: &[u8], scan: &mut Scan) -> Result<()> {
 /// A path too long to read whole in a message: its first and last bytes
 /// and its length.
 pub fn show_long(rel: &[u8]) -> String {
-    crate::sys::deep::show_long_with(rel, show)
+    deep::show_long_with(rel, show)
 }
 
 /// A path for messages: lossy UTF-8 (callers escape it for terminals).

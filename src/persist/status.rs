@@ -17,6 +17,7 @@ use super::{DEFAULT_INTERVAL_S, DEFAULT_KEEP, load, mount, open_dir, resolve_dir
 use crate::command::{Context, ExitCode};
 use crate::render::color::{Tone, paint};
 use crate::render::exposition::Exposition;
+use crate::sys::zram;
 use crate::term::{safe, safe_path};
 use crate::units::fmt_bytes;
 
@@ -99,13 +100,13 @@ fn zram_status(mounts: &[crate::sys::MountInfo], e: &Registered) -> Option<ZramS
             let _ = rustix::fs::syncfs(&f);
         }
     }
-    let mm = device.as_deref().and_then(crate::sys::zram::mm_stat_of);
+    let mm = device.as_deref().and_then(zram::mm_stat_of);
     let algorithm = device
         .as_deref()
         .and_then(|d| {
             std::fs::read_to_string(format!("/sys/block/{d}/comp_algorithm"))
                 .ok()
-                .and_then(|t| crate::sys::zram::parse_algorithms(&t).1)
+                .and_then(|t| zram::parse_algorithms(&t).1)
         })
         .or_else(|| z.algorithm.clone());
     Some(ZramStatus {

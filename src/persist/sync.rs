@@ -547,3 +547,35 @@ fn write_entries(
     }
     Ok((out, rep))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A read lease is refused, retryably, exactly while someone holds the
+    /// file open for writing: what the copy waits on and disable looks for.
+    #[test]
+    fn a_file_open_for_writing_is_found_and_refuses_a_lease_until_closed() {
+        let d = tempfile::tempdir_in("/var/tmp").unwrap();
+        let dir = std::fs::File::open(d.path()).unwrap();
+        let root = dir.as_fd();
+        std::fs::write(d.path().join("idle"), b"i").unwrap();
+        std::fs::write(d.path().join("log"), b"l").unwrap();
+        let (fd, _) = fs::open_regular_beneath(root, b"log").unwrap();
+        assert!(Lease::take(&fd).is_ok(), "no writer: a lease");
+        assert_eq!(open_for_writing(root).unwrap(), None);
+
+        let w = std::fs::OpenOptions::new()
+            .append(true)
+            .open(d.path().join("log"))
+            .unwrap();
+        assert!(
+            matches!(Lease::take(&fd), Err(true)),
+            "open for writing: refused, worth another try"
+        );
+        assert_eq!(open_for_writing(root).unwrap().as_deref(), Some("log"));
+        drop(w);
+        assert!(Lease::take(&fd).is_ok(), "the writer closed it");
+        assert_eq!(open_for_writing(root).unwrap(), None);
+    }
+}

@@ -5,6 +5,8 @@
 //! the usual soft limit of 1024 and more stack than a thread's default, and
 //! it stops, naming the entry, past a depth it cannot hold.
 
+use crate::sys::fs;
+
 /// The longest path below a tree's top the kernel takes in one call:
 /// PATH_MAX less its NUL. What is stored by path (persist's store) cannot
 /// hold an entry deeper than this.
@@ -73,7 +75,7 @@ pub fn show_long_with(rel: &[u8], show: fn(&[u8]) -> String) -> String {
 /// A path below a tree's top for messages, escaped, and cut in the middle
 /// when long.
 pub fn show_long(rel: &[u8]) -> String {
-    show_long_with(rel, crate::sys::fs::show)
+    show_long_with(rel, fs::show)
 }
 
 /// The error for a directory deeper than a walk goes.
