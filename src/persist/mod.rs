@@ -9,6 +9,7 @@
 
 pub mod admin;
 pub mod content;
+pub mod disable;
 pub mod handover;
 pub mod load;
 pub mod manifest;
@@ -115,7 +116,7 @@ pub enum PersistRequest {
     Restore(RestoreRequest),
     Status(status::StatusRequest),
     Verify(verify::VerifyRequest),
-    Disable(admin::DisableRequest),
+    Disable(disable::DisableRequest),
 }
 
 /// `tmpfsctl persist`: the subcommand's report.
@@ -130,7 +131,7 @@ impl crate::command::Request for PersistRequest {
             PersistRequest::Restore(r) => R::Restored(restore_cmd(ctx, r)?),
             PersistRequest::Status(r) => R::Status(status::status_cmd(ctx, r)?),
             PersistRequest::Verify(r) => R::Verified(verify::verify_cmd(ctx, r)?),
-            PersistRequest::Disable(r) => R::Disabled(admin::disable_cmd(ctx, r)?),
+            PersistRequest::Disable(r) => R::Disabled(disable::disable_cmd(ctx, r)?),
         })
     }
 }
