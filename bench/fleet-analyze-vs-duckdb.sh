@@ -177,18 +177,34 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 # The narrow query's answers against tmpfsctl's --json: the same figures, or the times mean nothing.
 check_narrow() {
-  python3 - "$TJSON" "$NJSON" <<'PY'
+  python3 - "$TJSON" "$NJSON" "$fmt" "$F" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))
 d = json.load(open(sys.argv[2]))
+fmt, f = sys.argv[3], sys.argv[4]
 want = []
 for k in ("tmp_used_bytes", "mem_total_bytes"):
     s = t[k]
     want += [s["max"], s["min"], s["mean"], s["median"], s["mode"], s["p90"], s["p99"]]
 want += [t["fit"][m]["count"] for m in ("half_ram", "mem_free", "mem_free_plus_swap")]
 bad = [(i, a, b) for i, (a, b) in enumerate(zip(want, d)) if abs(a - b) > 1e-9 * max(1, abs(a))]
+# A mode on a tie: tmpfsctl names the smallest of the equally frequent
+# values, DuckDB's mode() any of them. Counted here (not timed): the same
+# count, and tmpfsctl's the smaller, is the same answer.
+ties = []
+for i, a, b in [x for x in bad if x[0] in (4, 11)]:
+    import duckdb
+    kib = {"tsv": ["column01", "column02"], "csv": ["tmp_used_kb", "mem_total_kb"]}[fmt][i // 7]
+    src = (f"read_csv('{f}', delim='\t', header=false)" if fmt == "tsv" else f"read_csv('{f}', header=true)")
+    ca, cb = duckdb.sql(f"SELECT count(*) FILTER ({kib} * 1024 = {int(a)}), "
+                        f"count(*) FILTER ({kib} * 1024 = {int(b)}) FROM {src}").fetchone()
+    if ca == cb and a < b:
+        ties.append((i, a, b, ca))
+bad = [x for x in bad if x[0] not in [y[0] for y in ties]]
 if bad:
     sys.exit(f"narrow query answers differ from tmpfsctl's (index, tmpfsctl, duckdb): {bad}")
+for i, a, b, c in ties:
+    print(f"  narrow query: mode tie at index {i}: {int(a)} and {int(b)} both {c} hosts; tmpfsctl names the smaller")
 print("  narrow query: same 17 answers as tmpfsctl")
 PY
 }

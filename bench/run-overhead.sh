@@ -29,6 +29,14 @@
 # PR_SET_PDEATHSIG; and nothing else). The safe spawner's ratio is the lowest
 # a `tmpfsctl run` that keeps those promises could reach on this machine.
 #
+# And the fastest peer a user would pick for the same job, bubblewrap with
+# a private, size-capped tmpfs and no cgroup:
+#     bwrap --dev-bind / / --size 67108864 --tmpfs /tmp true
+# timed in every pair beside tmpfsctl (its loop right after tmpfsctl's, the
+# order flipping every pair). Printed: tmpfsctl run / bwrap (goal <= 1.0)
+# and, as root, tmpfsctl run / safe spawner (goal <= 1.5), each the median
+# of the per-pair ratios.
+#
 # Then idle wake-ups: `tmpfsctl run -- sleep IDLE_S` and the samples it took
 # (the `samples` field of --json), against the 100/s of a fixed 10 ms
 # sampler, and against BASELINE (another tmpfsctl build) when given.
@@ -61,6 +69,8 @@ if command -v cc >/dev/null; then
     [ -x "$work/spawn" ] && floor_spawn="$work/spawn"
     [ -x "$work/safe-spawn" ] && floor_safe="$work/safe-spawn"
 fi
+bwrap=$(command -v bwrap || true)
+[ -n "$bwrap" ] || echo "bwrap: not installed (scripts/setup installs bubblewrap); its ratios are skipped"
 cg2=$(findmnt -n -t cgroup2 -o TARGET 2>/dev/null | head -n1 || true)
 mkdir "$work/mnt"
 
@@ -115,11 +125,19 @@ for user in $users; do
         continue
     }
     mode=$(cd / && as_user "$user" "$work/tmpfsctl" run --json fd:1 --quiet -- true | jq -r .mode)
-    ratios=() ; cratios=() ; ts=() ; ss=() ; floors=() ; cfloors=() ; bares=() ; cbares=() ; safes=() ; csafes=()
+    ratios=() ; cratios=() ; ts=() ; ss=() ; floors=() ; cfloors=() ; bares=() ; cbares=() ; safes=() ; csafes=() ; bws=() ; bwr=() ; cbwr=() ; safer=() ; csafer=()
     for ((p = 0; p < pairs; p++)); do
         run_t() { (cd / && as_user "$user" "$work/per-run.sh" "$loop" "$work/tmpfsctl" run --quiet -- true); }
         run_s() { (cd / && as_user "$user" "$work/per-run.sh" "$loop" sh -c "$script"); }
+        run_b() { (cd / && as_user "$user" "$work/per-run.sh" "$loop" "$bwrap" --dev-bind / / --size 67108864 --tmpfs /tmp true); }
         if ((p % 2)); then read -r s sc < <(run_s); read -r t tc < <(run_t); else read -r t tc < <(run_t); read -r s sc < <(run_s); fi
+        if [ -n "$bwrap" ]; then
+            # Right beside a tmpfsctl loop of its own, the order flipping every pair.
+            if ((p % 2)); then read -r b bc < <(run_b); read -r t2 tc2 < <(run_t); else read -r t2 tc2 < <(run_t); read -r b bc < <(run_b); fi
+            bws+=("$b/$bc")
+            bwr+=("$(awk -v a="$t2" -v b="$b" 'BEGIN {printf "%.3f", a / b}')")
+            cbwr+=("$(awk -v a="$tc2" -v b="$bc" 'BEGIN {printf "%.3f", a / b}')")
+        fi
         read -r v vc < <(cd / && as_user "$user" "$work/per-run.sh" "$loop" "$work/tmpfsctl" --version)
         read -r u uc < <(cd / && as_user "$user" "$work/per-run.sh" "$loop" /usr/bin/true)
         ts+=("$t/$tc"); ss+=("$s/$sc")
@@ -136,11 +154,13 @@ for user in $users; do
             read -r w wc < <(cd / && "$work/per-run.sh" "$loop" "$floor_safe" "$cg2" "$work/mnt" true)
             safes+=("$(awk -v a="$w" -v b="$s" 'BEGIN {printf "%.3f", a / b}')")
             csafes+=("$(awk -v a="$wc" -v b="$sc" 'BEGIN {printf "%.3f", a / b}')")
+            safer+=("$(awk -v a="$t" -v b="$w" 'BEGIN {printf "%.3f", a / b}')")
+            csafer+=("$(awk -v a="$tc" -v b="$wc" 'BEGIN {printf "%.3f", a / b}')")
         fi
     done
     med_of() { printf '%s\n' "$@" | median; }
     range_of() { printf '%s\n' "$@" | sort -g | sed -n '1p;$p' | paste -sd' ' | awk '{print "min " $1 ", max " $2}'; }
-    verdict() { awk -v r="$1" 'BEGIN {print (r <= 0.5 ? "OK" : "MISSED")}'; }
+    verdict() { awk -v r="$1" -v g="${2:-0.5}" 'BEGIN {print (r <= g ? "OK" : "MISSED")}'; }
     r_med=$(med_of "${ratios[@]}")
     c_med=$(med_of "${cratios[@]}")
     echo
@@ -157,8 +177,13 @@ for user in $users; do
     fi
     if [ ${#safes[@]} -gt 0 ]; then
         echo "  safe spawner (bench/floor/safe-spawn.c: run's cgroup, guard and private tmpfs, nothing else) / mktemp script: wall $(med_of "${safes[@]}"), cpu $(med_of "${csafes[@]}")"
+        echo "  tmpfsctl run / safe spawner: wall $(med_of "${safer[@]}") ($(range_of "${safer[@]}"); goal <= 1.5: $(verdict "$(med_of "${safer[@]}")" 1.5)), cpu $(med_of "${csafer[@]}")"
     elif [ "$user" = root ]; then
         echo "  safe spawner: skipped (needs a C compiler and a cgroup2 mount)"
+    fi
+    if [ ${#bwr[@]} -gt 0 ]; then
+        echo "  per run, wall/cpu us: bwrap --size 64M --tmpfs /tmp ${bws[*]}"
+        echo "  tmpfsctl run / bwrap: wall $(med_of "${bwr[@]}") ($(range_of "${bwr[@]}"); goal <= 1.0: $(verdict "$(med_of "${bwr[@]}")" 1.0)), cpu $(med_of "${cbwr[@]}") ($(range_of "${cbwr[@]}"))"
     fi
 done
 

@@ -19,13 +19,14 @@
 //! the crate root, so data and imports flow one way (cli -> capability ->
 //! sys).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::render::color::{Tone, paint_err};
+use crate::render::paragraph;
 use crate::sys::Sysroot;
 use crate::sys::atomic::{AtomicWrite, check_writable, file_identity, same_destination};
 use crate::sys::descriptor;
@@ -88,6 +89,39 @@ pub fn warn(message: &str) {
     eprint!("{}", warned(message));
 }
 
+/// "tmpfsctl: …" on stderr, no label: what a command tells as it goes or
+/// ends (a run's summary, a scratch kept, a journal recovered, the query it
+/// sends). Each line is made safe for the terminal.
+pub fn say(message: &str) {
+    eprint!("{}", said(None, "", message));
+}
+
+/// What a command shows on stderr that is no diagnostic and passes as it
+/// is: the plan it is about to carry out, the question it asks. The caller
+/// made it safe (it may carry colour).
+pub fn show(text: &str) {
+    eprint!("{text}");
+}
+
+/// Ask `question` on the terminal; `yes` (the `--yes` flag) skips it. With no
+/// terminal to ask on, refuse rather than guess.
+pub fn confirm(question: &str, yes: bool) -> Result<()> {
+    if yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("stdin is not a terminal, so I cannot ask for confirmation; pass --yes to go ahead");
+    }
+    show(&format!("{question} [y/N] "));
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    if matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+        Ok(())
+    } else {
+        bail!("not confirmed; nothing changed")
+    }
+}
+
 /// "tmpfsctl: error: …" on stderr, the one way an error is said. Errors
 /// quote paths and excerpts of files: each line is made safe for the
 /// terminal, the line breaks of the message kept.
@@ -105,9 +139,22 @@ pub fn warned(message: &str) -> String {
     said(Some(Tone::Warn), "warning:", message)
 }
 
-fn said(tone: Option<Tone>, label: &str, message: &str) -> String {
-    let label = tone.map_or_else(|| label.to_string(), |t| paint_err(t, label));
+/// [`warned`] as a paragraph: on a terminal wrapped at spaces to its width
+/// (a long warning under a wide table), piped one line.
+pub fn warned_paragraph(message: &str) -> String {
+    let label = paint_err(Tone::Warn, "warning:");
     let text: Vec<_> = message.lines().map(safe).collect();
+    let mut out = paragraph("", &format!("tmpfsctl: {label} {}", text.join(" ")));
+    out.push('\n');
+    out
+}
+
+fn said(tone: Option<Tone>, label: &str, message: &str) -> String {
+    let text: Vec<_> = message.lines().map(safe).collect();
+    if label.is_empty() {
+        return format!("tmpfsctl: {}\n", text.join("\n"));
+    }
+    let label = tone.map_or_else(|| label.to_string(), |t| paint_err(t, label));
     format!("tmpfsctl: {label} {}\n", text.join("\n"))
 }
 
@@ -453,6 +500,20 @@ mod tests {
         assert_eq!(ExitCode::Child(77).code(), 77);
         assert_eq!(ExitCode::problem_if(true), ExitCode::Problem);
         assert_eq!(ExitCode::problem_if(false), ExitCode::Ok);
+    }
+
+    #[test]
+    fn every_stderr_line_has_the_one_prefix_and_is_made_safe() {
+        assert_eq!(
+            said(None, "", "scratch kept in /t/\x1b[2J"),
+            "tmpfsctl: scratch kept in /t/\\x1b[2J\n"
+        );
+        assert_eq!(noted("a\nb"), "tmpfsctl: note: a\nb\n");
+        // Not on a terminal (as under cargo test): one line, no colour.
+        assert_eq!(
+            warned_paragraph("disk \x07 is slow"),
+            "tmpfsctl: warning: disk \\x07 is slow\n"
+        );
     }
 
     struct Two;

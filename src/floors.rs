@@ -178,3 +178,110 @@ fn no_file_is_over_800_lines() {
         "files over {MAX_FILE_LINES} lines (split them): {long:#?}"
     );
 }
+
+/// The modules each public module shows: what `main.rs` (`cli`, `run`),
+/// `fuzz/` (the `sys` parsers) and `tests/` (`fleet::collect`) reach. All
+/// else is `pub(crate)`, so the compiler names what nothing uses.
+const PUBLIC: &[(&str, &[&str])] = &[
+    ("lib.rs", &["cli", "fleet", "sys"]),
+    ("cli/mod.rs", &[]),
+    ("fleet/mod.rs", &["collect"]),
+    ("sys/mod.rs", &["fstab", "meminfo", "mountinfo"]),
+];
+
+#[test]
+fn the_library_shows_only_what_main_fuzz_and_tests_use() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for (file, want) in PUBLIC {
+        let text = std::fs::read_to_string(src.join(file)).unwrap();
+        let shown: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("pub mod ")?.strip_suffix(';'))
+            .collect();
+        assert_eq!(
+            &shown, want,
+            "src/{file}: a module made pub hides dead code from the compiler; make it pub(crate), or name it here if fuzz/ or tests/ use it"
+        );
+    }
+}
+
+/// Where `text` names an item by a path three deep or more in code
+/// (`crate::a::b::c`), outside `use` lines: each as its byte offset.
+fn inline_paths(text: &str) -> Vec<usize> {
+    let ident = |s: &str| {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .count()
+    };
+    let mut out = Vec::new();
+    let mut in_use = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        if ["use ", "pub use ", "pub(crate) use ", "pub(super) use "]
+            .iter()
+            .any(|p| t.starts_with(p))
+        {
+            in_use = true;
+        }
+        if !in_use {
+            for (at, _) in line.match_indices("crate::") {
+                if line[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$')
+                {
+                    continue;
+                }
+                let (mut rest, mut depth) = (&line[at + "crate".len()..], 0);
+                while let Some(r) = rest.strip_prefix("::") {
+                    let n = ident(r);
+                    if n == 0 {
+                        break;
+                    }
+                    depth += 1;
+                    rest = &r[n..];
+                }
+                if depth >= 3 {
+                    out.push(offset + at);
+                }
+            }
+        }
+        if in_use && line.contains(';') {
+            in_use = false;
+        }
+        offset += line.len();
+    }
+    out
+}
+
+#[test]
+fn items_deep_in_the_crate_are_named_by_use_lines() {
+    assert_eq!(inline_paths("let x = crate::sys::proc::name(r, p);"), [8]);
+    assert!(inline_paths("let x = crate::term::safe(s);").is_empty());
+    assert!(inline_paths("use crate::sys::proc::{\n    crate::a::b::c,\n};").is_empty());
+    assert!(inline_paths("$crate::a::b::c!()").is_empty());
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("floors.rs")) {
+        let text = std::fs::read_to_string(f).unwrap();
+        let code: String = text
+            .lines()
+            .map(|l| match l.find("//") {
+                Some(c) => format!("{}{}\n", &l[..c], " ".repeat(l.len() - c)),
+                None => format!("{l}\n"),
+            })
+            .collect();
+        for at in inline_paths(&code) {
+            let line = code[..at].matches('\n').count();
+            let shown = text.lines().nth(line).unwrap_or("").trim();
+            found.push(format!("{}:{}: {shown}", f.display(), line + 1));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "name these by a use line at the top of the file (or of its test module): {found:#?}"
+    );
+}

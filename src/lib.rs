@@ -2,37 +2,40 @@
 //! then acts on the answers. All behaviour lives in this library; `main.rs`
 //! only parses arguments, calls [`run`] and maps the result to an exit code.
 
-pub mod advise;
-pub mod attrib;
-pub mod bench;
+pub(crate) mod advise;
+pub(crate) mod attrib;
+pub(crate) mod bench;
 pub mod cli;
-pub mod command;
-pub mod explain;
+pub(crate) mod command;
+pub(crate) mod explain;
 pub mod fleet;
 #[cfg(test)]
 mod floors;
-pub mod mounts;
-pub mod persist;
-pub mod render;
-pub mod status;
+pub(crate) mod mounts;
+pub(crate) mod persist;
+pub(crate) mod render;
+pub(crate) mod status;
 pub mod sys;
-pub mod term;
+pub(crate) mod term;
 #[cfg(test)]
 pub(crate) mod test_support;
 // The one skip helper, shared with tests/it and tests/boot.
 #[cfg(test)]
 #[path = "../tests/support/skip.rs"]
 pub(crate) mod skip;
-pub mod top;
-pub mod units;
-pub mod variants;
-pub mod workspace;
+pub(crate) mod top;
+pub(crate) mod units;
+pub(crate) mod variants;
+pub(crate) mod workspace;
 
 use anyhow::Result;
 
 use command::{Output, Report, Request};
 
-pub use command::{Context, ExitCode};
+pub use command::{ExitCode, error};
+pub use sys::signals::exit_as_caught;
+
+use command::Context;
 
 /// Run one parsed command line; returns the exit code for success paths.
 /// Run the command `cli` names. Every command leaves by this one door when
@@ -42,10 +45,7 @@ pub use command::{Context, ExitCode};
 pub fn run(cli: cli::Cli) -> Result<ExitCode> {
     match dispatch(cli) {
         Err(e) if sys::signals::is_interrupted(&e) => {
-            eprintln!(
-                "tmpfsctl: {}",
-                term::safe(&sys::signals::interrupted_message(&e))
-            );
+            command::say(&term::safe(&sys::signals::interrupted_message(&e)));
             Ok(ExitCode::Interrupted)
         }
         r => r,
@@ -72,7 +72,7 @@ fn dispatch(cli: cli::Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Status(a) => command(&ctx, a.output(), || Ok(a.query())),
         Command::Bench(a) => command(&ctx, a.output(), || a.request()),
-        Command::Collect(a) => command(&ctx, a.output(), || Ok(a.request())),
+        Command::Collect(a) => command(&ctx, a.output(), || a.request()),
         Command::Fleet(a) => match a.command {
             cli::fleet::FleetCommand::Analyze(a) => command(&ctx, a.output(), || Ok(a.request())),
         },

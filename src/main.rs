@@ -32,15 +32,15 @@ fn main() -> ExitCode {
             // then clap's usage line and what to try.
             let text = e.render().to_string();
             let text = text.strip_prefix("error: ").unwrap_or(&text);
-            eprint!("tmpfsctl: error: {text}");
+            tmpfsctl::error(text);
             return tmpfsctl::ExitCode::Error.into();
         }
     };
     match tmpfsctl::run(cli) {
-        Ok(tmpfsctl::ExitCode::Interrupted) => tmpfsctl::sys::signals::exit_as_caught(),
+        Ok(tmpfsctl::ExitCode::Interrupted) => tmpfsctl::exit_as_caught(),
         Ok(code) => code.into(),
         Err(e) => {
-            tmpfsctl::command::error(&e);
+            tmpfsctl::error(&e);
             tmpfsctl::ExitCode::Error.into()
         }
     }

@@ -366,6 +366,11 @@ fn term_ns(number: &str, exponent: bool, unit: u128) -> Option<u128> {
 /// `500ms`, `1.5m`, `7d`, `2w`), or a number alone, which is seconds (`90`,
 /// `0.5`). Units: ms, s, m, h, d, w, y and their words (sec, min, hour,
 /// day, week, year, with plurals); lower case.
+///
+/// Written here, not taken from humantime: humantime wants a whole number
+/// and a unit in every part, so it refuses what the commands have always
+/// taken (`90` and top's `-d 2` as seconds, `0.5s`, `1.5m`), and its year
+/// is 365.25 days where `fleet --window 1y` means 365.
 pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     let syntax = || DurationError::Syntax(input.to_string());
     let s = input.trim();
@@ -542,6 +547,7 @@ mod tests {
         let s = Duration::from_secs;
         let ms = Duration::from_millis;
         for (text, want) in [
+            ("30s", s(30)),
             ("10min", s(600)),
             ("600", s(600)),
             ("2h30m", s(9000)),

@@ -18,7 +18,7 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::bench::{self, BenchReport, Scale};
-use crate::command::Context;
+use crate::command::{self, Context};
 use crate::fleet::{self, FitParams, HostFit, HostRecord};
 use crate::mounts::{self, plan};
 use crate::sys;
@@ -456,7 +456,7 @@ fn measure(
 /// the workloads done of all and the ETA of this step).
 fn step(opts: &bench::Options, n: u32, of: u32, what: &str) {
     if opts.progress {
-        eprintln!("tmpfsctl advise: measuring {n} of {of}: {what}");
+        command::say(&format!("advise: measuring {n} of {of}: {what}"));
     }
 }
 

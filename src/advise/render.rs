@@ -3,13 +3,17 @@
 use std::fmt::Write;
 
 use super::Advice;
+use crate::bench::html::bar_chart;
+use crate::bench::render;
 use crate::command::{self, ExitCode, Format, Report};
+use crate::render::color::{self, Tone};
+use crate::render::html::page;
 use crate::render::html_escape as esc;
 use crate::units::{fmt_bytes, fmt_count};
 
 /// Green when nothing needs doing, yellow when a change is recommended,
 /// plain bold when the answer is to leave DIR where it is.
-fn verdict_tone(k: super::Kind) -> crate::render::color::Tone {
+fn verdict_tone(k: super::Kind) -> Tone {
     use super::Kind;
     use crate::render::color::Tone;
     match k {
@@ -187,7 +191,7 @@ pub fn text(a: &Advice) -> String {
     let _ = writeln!(
         s,
         "Verdict: {}\n",
-        crate::render::color::paint(verdict_tone(a.verdict.kind), &a.verdict.headline)
+        color::paint(verdict_tone(a.verdict.kind), &a.verdict.headline)
     );
     let secs = sections(a);
     // The measurement goes right after the usage, before the fit.
@@ -206,7 +210,7 @@ pub fn text(a: &Advice) -> String {
             && let Some(r) = &a.bench
         {
             let _ = writeln!(s, "Measured side by side (same run; higher is better)");
-            let _ = writeln!(s, "{}", crate::bench::render::table(r));
+            let _ = writeln!(s, "{}", render::table(r));
         }
     }
     let _ = writeln!(s, "(sizes in binary units: KiB, MiB, GiB)");
@@ -243,9 +247,9 @@ pub fn html(a: &Advice) -> String {
     if let Some(r) = &a.bench {
         s.push_str(r#"<h2>Measured side by side</h2><div class="grid">"#);
         for w in &r.workloads {
-            s.push_str(&crate::bench::html::bar_chart(r, w));
+            s.push_str(&bar_chart(r, w));
         }
         s.push_str("</div>");
     }
-    crate::render::html::page("tmpfsctl advise", &s)
+    page("tmpfsctl advise", &s)
 }

@@ -1,6 +1,8 @@
 //! The verdict of `advise`, as a pure function of what was measured, so every
 //! rule is tested table-driven without a machine.
 
+use crate::bench::{notes, render};
+use crate::sys::resolve;
 use crate::units::fmt_bytes;
 use serde::Serialize;
 
@@ -168,7 +170,7 @@ fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, 
     if f.quick && !f.speedups.is_empty() {
         reasons.push(format!(
             "{}: the speeds below come from --quick; run without it to measure",
-            crate::bench::render::QUICK_NOTE
+            render::QUICK_NOTE
         ));
     }
     for (op, r, interval) in &f.speedups {
@@ -183,12 +185,12 @@ fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, 
     if f.speedups
         .iter()
         .any(|(op, r, _)| op.starts_with("seq write") && *r < 1.0)
-        && crate::bench::notes::large_folios(&f.fstype)
+        && notes::large_folios(&f.fstype)
     {
         reasons.push(format!(
             "{} beat tmpfs at sequential writes: {}",
             f.fstype,
-            crate::bench::notes::SMALL_PAGES_WHY
+            notes::SMALL_PAGES_WHY
         ));
     }
     option_advice(dir, f, &mut reasons, &mut risks);
@@ -303,7 +305,7 @@ fn decide_on_disk(dir: &str, f: &Facts) -> Decision {
         .iter()
         .map(|(_, r, _)| *r)
         .fold(f64::NAN, f64::max);
-    let reboot_deletes = crate::sys::resolve::outlives_reboot(std::path::Path::new(dir));
+    let reboot_deletes = resolve::outlives_reboot(std::path::Path::new(dir));
     if let Some(what) = reboot_deletes {
         (
             Kind::KeepOnDisk,
@@ -399,6 +401,7 @@ fn decide_on_disk(dir: &str, f: &Facts) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::render::QUICK_NOTE;
 
     const M: u64 = 1 << 20;
     const G: u64 = 1 << 30;
@@ -719,9 +722,7 @@ mod tests {
         f.speedups = vec![("seq write + fsync".into(), 1.0, Some((0.4, 2.1)))];
         let v = decide("/tmp", &f);
         assert!(
-            v.reasons
-                .iter()
-                .any(|r| r.starts_with(crate::bench::render::QUICK_NOTE)),
+            v.reasons.iter().any(|r| r.starts_with(QUICK_NOTE)),
             "{:?}",
             v.reasons
         );

@@ -358,7 +358,6 @@ mod tests {
             processes: vec![
                 Process {
                     pid: 10,
-                    comm: String::new(),
                     files: vec![
                         open(3, "/t/big", 40, 1, 4096 * 10),
                         open(4, "/t/big", 40, 1, 4096 * 10),
@@ -367,7 +366,6 @@ mod tests {
                 },
                 Process {
                     pid: 20,
-                    comm: String::new(),
                     files: vec![
                         open(0, "/u/small", 41, 2, 4096),
                         open(1, "/memfd:buf", 1, 3, 8192),
@@ -375,7 +373,6 @@ mod tests {
                 },
                 Process {
                     pid: 30,
-                    comm: String::new(),
                     files: vec![open(0, "/t/other", 40, 9, 1 << 20)],
                 },
             ],

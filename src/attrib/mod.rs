@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::sys::procfd::{self, Scan};
 use crate::sys::{MountInfo, Sysroot, du, mountinfo};
 
-pub use cgroups::{HeldBy, HeldFile, HeldMount, Holdings, holdings_below};
+pub use cgroups::{Holdings, holdings_below};
 
 /// A process with a file open: who to ask (or restart) to let it go.
 #[derive(Debug, Clone, Serialize)]

@@ -9,6 +9,7 @@ use anyhow::Result;
 
 use super::report::Ceiling;
 use super::stats;
+use crate::sys::signals::Interrupted;
 
 /// Largest CPU cache as /sys reports it (the level with the highest number).
 pub fn llc_bytes() -> Option<u64> {
@@ -59,7 +60,7 @@ fn round_mib(b: u64) -> u64 {
 
 fn interrupted(flag: &AtomicBool) -> Result<()> {
     if flag.load(Ordering::Relaxed) {
-        anyhow::bail!(crate::sys::signals::Interrupted);
+        anyhow::bail!(Interrupted);
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use super::render::fmt_value;
 use super::report::{BenchReport, BenchResult};
 use super::stats::median_ci;
 use crate::render::color::{Tone, paint};
+use crate::render::html::page;
 use crate::render::html_escape as esc;
 use crate::units::fmt_rate;
 
@@ -171,5 +172,5 @@ pub fn html(a: &BenchReport, b: &BenchReport, pa: &Path, pb: &Path) -> String {
     for line in footer(a, b, seen).lines() {
         let _ = write!(s, "<p>{}</p>", esc(line));
     }
-    crate::render::html::page("tmpfsctl bench --compare", &s)
+    page("tmpfsctl bench --compare", &s)
 }

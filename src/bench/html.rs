@@ -20,6 +20,8 @@ const PALETTE: [&str; 6] = [
 ];
 
 pub use super::report::target_label as target_name;
+use crate::render::html::page;
+use crate::sys::atomic::AtomicWrite;
 
 /// The ceiling in the workload's unit (ops/s for op workloads: bytes / bs).
 fn ceiling_in_unit(r: &BenchReport, w: &Workload) -> Option<f64> {
@@ -419,7 +421,7 @@ pub fn html(r: &BenchReport) -> String {
         }
         let _ = write!(s, "<figure>{}</figure>", bar_chart(r, w));
     }
-    crate::render::html::page("tmpfsctl bench", &s)
+    page("tmpfsctl bench", &s)
 }
 
 /// Each chart as its own SVG file in `dir` (created if missing).
@@ -432,18 +434,18 @@ pub fn write_svgs(r: &BenchReport, dir: &Path) -> Result<usize> {
             continue;
         }
         let p = dir.join(format!("{}.svg", w.id));
-        crate::sys::atomic::AtomicWrite::report("--svg").write(&p, bar_chart(r, w).as_bytes())?;
+        AtomicWrite::report("--svg").write(&p, bar_chart(r, w).as_bytes())?;
         n += 1;
     }
     for (op, bars) in iozone_bars(r) {
         let p = dir.join(format!("iozone-{op}-bars.svg"));
         let svg = super::chart::bars(r, &format!("iozone {op}"), &bars);
-        crate::sys::atomic::AtomicWrite::report("--svg").write(&p, svg.as_bytes())?;
+        AtomicWrite::report("--svg").write(&p, svg.as_bytes())?;
         n += 1;
     }
     for (name, svg) in heatmaps(r) {
         let p = dir.join(format!("{name}.svg"));
-        crate::sys::atomic::AtomicWrite::report("--svg").write(&p, svg.as_bytes())?;
+        AtomicWrite::report("--svg").write(&p, svg.as_bytes())?;
         n += 1;
     }
     Ok(n)

@@ -9,6 +9,7 @@
 //! namespace (a container sharing the disk) is left alone, since its PID
 //! cannot be checked from here; so is one owned by another user.
 
+use crate::sys::{Sysroot, proc};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -28,7 +29,7 @@ impl Owner {
         Some(Owner {
             pid,
             start: start_ticks(pid)?,
-            pidns: crate::sys::proc::pid_namespace()?,
+            pidns: proc::pid_namespace()?,
         })
     }
 
@@ -114,7 +115,7 @@ pub fn sweep(dir: &Path, base: &str, kind: Kind) -> Vec<String> {
 /// A process's start time in clock ticks after boot; None when there is no
 /// such process.
 fn start_ticks(pid: u32) -> Option<u64> {
-    crate::sys::proc::stat(&crate::sys::Sysroot::live(), pid).map(|s| s.starttime)
+    proc::stat(&Sysroot::live(), pid).map(|s| s.starttime)
 }
 
 #[cfg(test)]

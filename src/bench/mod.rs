@@ -35,12 +35,13 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 
-pub use report::{BenchReport, BenchResult, SCHEMA_VERSION};
-pub use suite::{Options, need, run_suite, run_suite_with};
+pub use report::{BenchReport, SCHEMA_VERSION};
+pub use suite::{Options, need, run_suite_with};
 pub use workload::{CacheWant, Op, Preset, Scale, Sync, Workload, preset, temp_file_workloads};
 
 use crate::command::{Context, Request};
 
+use crate::sys::atomic;
 use crate::sys::signals::Interrupted;
 
 /// What `tmpfsctl bench` is asked to do.
@@ -80,7 +81,7 @@ impl Measure {
             } else {
                 d.clone()
             };
-            crate::sys::atomic::check_writable("--svg", &probe)?;
+            atomic::check_writable("--svg", &probe)?;
         }
         Ok(())
     }

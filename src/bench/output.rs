@@ -3,7 +3,7 @@
 //! the HTML page, the A/B comparison) need not know each other.
 
 use super::{BenchOutcome, compare, html, notes, render};
-use crate::command::{Format, Report, json, text};
+use crate::command::{self, Format, Report, json, text};
 
 impl Report for BenchOutcome {
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
@@ -38,13 +38,7 @@ impl Report for BenchOutcome {
         let mut out = String::new();
         for w in &r.warnings {
             if !table_shown || !notes::CODES.contains(&w.code.as_str()) {
-                let tag =
-                    crate::render::color::paint_err(crate::render::color::Tone::Warn, "warning:");
-                out.push_str(&crate::render::paragraph(
-                    "",
-                    &format!("{tag} {}", w.message),
-                ));
-                out.push('\n');
+                out.push_str(&command::warned_paragraph(&w.message));
             }
         }
         out

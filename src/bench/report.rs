@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::stats::Summary;
 use super::workload::Workload;
+use crate::sys::zram::MmStat;
 
 /// Bumped on any incompatible change of the JSON below.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -73,7 +73,7 @@ pub struct TargetInfo {
     pub ext4_journal: Option<bool>,
     /// A zram device made for the run (`zram[:ALG]`): which, with what back end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub zram: Option<super::zram::ZramTargetInfo>,
+    pub zram: Option<ZramTargetInfo>,
 }
 
 impl TargetInfo {
@@ -197,21 +197,7 @@ pub struct BenchResult {
     /// zram targets: the RAM the workload's data cost there, read after its
     /// runs with its files still in place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub zram: Option<super::zram::ZramCost>,
-}
-
-impl BenchResult {
-    pub fn summary(&self) -> Summary {
-        Summary {
-            median: self.median,
-            min: self.min,
-            max: self.max,
-            mean: f64::NAN,
-            spread_percent: self.spread_percent,
-            rsd_percent: self.rsd_percent,
-            outliers: self.outliers,
-        }
-    }
+    pub zram: Option<ZramCost>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -282,5 +268,41 @@ pub fn target_label(r: &BenchReport, i: usize) -> String {
         t.label()
     } else {
         format!("{} ({})", t.path, t.fstype)
+    }
+}
+
+/// What the report says about a zram target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZramTargetInfo {
+    /// `zram3`.
+    pub device: String,
+    /// The back end in use, as the device names it.
+    pub algorithm: String,
+    /// The back ends the device offered.
+    pub algorithms: Vec<String>,
+    pub disksize_bytes: u64,
+}
+
+/// The RAM a zram target's data cost right after a workload's runs, with its
+/// files still there and written out (syncfs first, else part of it would
+/// still sit in the page cache, not in zram).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ZramCost {
+    /// `orig_data_size`: bytes written to the device, uncompressed (file
+    /// data plus the file system's own metadata).
+    pub orig_data_bytes: u64,
+    /// `mem_used_total`: the RAM the device holds, allocator overhead included.
+    pub mem_used_total_bytes: u64,
+    /// `orig_data_size / mem_used_total`: data stored per byte of RAM.
+    pub data_per_ram_ratio: Option<f64>,
+}
+
+impl ZramCost {
+    pub fn of(m: &MmStat) -> ZramCost {
+        ZramCost {
+            orig_data_bytes: m.orig_data_bytes,
+            mem_used_total_bytes: m.mem_used_total_bytes,
+            data_per_ram_ratio: m.ratio(),
+        }
     }
 }

@@ -90,16 +90,6 @@ pub fn need(workloads: &[Workload]) -> (u64, u64) {
     (b, i)
 }
 
-/// Check every target (nothing is written if any fails), then measure.
-pub fn run_suite(
-    ctx: &Context,
-    targets: &[PathBuf],
-    workloads: &[Workload],
-    opts: &Options,
-) -> Result<BenchReport> {
-    run_suite_with(ctx, targets, &[], workloads, opts)
-}
-
 /// As [`run_suite`]; `private` lists targets that are tmpfs mounts made for this run.
 pub fn run_suite_with(
     ctx: &Context,

@@ -11,8 +11,9 @@ use anyhow::{Context as _, Result};
 use rustix::fs::{Mode, OFlags};
 
 use super::leftover::{self, Kind};
-use super::report::TargetInfo;
+use super::report::{TargetInfo, ZramTargetInfo};
 use crate::sys::outdir::OutDir;
+use crate::sys::{fs, mountinfo, statfs};
 use crate::units::fmt_bytes;
 
 /// Room left beyond the planned data: filesystems need some for metadata and
@@ -25,7 +26,6 @@ pub fn margin_bytes(need: u64) -> u64 {
 #[derive(Debug, Clone)]
 pub struct Target {
     pub shown: String,
-    pub path: PathBuf,
     pub info: TargetInfo,
     /// The directory itself, as checked: scratch directories are made in
     /// this inode, whatever is renamed on the way later.
@@ -74,9 +74,9 @@ pub fn check(
             "target {shown}: not writable by this user; give a directory you can write to (or run as its owner)"
         )
     })?;
-    let st = crate::sys::statfs::statfs(&path)?;
+    let st = statfs::statfs(&path)?;
     let (mounts, _) = ctx.sysroot.mountinfo()?;
-    let m = crate::sys::mountinfo::mount_for(&mounts, &path);
+    let m = mountinfo::mount_for(&mounts, &path);
     let fstype = m.map_or_else(|| "unknown".to_string(), |m| m.fstype.clone());
     let mountpoint = m.map_or_else(|| "/".to_string(), |m| m.mount_point.display().to_string());
     let ram_backed = crate::sys::is_ram_backed(&fstype);
@@ -140,7 +140,6 @@ pub fn check(
                 None
             },
         },
-        path,
         held,
     })
 }
@@ -172,7 +171,7 @@ pub struct PrivateSpec {
     pub path: PathBuf,
     pub options: Option<String>,
     /// A zram device made for the run, not a tmpfs.
-    pub zram: Option<super::zram::ZramTargetInfo>,
+    pub zram: Option<ZramTargetInfo>,
 }
 
 /// Scratch directories are named this, then their owner (see `leftover`).
@@ -259,7 +258,7 @@ impl Scratch {
 
     fn remove_inner(&mut self) -> Result<()> {
         if let Some(fd) = self.fd.take() {
-            crate::sys::fs::clear_dir(fd.as_fd()).context("emptying the scratch directory")?;
+            fs::clear_dir(fd.as_fd()).context("emptying the scratch directory")?;
         }
         if let Some(d) = self.dir.take() {
             let p = d.path().to_path_buf();
@@ -477,7 +476,7 @@ pub fn default_disk_dir(ctx: &crate::command::Context) -> Result<PathBuf> {
         let Ok(canon) = std::fs::canonicalize(&c) else {
             continue;
         };
-        let ram = crate::sys::mountinfo::mount_for(&mounts, &canon)
+        let ram = mountinfo::mount_for(&mounts, &canon)
             .is_some_and(|m| crate::sys::is_ram_backed(&m.fstype));
         if !ram && canon.is_dir() {
             return Ok(c);
@@ -492,6 +491,7 @@ pub fn default_disk_dir(ctx: &crate::command::Context) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::Sysroot;
 
     #[test]
     fn tmpfs_targets_take_the_kernels_options_and_name_a_bad_one() {
@@ -540,7 +540,7 @@ mod tests {
     #[test]
     fn ext4_journal_is_read_from_sysfs() {
         let d = tempfile::tempdir().unwrap();
-        let root = crate::sys::Sysroot::new(d.path());
+        let root = Sysroot::new(d.path());
         let dev = rustix::fs::makedev(253, 0);
         assert_eq!(ext4_journal(&root, dev), None, "no sysfs: unknown");
         std::fs::create_dir_all(d.path().join("sys/dev/block/253:0")).unwrap();

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::bench::report::BenchResult;
 
 #[test]
 fn presets_are_valid_and_labelled() {

@@ -7,51 +7,15 @@
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
-use serde::{Deserialize, Serialize};
 
 use super::leftover::{self, Kind};
+use super::report::{ZramCost, ZramTargetInfo};
 use super::target::{MOUNT_BASE, enter_private_namespace};
 use crate::sys::zram::{self, MmStat, Spec, ZramDevice};
 use crate::units::fmt_bytes;
 
 /// The label of bench's devices: says in `blkid` and `status` who made them.
 pub const LABEL: &str = "tmpfsctl-bench";
-
-/// What the report says about a zram target.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ZramTargetInfo {
-    /// `zram3`.
-    pub device: String,
-    /// The back end in use, as the device names it.
-    pub algorithm: String,
-    /// The back ends the device offered.
-    pub algorithms: Vec<String>,
-    pub disksize_bytes: u64,
-}
-
-/// The RAM a zram target's data cost right after a workload's runs, with its
-/// files still there and written out (syncfs first, else part of it would
-/// still sit in the page cache, not in zram).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ZramCost {
-    /// `orig_data_size`: bytes written to the device, uncompressed (file
-    /// data plus the file system's own metadata).
-    pub orig_data_bytes: u64,
-    /// `mem_used_total`: the RAM the device holds, allocator overhead included.
-    pub mem_used_total_bytes: u64,
-    /// `orig_data_size / mem_used_total`: data stored per byte of RAM.
-    pub data_per_ram_ratio: Option<f64>,
-}
-
-impl ZramCost {
-    pub fn of(m: &MmStat) -> ZramCost {
-        ZramCost {
-            orig_data_bytes: m.orig_data_bytes,
-            mem_used_total_bytes: m.mem_used_total_bytes,
-            data_per_ram_ratio: m.ratio(),
-        }
-    }
-}
 
 /// A zram device with a file system, mounted for the run. Dropping it
 /// unmounts, removes the device and the mount point.
@@ -60,13 +24,6 @@ pub struct PrivateZram {
     device: Option<ZramDevice>,
     pub path: PathBuf,
     pub info: ZramTargetInfo,
-}
-
-/// The device size for `data_bytes` of files: ext4's metadata (inode
-/// tables, bitmaps, group descriptors: about 2% at the default inode ratio)
-/// on top, and at least 64 MiB so that mkfs has room for its minimum.
-pub fn device_bytes(data_bytes: u64) -> u64 {
-    (data_bytes + data_bytes / 16 + (16 << 20)).max(64 << 20)
 }
 
 impl PrivateZram {
@@ -96,7 +53,7 @@ impl PrivateZram {
                 features.algorithms[0]
             );
         }
-        let disksize = device_bytes(data_bytes);
+        let disksize = zram::device_bytes(data_bytes);
         // Incompressible data costs its full size, and more: the worst case
         // must fit in the RAM that is free.
         let (mem, _) = ctx.sysroot.meminfo()?;
@@ -165,18 +122,7 @@ pub fn cost_at(path: &std::path::Path) -> Option<ZramCost> {
     let f = std::fs::File::open(path).ok()?;
     rustix::fs::syncfs(&f).ok()?;
     let st = rustix::fs::fstat(&f).ok()?;
-    let name = device_name(st.st_dev)?;
+    let name = zram::name_of_dev(st.st_dev)?;
     let text = std::fs::read_to_string(format!("/sys/block/{name}/mm_stat")).ok()?;
     MmStat::parse(&text).map(|m| ZramCost::of(&m))
-}
-
-/// `zramN` for a device number, from /sys/dev/block/MAJ:MIN/uevent.
-fn device_name(dev: u64) -> Option<String> {
-    let (maj, min) = (rustix::fs::major(dev), rustix::fs::minor(dev));
-    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/uevent")).ok()?;
-    let name = uevent
-        .lines()
-        .find_map(|l| l.strip_prefix("DEVNAME="))?
-        .trim();
-    name.starts_with("zram").then(|| name.to_string())
 }

@@ -8,6 +8,7 @@ use clap::CommandFactory;
 
 use super::Cli;
 use crate::command::ExitCode;
+use crate::sys::atomic::AtomicWrite;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
@@ -101,7 +102,7 @@ pub fn man(a: &ManArgs) -> Result<ExitCode> {
         collect_paths(&root, &mut Vec::new(), &mut paths);
         for p in &paths {
             let file = dir.join(format!("{}.1", find(p)?.get_name()));
-            crate::sys::atomic::AtomicWrite::report("--dir").write(&file, &render_man(p)?)?;
+            AtomicWrite::report("--dir").write(&file, &render_man(p)?)?;
             println!("{}", crate::term::safe_path(&file));
         }
         return Ok(ExitCode::Ok);

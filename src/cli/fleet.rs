@@ -4,10 +4,13 @@
 
 use std::path::PathBuf;
 
+use anyhow::{Result, bail};
+
 use crate::command::{Format, Output};
 use crate::fleet::analyze::{AnalyzeOptions, DEFAULT_BUCKETS};
+use crate::fleet::collect::{self, HostName};
 use crate::fleet::prom::PromOptions;
-use crate::fleet::{AnalyzeRequest, AnalyzeSource, CollectFormat, CollectRequest, FitParams};
+use crate::fleet::{AnalyzeRequest, AnalyzeSource, CollectRequest, FitParams};
 use crate::units::{self, Size};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -18,6 +21,19 @@ pub enum CollectFormatArg {
     Kirkland,
     /// node_exporter textfile-collector metrics
     Prom,
+}
+
+impl CollectFormatArg {
+    /// The report format each choice names: the one place collect's
+    /// formats are told apart (the snapshot renders each in
+    /// `fleet/collect.rs`).
+    fn format(self) -> Format {
+        match self {
+            CollectFormatArg::Json => Format::JSON,
+            CollectFormatArg::Kirkland => collect::KIRKLAND,
+            CollectFormatArg::Prom => Format::PROM,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -180,6 +196,9 @@ pub struct AnalyzeArgs {
     /// At most this many host names per list (each fit model's misfits, outliers)
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub list: usize,
+    /// Threads to read and analyze on (default: the cores this process may use); the report is the same for any count
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     /// Print the JSON document (schema_version 2) on stdout instead of the text report
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -201,27 +220,41 @@ pub struct AnalyzeArgs {
 }
 
 impl CollectArgs {
-    pub fn request(&self) -> CollectRequest {
-        CollectRequest {
-            paths: self.paths.clone(),
-            format: match self.format {
-                CollectFormatArg::Json => CollectFormat::Json,
-                CollectFormatArg::Kirkland => CollectFormat::Kirkland,
-                CollectFormatArg::Prom => CollectFormat::Prom,
-            },
-            anonymize: self.anonymize,
-            salt: self.salt.clone(),
-            host: self.host.clone(),
+    /// The request, once the paths and the host name suit the format.
+    pub fn request(&self) -> Result<CollectRequest> {
+        let format = self.format.format();
+        if format == collect::KIRKLAND && self.paths.len() != 1 {
+            bail!("--format kirkland has a single /tmp column; give exactly one --path");
         }
+        if format == Format::PROM && (self.anonymize || self.host.is_some()) {
+            // Silently ignoring these would let someone believe the metrics hide
+            // or rename the host, while Prometheus labels them with the scrape
+            // target's `instance`.
+            bail!(
+                "--{} has no effect with --format prom: the textfile carries no host name, Prometheus labels the samples with the scrape target (`instance`); \
+                 rename or hash that label in Prometheus (relabel_configs), or use --format json / kirkland",
+                if self.anonymize { "anonymize" } else { "host" }
+            );
+        }
+        let host = match (&self.host, self.anonymize) {
+            (Some(h), _) => HostName::Fixed(h.clone()),
+            // The metrics carry no host name: do not fail for want of one (a
+            // sysroot with neither hostname file) when nothing would print it.
+            (None, _) if format == Format::PROM => HostName::Unused,
+            (None, true) => HostName::Anonymized {
+                salt: self.salt.clone(),
+            },
+            (None, false) => HostName::Real,
+        };
+        Ok(CollectRequest {
+            paths: self.paths.clone(),
+            host,
+        })
     }
 
     /// The snapshot in its format, on stdout or (`--output FILE`) only in FILE.
     pub fn output(&self) -> Output {
-        let format = match self.format {
-            CollectFormatArg::Json => Format::JSON,
-            CollectFormatArg::Kirkland => crate::fleet::collect::KIRKLAND,
-            CollectFormatArg::Prom => Format::PROM,
-        };
+        let format = self.format.format();
         match &self.output {
             Some(f) => Output::nothing().export("--output", format, Some(f)),
             None => Output::stdout(format),
@@ -259,6 +292,7 @@ impl AnalyzeArgs {
                 headroom_percent: self.headroom,
                 buckets,
                 list: self.list,
+                threads: self.threads.map_or(0, usize::from),
             },
         }
     }
@@ -281,6 +315,7 @@ impl AnalyzeArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::{Cli, Command};
 
     #[test]
     fn percent_arguments() {
@@ -295,7 +330,7 @@ mod tests {
     #[test]
     fn help_names_the_survey_format_by_what_it_is() {
         use clap::CommandFactory;
-        let mut c = crate::cli::Cli::command();
+        let mut c = Cli::command();
         c.build();
         let help = c
             .find_subcommand_mut("fleet")
@@ -304,5 +339,41 @@ mod tests {
             .unwrap();
         assert!(help.contains("(Kirkland, 2016)"), "{help}");
         assert!(!help.to_lowercase().contains("seed"), "{help}");
+    }
+
+    fn collect(args: &[&str]) -> Result<CollectRequest> {
+        use clap::Parser;
+        let mut v = vec!["tmpfsctl", "collect"];
+        v.extend_from_slice(args);
+        match Cli::try_parse_from(v).unwrap().command {
+            Command::Collect(a) => a.request(),
+            _ => unreachable!(),
+        }
+    }
+
+    /// The format is checked against the paths and the host name before
+    /// anything is measured, and the request says only how to name the host.
+    #[test]
+    fn collect_checks_its_format_against_paths_and_host_name() {
+        let e = collect(&["--format", "kirkland", "--path", "/a", "--path", "/b"]).unwrap_err();
+        assert!(e.to_string().contains("exactly one --path"), "{e}");
+        for flag in [&["--anonymize"][..], &["--host", "web-1"][..]] {
+            let mut a = vec!["--format", "prom"];
+            a.extend_from_slice(flag);
+            let e = collect(&a).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("{} has no effect with --format prom", flag[0])),
+                "{e}"
+            );
+        }
+        let r = |a: &[&str]| collect(a).unwrap().host;
+        assert!(matches!(r(&["--format", "prom"]), HostName::Unused));
+        assert!(matches!(r(&[]), HostName::Real));
+        assert!(matches!(r(&["--json"]), HostName::Real));
+        assert!(matches!(r(&["--host", "h"]), HostName::Fixed(h) if h == "h"));
+        assert!(
+            matches!(r(&["--anonymize", "--salt", "s"]), HostName::Anonymized { salt } if salt == "s")
+        );
+        assert_eq!(collect(&["--format", "kirkland"]).unwrap().paths.len(), 1);
     }
 }

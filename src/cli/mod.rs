@@ -1,21 +1,22 @@
 //! Command-line definitions (clap derive). Each command's arguments live next to
 //! the code that implements it; this file only lists the commands.
 
-pub mod advise;
-pub mod bench;
-pub mod docs;
-pub mod explain;
-pub mod fleet;
+pub(crate) mod advise;
+pub(crate) mod bench;
+pub(crate) mod docs;
+pub(crate) mod explain;
+pub(crate) mod fleet;
 mod manpage;
-pub mod mounts;
-pub mod persist;
-pub mod status;
-pub mod top;
+pub(crate) mod mounts;
+pub(crate) mod persist;
+pub(crate) mod status;
+pub(crate) mod top;
 mod values;
-pub mod workspace;
+pub(crate) mod workspace;
 
 use std::path::PathBuf;
 
+use crate::render::color::ColorChoice;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -33,14 +34,14 @@ Sizes accept 512M, 2G (binary units, like tmpfs) and 50% (of RAM)."
 pub struct Cli {
     /// When to use colour: auto (on a terminal, unless NO_COLOR is set), always, never
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
-    pub color: crate::render::color::ColorChoice,
+    pub(crate) color: ColorChoice,
 
     /// Read /proc and /etc under DIR instead of / (fixtures, a mounted image)
     #[arg(long, global = true, value_name = "DIR", env = "TMPFSCTL_SYSROOT")]
-    pub sysroot: Option<PathBuf>,
+    pub(crate) sysroot: Option<PathBuf>,
 
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 // `defer`: a command's arguments are defined only when it is the one
@@ -49,7 +50,7 @@ pub struct Cli {
 // every start, a tenth of a whole `tmpfsctl run -- true`.
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
-pub enum Command {
+pub(crate) enum Command {
     /// What is RAM-backed here, how full, and what it costs in RAM
     Status(status::StatusArgs),
     /// tmpfs vs disk, side by side, per operation, with the memory ceiling

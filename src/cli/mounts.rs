@@ -262,7 +262,6 @@ impl ApplyArgs {
             opts,
             resize: self.resize,
             force: self.opts.force,
-            allow_package_files: self.allow_package_files,
             yes: self.yes,
         }
     }

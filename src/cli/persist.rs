@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use crate::command::{Format, Output};
-use crate::persist::admin::{DisableRequest, EnableRequest};
+use crate::persist::admin::{DisableRequest, EnableRequest, On};
 use crate::persist::status::StatusRequest;
 use crate::persist::verify::VerifyRequest;
 use crate::persist::{PersistRequest, RestoreRequest, SyncRequest, registry};
@@ -59,7 +59,8 @@ pub enum PersistCmd {
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  sudo tmpfsctl persist enable /var/log --size 256M --yes\n  \
-sudo tmpfsctl persist enable /srv/cache --store /var/lib/cache-store --interval 2min --boot fstab --yes\n\n\
+sudo tmpfsctl persist enable /srv/cache --store /var/lib/cache-store --interval 2min --boot fstab --yes\n  \
+sudo tmpfsctl persist enable /var/log --on zram:lz4 --size 512M --yes\n\n\
 DIR's files are copied into the store (generation 1) and into a new tmpfs mounted on DIR; \
 the files on disk stay underneath, untouched."
 )]
@@ -69,9 +70,14 @@ pub struct EnableArgs {
     /// Directory on disk for the generations [default: /var/lib/tmpfsctl/persist/<escaped DIR>]
     #[arg(long, value_name = "STORE")]
     pub store: Option<PathBuf>,
-    /// tmpfs size (512M, 2G, 50% of RAM) [default: the kernel's, 50%]
+    /// tmpfs size (512M, 2G, 50% of RAM) [default: the kernel's, 50%]; with --on zram, the
+    /// file system's size (the device gets its metadata on top)
     #[arg(long, value_name = "SIZE")]
     pub size: Option<Size>,
+    /// What DIR is kept on: tmpfs, or zram[:ALGORITHM] (a zram device with an ext4 without a
+    /// journal, mounted with discard, made again by the restore unit at every boot)
+    #[arg(long, value_name = "tmpfs|zram[:ALG]", default_value = "tmpfs")]
+    pub on: On,
     /// Go ahead although --size is above RAM + swap (such a cap limits nothing), or a process
     /// other than journald (which enable hands over itself) has a file in DIR open for writing
     /// (what it writes after the copy goes to the file hidden under the tmpfs and is lost)
@@ -258,6 +264,7 @@ impl PersistArgs {
                     before: a.before.clone(),
                     force: a.force,
                     yes: a.yes,
+                    on: a.on.clone(),
                 })
             }
             PersistCmd::Sync(a) => PersistRequest::Sync(SyncRequest {

@@ -155,18 +155,18 @@ impl ShellArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::{Cli, Command};
     use clap::Parser;
 
     fn parse(args: &[&str]) -> crate::cli::Command {
         let mut v = vec!["tmpfsctl"];
         v.extend(args);
-        crate::cli::Cli::try_parse_from(v).unwrap().command
+        Cli::try_parse_from(v).unwrap().command
     }
 
     #[test]
     fn requests_carry_the_command_line() {
-        let crate::cli::Command::Run(a) =
-            parse(&["run", "--keep=/x", "--no-namespace", "--", "a", "-b"])
+        let Command::Run(a) = parse(&["run", "--keep=/x", "--no-namespace", "--", "a", "-b"])
         else {
             panic!("not run");
         };
@@ -179,12 +179,10 @@ mod tests {
         assert_eq!(r.args, vec![OsString::from("-b")]);
         // `--keep` without a value: the default place (it used to be refused
         // as an empty path).
-        let crate::cli::Command::Shell(a) = parse(&["shell", "--keep", "--", "-c", "true"]) else {
+        let Command::Shell(a) = parse(&["shell", "--keep", "--", "-c", "true"]) else {
             panic!("not shell");
         };
         assert!(matches!(a.request().scratch.keep, Some(Keep::Default)));
-        assert!(
-            crate::cli::Cli::try_parse_from(["tmpfsctl", "run", "--keep=", "--", "true"]).is_err()
-        );
+        assert!(Cli::try_parse_from(["tmpfsctl", "run", "--keep=", "--", "true"]).is_err());
     }
 }

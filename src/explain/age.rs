@@ -16,9 +16,9 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, CWD, Dir, FileType, Statx, StatxAttributes, StatxFlags};
 
 use crate::sys::Sysroot;
-use crate::sys::fs::open_dir_noatime;
+use crate::sys::fs::{self, open_dir_noatime};
 use crate::sys::proc::{self, Flock};
-use crate::sys::tmpfiles::{Age, Config, Rule, is_under};
+use crate::sys::tmpfiles::{self, Age, Config, Rule, is_under};
 
 /// systemd's MAX_DEPTH: deeper directories are not entered.
 const MAX_DEPTH: usize = 256;
@@ -292,7 +292,7 @@ pub fn expand(root: &Sysroot, pattern: &str) -> Vec<String> {
             }
             let dir = if base.is_empty() { "/" } else { base.as_str() };
             for n in names_noatime(root, dir) {
-                if crate::sys::tmpfiles::glob_match(comp, &n) {
+                if tmpfiles::glob_match(comp, &n) {
                     next.push(format!("{base}/{n}"));
                 }
             }
@@ -311,7 +311,7 @@ pub(super) fn names_noatime(root: &Sysroot, dir: &str) -> Vec<String> {
     let Ok(fd) = open_dir_noatime(CWD, &root.path(dir), true) else {
         return Vec::new();
     };
-    crate::sys::fs::names(fd.as_fd())
+    fs::names(fd.as_fd())
         .unwrap_or_default()
         .into_iter()
         .map(|n| String::from_utf8_lossy(n.to_bytes()).into_owned())

@@ -14,9 +14,10 @@ use serde::Serialize;
 
 use crate::command::Context;
 use crate::sys::cgroup::{self, Hierarchy};
-use crate::sys::{self, Sysroot, procfd, statfs, tmpfiles};
+use crate::sys::{self, Sysroot, passwd, procfd, statfs, tmpfiles};
 
-pub use causes::{Cause, CauseKind, CgroupCheck, help_list};
+use crate::sys::hidden::{self, HiddenBelow};
+pub use causes::{Cause, CgroupCheck, help_list};
 pub use clean::{Cleaned, FlockHeld, RuleOut};
 
 /// 2: `largest_files` and `hidden_below` are new. 3: `flock_protected`,
@@ -72,7 +73,7 @@ pub struct ExplainReport {
     pub causes: Vec<Cause>,
     /// What the filesystem below holds at this mount point, hidden by the
     /// mount (PATH is a mount point; root only); null otherwise.
-    pub hidden_below: Option<crate::sys::hidden::HiddenBelow>,
+    pub hidden_below: Option<HiddenBelow>,
     /// Why `hidden_below` is null at a mount point (not root, ...).
     pub hidden_below_unknown: Option<String>,
     /// The mount's largest files, its root included (RAM-backed mounts only).
@@ -216,13 +217,13 @@ pub fn gather(ctx: &Context, q: &ExplainQuery) -> Result<ExplainReport> {
                 root,
                 w,
                 &scan,
-                &crate::sys::passwd::users(root),
+                &passwd::users(root),
                 sys::du::LARGEST_FILES,
             )
         })
         .unwrap_or_default();
     let (hidden_below, hidden_below_unknown) = if root.is_live() && m.mount_point == resolved {
-        match crate::sys::hidden::open(&mounts, m) {
+        match hidden::open(&mounts, m) {
             Ok(b) => (b.measure(), None),
             Err(e) => (None, Some(e.reason().to_string())),
         }

@@ -35,6 +35,9 @@ pub struct AnalyzeOptions {
     pub buckets: Vec<u64>,
     /// At most this many host names per list (misfits, outliers).
     pub list: usize,
+    /// Threads the input is read and the columns are worked on (0: the
+    /// cores available). The report is the same for any count.
+    pub threads: usize,
 }
 
 impl Default for AnalyzeOptions {
@@ -45,6 +48,7 @@ impl Default for AnalyzeOptions {
             headroom_percent: 25.0,
             buckets: DEFAULT_BUCKETS.to_vec(),
             list: 100,
+            threads: 0,
         }
     }
 }
@@ -126,19 +130,12 @@ pub fn analyze(
 ) -> FleetReport {
     let mut warnings = Vec::new();
     let mut charts = ChartData::default();
-    // The columns are independent: sorted on two threads, half the wall time
-    // on a two-core machine, one extra column alive at a time.
-    let (mine, memory) = std::thread::scope(|s| {
-        let memory = s.spawn(|| memory_columns(f));
-        (tmp_columns(f, o), memory.join())
-    });
-    let memory = memory.unwrap_or_else(|p| std::panic::resume_unwind(p));
+    let (mine, memory, fit) = columns(f, o);
     let TmpColumns {
         tmp_used_bytes,
         tmp_used_buckets,
         cdf,
         tmp_inodes,
-        fit,
         recommendation,
     } = mine;
     charts.cdf = cdf;
@@ -219,25 +216,190 @@ pub fn analyze(
     }
 }
 
-/// What [`analyze`] takes from the /tmp columns, and the fits.
+/// What [`analyze`] takes from the /tmp columns.
 struct TmpColumns {
     tmp_used_bytes: Option<Summary>,
     tmp_used_buckets: Vec<Bucket>,
     cdf: Vec<(u64, f64)>,
     tmp_inodes: Option<Summary>,
-    fit: Fits,
     recommendation: Recommendation,
 }
 
-fn tmp_columns(f: &Fleet, o: &AnalyzeOptions) -> TmpColumns {
-    let mut cols = Columns::default();
+/// What [`analyze`] takes from the memory and swap columns.
+struct MemoryColumns {
+    mem_total_bytes: Option<Summary>,
+    ram_hist: Vec<(u64, u64)>,
+    mem_available_bytes: Option<Summary>,
+    mem_free_bytes: Option<Summary>,
+    swap_total_bytes: Option<Summary>,
+    swap_used_bytes: Option<Summary>,
+}
+
+/// One column's work, or the fits: what a [`Task`] gives back.
+enum Part {
+    Tmp {
+        summary: Option<Summary>,
+        buckets: Vec<Bucket>,
+        cdf: Vec<(u64, f64)>,
+        recommendation: Recommendation,
+    },
+    Fits(Box<Fits>),
+    Summary(Option<Summary>),
+    Counted(Option<Summary>, Vec<(u64, u64)>),
+}
+
+/// The work on the columns, in the order the pool takes it: the longest
+/// first (the /tmp column is sorted and then scanned twice for the
+/// recommendation), so no thread is left with a long task at the end.
+#[derive(Clone, Copy)]
+enum Task {
+    Tmp,
+    Fits,
+    Inodes,
+    MemAvail,
+    MemFree,
+    SwapUsed,
+    MemTotal,
+    SwapTotal,
+}
+
+const TASKS: [Task; 8] = [
+    Task::Tmp,
+    Task::Fits,
+    Task::Inodes,
+    Task::MemAvail,
+    Task::MemFree,
+    Task::SwapUsed,
+    Task::MemTotal,
+    Task::SwapTotal,
+];
+
+/// Every statistic of every column, and the fits, on a pool of
+/// `o.threads` threads (the cores available when 0) that each take the
+/// next task as they finish one. Each task is computed alone from the
+/// rows, so the results do not depend on the thread count; the pool is
+/// bounded by the number of tasks and by the longest (the /tmp column).
+fn columns(f: &Fleet, o: &AnalyzeOptions) -> (TmpColumns, MemoryColumns, Fits) {
+    let threads = super::threads_or_cores(o.threads).min(TASKS.len());
+    let mut parts: Vec<(usize, Part)> = if threads <= 1 {
+        let mut cols = Columns::default();
+        TASKS
+            .iter()
+            .enumerate()
+            .map(|(k, t)| (k, task(*t, f, o, &mut cols)))
+            .collect()
+    } else {
+        use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        // Each thread's sort buffers serve all its columns.
+                        let mut cols = Columns::default();
+                        let mut mine = Vec::new();
+                        loop {
+                            let k = next.fetch_add(1, Relaxed);
+                            let Some(t) = TASKS.get(k) else { break mine };
+                            mine.push((k, task(*t, f, o, &mut cols)));
+                        }
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    };
+    parts.sort_unstable_by_key(|p| p.0);
+    let mut it = parts.into_iter().map(|p| p.1);
+    let summary = |it: &mut dyn Iterator<Item = Part>| match it.next() {
+        Some(Part::Summary(s)) => s,
+        _ => unreachable!("the tasks are in TASKS order"),
+    };
+    let (
+        Some(Part::Tmp {
+            summary: tmp_used_bytes,
+            buckets,
+            cdf,
+            recommendation,
+        }),
+        Some(Part::Fits(fit)),
+    ) = (it.next(), it.next())
+    else {
+        unreachable!("the tasks are in TASKS order")
+    };
+    let tmp_inodes = summary(&mut it);
+    let mem_available_bytes = summary(&mut it);
+    let mem_free_bytes = summary(&mut it);
+    let swap_used_bytes = summary(&mut it);
+    let (Some(Part::Counted(mem_total_bytes, ram_hist)), Some(Part::Summary(swap_total_bytes))) =
+        (it.next(), it.next())
+    else {
+        unreachable!("the tasks are in TASKS order")
+    };
+    (
+        TmpColumns {
+            tmp_used_bytes,
+            tmp_used_buckets: buckets,
+            cdf,
+            tmp_inodes,
+            recommendation,
+        },
+        MemoryColumns {
+            mem_total_bytes,
+            ram_hist,
+            mem_available_bytes,
+            mem_free_bytes,
+            swap_total_bytes,
+            swap_used_bytes,
+        },
+        *fit,
+    )
+}
+
+fn task(t: Task, f: &Fleet, o: &AnalyzeOptions, cols: &mut Columns) -> Part {
+    match t {
+        Task::Tmp => tmp_column(f, o, cols),
+        Task::Fits => Part::Fits(Box::new(fit::fleet_fits(f, &o.fit, o.list))),
+        Task::Inodes => Part::Summary(stats::summarize(cols.sorted(f, |r| r.inodes))),
+        Task::MemAvail => Part::Summary(stats::summarize(cols.sorted(f, |r| r.mem_avail))),
+        Task::MemFree => Part::Summary(stats::summarize(cols.sorted(f, |r| r.mem_free))),
+        Task::SwapUsed => Part::Summary(stats::summarize(cols.sorted(f, |r| {
+            if r.swap_total == u64::MAX || r.swap_free == u64::MAX {
+                u64::MAX
+            } else {
+                r.swap_total.saturating_sub(r.swap_free)
+            }
+        }))),
+        // RAM and swap sizes take few values: counted, not sorted, where they do.
+        Task::MemTotal => match stats::distinct_counts(f.rows.iter().map(|r| r.mem_total)) {
+            Some(d) => Part::Counted(stats::summarize_counts(&d), ram_histogram(d.into_iter())),
+            None => {
+                let sorted = cols.sorted(f, |r| r.mem_total);
+                Part::Counted(
+                    stats::summarize(sorted),
+                    ram_histogram(sorted.iter().map(|&m| (m, 1))),
+                )
+            }
+        },
+        Task::SwapTotal => Part::Summary(
+            match stats::distinct_counts(f.rows.iter().map(|r| r.swap_total)) {
+                Some(d) => stats::summarize_counts(&d),
+                None => stats::summarize(cols.sorted(f, |r| r.swap_total)),
+            },
+        ),
+    }
+}
+
+fn tmp_column(f: &Fleet, o: &AnalyzeOptions, cols: &mut Columns) -> Part {
     cols.sort(f, |r| r.tmp_used);
     let tmp_sorted = &cols.col;
-    let tmp_used_bytes = stats::summarize(tmp_sorted);
+    let summary = stats::summarize(tmp_sorted);
     let mut limits = o.buckets.clone();
     limits.sort_unstable();
     limits.dedup();
-    let tmp_used_buckets = stats::buckets(tmp_sorted, &limits);
+    let buckets = stats::buckets(tmp_sorted, &limits);
     let n = tmp_sorted.len();
     let mut cdf = Vec::new();
     if n > 0 {
@@ -255,58 +417,11 @@ fn tmp_columns(f: &Fleet, o: &AnalyzeOptions) -> TmpColumns {
         o.target_percent,
         o.headroom_percent,
     );
-    let tmp_inodes = stats::summarize(cols.sorted(f, |r| r.inodes));
-    TmpColumns {
-        tmp_used_bytes,
-        tmp_used_buckets,
+    Part::Tmp {
+        summary,
+        buckets,
         cdf,
-        tmp_inodes,
-        fit: fit::fleet_fits(f, &o.fit, o.list),
         recommendation,
-    }
-}
-
-/// What [`analyze`] takes from the memory and swap columns.
-struct MemoryColumns {
-    mem_total_bytes: Option<Summary>,
-    ram_hist: Vec<(u64, u64)>,
-    mem_available_bytes: Option<Summary>,
-    mem_free_bytes: Option<Summary>,
-    swap_total_bytes: Option<Summary>,
-    swap_used_bytes: Option<Summary>,
-}
-
-fn memory_columns(f: &Fleet) -> MemoryColumns {
-    let mut cols = Columns::default();
-    // RAM and swap sizes take few values: counted, not sorted, where they do.
-    let (mem_total_bytes, ram_hist) =
-        match stats::distinct_counts(f.rows.iter().map(|r| r.mem_total)) {
-            Some(d) => (stats::summarize_counts(&d), ram_histogram(d.into_iter())),
-            None => {
-                let sorted = cols.sorted(f, |r| r.mem_total);
-                (
-                    stats::summarize(sorted),
-                    ram_histogram(sorted.iter().map(|&m| (m, 1))),
-                )
-            }
-        };
-    let swap_total_bytes = match stats::distinct_counts(f.rows.iter().map(|r| r.swap_total)) {
-        Some(d) => stats::summarize_counts(&d),
-        None => stats::summarize(cols.sorted(f, |r| r.swap_total)),
-    };
-    MemoryColumns {
-        mem_total_bytes,
-        ram_hist,
-        mem_available_bytes: stats::summarize(cols.sorted(f, |r| r.mem_avail)),
-        mem_free_bytes: stats::summarize(cols.sorted(f, |r| r.mem_free)),
-        swap_total_bytes,
-        swap_used_bytes: stats::summarize(cols.sorted(f, |r| {
-            if r.swap_total == u64::MAX || r.swap_free == u64::MAX {
-                u64::MAX
-            } else {
-                r.swap_total.saturating_sub(r.swap_free)
-            }
-        })),
     }
 }
 
@@ -323,4 +438,87 @@ fn ram_histogram(ascending: impl Iterator<Item = (u64, u64)>) -> Vec<(u64, u64)>
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::ingest::{self, IngestOptions};
+
+    /// A survey TSV of `n` hosts in no name order, some listed twice, with
+    /// mostly distinct figures: enough rows for the parallel paths (blocks,
+    /// deduplication passes while reading, radix sorts).
+    fn survey(n: u64) -> String {
+        let mut s = String::new();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let host = (i * 7919) % (n - n / 50);
+            let ram = [1_012_548, 4_039_088, 16_337_372][(x % 3) as usize];
+            let free = x % (ram / 2);
+            let swap = [0, 2_097_148][(x >> 8) as usize % 2];
+            s += &format!(
+                "h{host}\t{}\t{ram}\t{}\t{free}\t0\t{}\t{}\t{swap}\t0\t{}\t{}\n",
+                (x >> 20) % (ram / 2),
+                ram - free,
+                (x >> 3) % 1000,
+                (x >> 5) % 5000,
+                swap / 3 + (x >> 11) % 1000 * (swap > 0) as u64,
+                (x >> 30) % 100_000,
+            );
+        }
+        s
+    }
+
+    fn report(text: &str, threads: usize) -> String {
+        let opts = IngestOptions {
+            threads,
+            ..Default::default()
+        };
+        let (mut f, mut r) = (Fleet::default(), IngestReport::default());
+        f.set_threads(threads);
+        ingest::ingest("s.tsv", Box::new(text.as_bytes()), &opts, &mut f, &mut r).unwrap();
+        let (dups, ex) = f.dedup(5);
+        (r.duplicates_dropped, r.duplicate_examples) = (dups, ex);
+        r.finish();
+        let source = SourceInfo {
+            kind: "files".into(),
+            inputs: vec!["s.tsv".into()],
+            value: "snapshot".into(),
+            window_s: None,
+            queries: vec![],
+        };
+        let o = AnalyzeOptions {
+            threads,
+            ..Default::default()
+        };
+        let rep = analyze(&f, r, source, &o);
+        let c = &rep.charts;
+        format!(
+            "{}\n{:?}\n{:?}\n{:?}",
+            serde_json::to_string(&rep).unwrap(),
+            c.cdf,
+            c.scatter,
+            c.ram_hist
+        )
+    }
+
+    #[test]
+    fn one_thread_and_many_give_the_same_report() {
+        let text = survey(300_000);
+        let one = report(&text, 1);
+        assert!(
+            one.contains("\"duplicates_dropped\":6000"),
+            "{}",
+            &one[..600]
+        );
+        for threads in [2, 3, 16] {
+            assert!(
+                report(&text, threads) == one,
+                "{threads} threads differ from 1"
+            );
+        }
+    }
 }

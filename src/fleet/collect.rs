@@ -327,6 +327,7 @@ pub fn render_prom(s: &Snapshot) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::{Fleet, HostRecord};
 
     fn snap() -> Snapshot {
         Snapshot {
@@ -517,7 +518,7 @@ tmpfsctl_collect_timestamp_seconds 1700000123
     /// What `fleet analyze` makes of one pinned file.
     fn ingest_one(name: &str, text: &str) -> crate::fleet::HostRecord {
         use crate::fleet::ingest;
-        let mut f = crate::fleet::Fleet::default();
+        let mut f = Fleet::default();
         let mut r = ingest::IngestReport::default();
         let opts = ingest::IngestOptions::default();
         ingest::ingest(name, Box::new(text.as_bytes()), &opts, &mut f, &mut r).unwrap();
@@ -528,7 +529,7 @@ tmpfsctl_collect_timestamp_seconds 1700000123
     #[test]
     fn pinned_outputs_ingest_to_the_same_host_record() {
         let s = golden_snapshot();
-        let want = crate::fleet::HostRecord::from_snapshot(&s, "/tmp").unwrap();
+        let want = HostRecord::from_snapshot(&s, "/tmp").unwrap();
         assert_eq!(ingest_one("golden.jsonl", GOLDEN_JSON), want);
         // The Kirkland row keeps KiB and free(1)'s columns: /tmp rounded up to
         // whole KiB, MemAvailable estimated as free + buffers + cached.

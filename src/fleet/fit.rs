@@ -58,6 +58,7 @@ pub struct HostFit {
 
 impl HostFit {
     /// Fits every model that could be evaluated.
+    #[cfg(test)]
     pub fn fits_all(&self) -> bool {
         self.fits_size
             && self.fits_mem_free != Some(false)
@@ -271,6 +272,7 @@ fn rank_value<T: Copy + PartialOrd>(v: &mut [T], target_percent: f64) -> Option<
     Some(*x)
 }
 
+#[cfg(test)]
 pub fn recommend(f: &Fleet, target_percent: f64, headroom_percent: f64) -> Recommendation {
     let mut used: Vec<u64> = f.rows.iter().map(|r| r.tmp_used).collect();
     used.sort_unstable();

@@ -4,32 +4,34 @@
 //! Public API for other commands (`advise`):
 //! * [`collect::snapshot`] — one host's usage of given paths plus /proc/meminfo;
 //! * [`fit::host_fit`] — one host's /tmp against the tmpfs size, MemAvailable,
-//!   MemAvailable + SwapFree and nr_inodes ([`HostRecord::from_snapshot`] bridges the two);
+//!   MemAvailable + SwapFree and nr_inodes;
 //! * [`ingest`] + [`analyze::analyze`] — the fleet pipeline without any printing.
 
-pub mod analyze;
+pub(crate) mod analyze;
 pub mod collect;
-pub mod export;
-pub mod fit;
-pub mod ingest;
-pub mod prom;
-pub mod render;
-pub mod stats;
+pub(crate) mod export;
+pub(crate) mod fit;
+pub(crate) mod ingest;
+pub(crate) mod prom;
+pub(crate) mod render;
+pub(crate) mod stats;
 mod svg;
 
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
-pub use collect::{HostName, Snapshot, snapshot};
+pub use collect::{HostName, Snapshot};
 pub use fit::{FitParams, HostFit, host_fit};
 pub use ingest::{Fleet, HostRecord};
 
 use crate::command::{Context, Request};
+use crate::sys::du;
 use crate::term::{safe, safe_path};
 
 impl HostRecord {
     /// The figures `fit` needs from a snapshot, for the collected path `path`.
+    #[cfg(test)]
     pub fn from_snapshot(s: &Snapshot, path: &str) -> Option<HostRecord> {
         let p = s.paths.iter().find(|p| p.path == path)?;
         Some(HostRecord {
@@ -46,29 +48,25 @@ impl HostRecord {
     }
 }
 
-/// Output format of `collect`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CollectFormat {
-    /// One JSON object per line (what `fleet analyze` reads).
-    Json,
-    /// The 12-column /tmp survey TSV (Kirkland, 2016), sizes in KiB.
-    Kirkland,
-    /// node_exporter textfile-collector metrics.
-    Prom,
+/// `threads`, or when it is 0 the cores this process may run on
+/// (`available_parallelism` follows the CPU affinity mask and cgroup quota,
+/// so `taskset -c 0` means 1).
+pub fn threads_or_cores(threads: usize) -> usize {
+    if threads > 0 {
+        return threads;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// What `collect` is asked to do: the plain request the CLI hands over.
+/// What `collect` is asked to do: the plain request the CLI hands over
+/// (which format the snapshot is written in is the command line's
+/// `Output`, checked against the paths and the name there).
 #[derive(Debug, Clone)]
 pub struct CollectRequest {
     /// Directories to measure.
     pub paths: Vec<PathBuf>,
-    pub format: CollectFormat,
-    /// Replace the host name with a stable salted hash.
-    pub anonymize: bool,
-    /// Salt for `anonymize`.
-    pub salt: String,
-    /// Use this host name instead of the system's.
-    pub host: Option<String>,
+    /// How the snapshot names the host.
+    pub host: HostName,
 }
 
 /// Where `fleet analyze` reads hosts from.
@@ -103,57 +101,36 @@ impl Request for CollectRequest {
 }
 
 fn collect(ctx: &Context, args: &CollectRequest) -> Result<Snapshot> {
-    if args.format == CollectFormat::Kirkland && args.paths.len() != 1 {
-        anyhow::bail!("--format kirkland has a single /tmp column; give exactly one --path");
-    }
-    if args.format == CollectFormat::Prom && (args.anonymize || args.host.is_some()) {
-        // Silently ignoring these would let someone believe the metrics hide
-        // or rename the host, while Prometheus labels them with the scrape
-        // target's `instance`.
-        anyhow::bail!(
-            "--{} has no effect with --format prom: the textfile carries no host name, Prometheus labels the samples with the scrape target (`instance`); \
-             rename or hash that label in Prometheus (relabel_configs), or use --format json / kirkland",
-            if args.anonymize { "anonymize" } else { "host" }
-        );
-    }
-    if args.host.as_deref().is_some_and(|h| h.trim().is_empty()) {
+    if let HostName::Fixed(h) = &args.host
+        && h.trim().is_empty()
+    {
         // An empty name is a line `fleet analyze` rejects later, far from here.
         anyhow::bail!("--host: the name is empty; give the host's name, e.g. --host web-1");
     }
-    let name = match (&args.host, args.anonymize) {
-        (Some(h), _) => HostName::Fixed(h.clone()),
-        // The metrics carry no host name: do not fail for want of one (a sysroot
-        // with neither hostname file) when nothing would print it.
-        (None, _) if args.format == CollectFormat::Prom => HostName::Unused,
-        (None, true) => {
-            if args.salt.is_empty() {
-                // Without a secret salt the hash is the same for everyone:
-                // hashing a list of likely names finds the host again.
-                crate::command::warn(
-                    "--anonymize without a salt: anyone can hash a list of likely host names and find this one again; \
-                     set a secret salt, the same on every host, with --salt or TMPFSCTL_ANON_SALT",
-                );
-            }
-            HostName::Anonymized {
-                salt: args.salt.clone(),
-            }
-        }
-        (None, false) => HostName::Real,
-    };
+    if let HostName::Anonymized { salt } = &args.host
+        && salt.is_empty()
+    {
+        // Without a secret salt the hash is the same for everyone: hashing
+        // a list of likely names finds the host again.
+        crate::command::warn(
+            "--anonymize without a salt: anyone can hash a list of likely host names and find this one again; \
+             set a secret salt, the same on every host, with --salt or TMPFSCTL_ANON_SALT",
+        );
+    }
     let spinner = walk_spinner(&args.paths);
     let done = std::sync::atomic::AtomicBool::new(false);
     let snap = std::thread::scope(|s| {
         if !spinner.is_hidden() {
             s.spawn(|| {
                 use std::sync::atomic::Ordering::Relaxed;
-                let start = crate::sys::du::ENTRIES_WALKED.load(Relaxed);
+                let start = du::ENTRIES_WALKED.load(Relaxed);
                 while !done.load(Relaxed) {
-                    spinner.set_position(crate::sys::du::ENTRIES_WALKED.load(Relaxed) - start);
+                    spinner.set_position(du::ENTRIES_WALKED.load(Relaxed) - start);
                     std::thread::sleep(std::time::Duration::from_millis(100));
                 }
             });
         }
-        let snap = collect::snapshot(&ctx.sysroot, &args.paths, &name);
+        let snap = collect::snapshot(&ctx.sysroot, &args.paths, &args.host);
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         snap
     });
@@ -198,6 +175,7 @@ pub fn read_files(
     opts: &ingest::IngestOptions,
 ) -> Result<(Fleet, ingest::IngestReport)> {
     let mut fleet = Fleet::default();
+    fleet.set_threads(opts.threads);
     let mut report = ingest::IngestReport::default();
     if files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
         anyhow::bail!("`-` (stdin) is given more than once; stdin can be read only once");
@@ -292,6 +270,7 @@ fn analyze_fleet(a: &AnalyzeRequest) -> Result<Analyzed> {
             let io = ingest::IngestOptions {
                 skip_bad: *skip_bad,
                 path: a.path.clone(),
+                threads: threads_or_cores(opts.threads),
                 ..Default::default()
             };
             let (fleet, input) = read_files(files, &io)?;
@@ -305,6 +284,7 @@ fn analyze_fleet(a: &AnalyzeRequest) -> Result<Analyzed> {
             (fleet, input, source)
         }
     };
+    fleet.set_threads(opts.threads);
     let (dups, examples) = fleet.dedup(5);
     input.duplicates_dropped = dups;
     input.duplicate_examples = examples;

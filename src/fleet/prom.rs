@@ -14,6 +14,7 @@ use anyhow::{Context as _, Result};
 use serde::Deserialize;
 
 use super::ingest::{Fleet, HostRecord, IngestReport};
+use crate::command;
 use crate::term::{excerpt, safe};
 
 #[derive(Debug, Clone)]
@@ -126,7 +127,7 @@ impl Client {
     /// Run one instant query; returns (labels, value) per series.
     fn query(&self, q: &str) -> Result<Vec<(HashMap<String, String>, f64)>> {
         if self.verbose {
-            eprintln!("tmpfsctl: PromQL: {q}");
+            command::say(&format!("PromQL: {}", safe(q)));
         }
         let url = format!("{}/api/v1/query", self.base);
         let mut resp = self.agent.get(&url).query("query", q).call().map_err(|e| {

@@ -35,6 +35,7 @@ fn t(h: &[&str], rows: Vec<Vec<String>>) -> Block {
 }
 
 pub use super::stats::hosts;
+use crate::render::html::page;
 
 fn names(v: &[String], total: u64, show: usize) -> String {
     if total == 0 {
@@ -441,5 +442,5 @@ pub fn html(r: &FleetReport) -> String {
     o.push_str(&super::svg::scatter(r));
     o.push_str(&super::svg::ram_hist(r));
     o.push_str("</div>");
-    crate::render::html::page("tmpfsctl fleet report", &o)
+    page("tmpfsctl fleet report", &o)
 }

@@ -26,6 +26,7 @@ pub struct Summary {
 
 /// Sort a column in place (LSD radix sort): a few linear passes instead
 /// of n log n comparisons.
+#[cfg(test)]
 pub fn sort_column(v: &mut Vec<u64>) {
     sort_column_with(v, &mut Vec::new());
 }

@@ -14,12 +14,11 @@ use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Facts, Plan};
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{ApplyRequest, boot, journal, render};
-use crate::command::Context;
+use crate::command::{self, Context};
 use crate::sys::atomic::{AtomicWrite, check_writable};
-use crate::sys::copy;
 use crate::sys::resolve::OpenedDir;
-use crate::sys::signals::Interrupt;
-use crate::sys::tmpfs;
+use crate::sys::signals::{Interrupt, Interrupted};
+use crate::sys::{Sysroot, copy, procfd, tmpfs};
 
 fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<PersistResult> {
     let path = PathBuf::from(&p.persist.path);
@@ -35,7 +34,7 @@ fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<Persist
             let (new, edit) = boot::fstab_with_line(&old, dir, &p.persist.content);
             let mut backup = None;
             if edit != boot::Edit::Unchanged {
-                backup = boot::make_backup(&path)?;
+                backup = boot::make_backup(&path, "the backup of --fstab")?;
                 AtomicWrite::config("--fstab")
                     .write_checked(&path, &new, |tmp| boot::verify_fstab(tmp, dir))?;
                 boot::daemon_reload_if_real(&path, "/etc/");
@@ -86,7 +85,7 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
     let via = p.persist.via;
     let dir = facts.dir.clone();
     if !args.target.quiet {
-        eprint!("{}", render::plan_text(&p));
+        command::show(&render::plan_text(&p));
     }
     let nothing_to_mount = p.mount_state == plan::MountState::Same;
     let nothing_to_persist = via == plan::Boot::None
@@ -222,8 +221,8 @@ fn checked_plan(ctx: &Context, args: &ApplyRequest) -> Result<(Facts, OpenedDir,
         );
     }
     if p.mount_state == plan::MountState::NotMounted {
-        let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::live(), &dir);
-        if let Some(w) = crate::sys::procfd::refuse_writers(&dir, &writers, args.force)? {
+        let writers = procfd::writers_of(&Sysroot::live(), &dir);
+        if let Some(w) = procfd::refuse_writers(&dir, &writers, args.force)? {
             crate::command::warn(&w);
         }
     }
@@ -446,7 +445,7 @@ fn stage_and_move(
     let checked =
         verify_copy(src.as_fd(), staged.root.as_fd(), true, since, cancel).map_err(abort)?;
     if cancel.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(abort(anyhow::Error::new(crate::sys::signals::Interrupted)));
+        return Err(abort(anyhow::Error::new(Interrupted)));
     }
     // Recorded before the switch, so that a kill right after it leaves a
     // note naming this tmpfs and the moment writes to it began to count.

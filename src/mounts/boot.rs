@@ -97,15 +97,18 @@ pub fn backup_path(p: &Path) -> PathBuf {
 }
 
 /// Copy `path` to its backup name unless a backup already exists (that one
-/// holds the state from before tmpfsctl first touched the file).
-pub fn make_backup(path: &Path) -> Result<Option<PathBuf>> {
+/// holds the state from before tmpfsctl first touched the file); `what`
+/// names the file for errors. Written like the file itself (fsynced,
+/// renamed, directory fsynced): a power cut never leaves an empty backup
+/// that revert would put back.
+pub fn make_backup(path: &Path, what: &str) -> Result<Option<PathBuf>> {
     let b = backup_path(path);
     if b.exists() {
         return Ok(Some(b));
     }
     match std::fs::read(path) {
         Ok(bytes) => {
-            AtomicWrite::config("the backup of --fstab").write(&b, &bytes)?;
+            AtomicWrite::config(what).write(&b, &bytes)?;
             Ok(Some(b))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -187,12 +190,7 @@ pub fn write_dropin(
     if let Some(o) = &old
         && !o.starts_with(DROPIN_MARKER)
     {
-        let b = backup_path(path);
-        if !b.exists() {
-            std::fs::copy(path, &b)
-                .with_context(|| format!("cannot back up {}", path.display()))?;
-        }
-        backup = Some(b);
+        backup = make_backup(path, "the backup of the unit file")?;
     }
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
@@ -215,12 +213,16 @@ pub fn remove_dropin(path: &Path) -> Result<Edit> {
     if !old.starts_with(DROPIN_MARKER) {
         return Ok(Edit::Unchanged);
     }
+    // Durably, like the write: a power cut after revert reported the unit
+    // restored must not bring the drop-in back.
     let b = backup_path(path);
     if b.exists() {
-        std::fs::rename(&b, path).with_context(|| format!("cannot restore {}", b.display()))?;
+        let bytes = std::fs::read(&b).with_context(|| format!("cannot read {}", b.display()))?;
+        AtomicWrite::config("the unit file").write(path, &bytes)?;
+        AtomicWrite::config("the backup of the unit file").remove(&b)?;
         return Ok(Edit::Restored);
     }
-    std::fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
+    AtomicWrite::config("the unit file").remove(path)?;
     if let Some(p) = path.parent() {
         let _ = std::fs::remove_dir(p); // only if empty
     }
@@ -266,6 +268,35 @@ mod tests {
         let (back, e) = fstab_without_line(&third, Some(DEBIAN), dir, "tmpfs");
         assert_eq!(e, Edit::Removed);
         assert_eq!(back, DEBIAN);
+    }
+
+    #[test]
+    fn a_foreign_dropin_is_backed_up_and_put_back() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("tmp.mount.d/override.conf");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let theirs = "[Mount]\nOptions=size=1G\n";
+        std::fs::write(&p, theirs).unwrap();
+        let ours = format!("{DROPIN_MARKER}\n[Mount]\nOptions=size=2G\n");
+        let (edit, backup) = write_dropin(&p, &ours, |_| Ok(())).unwrap();
+        assert_eq!(edit, Edit::Replaced);
+        let b = backup.expect("a backup of the foreign drop-in");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), theirs);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), ours);
+        // A second write keeps the first backup: it holds what was there
+        // before tmpfsctl.
+        let ours2 = ours.replace("2G", "3G");
+        write_dropin(&p, &ours2, |_| Ok(())).unwrap();
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), theirs);
+        assert_eq!(remove_dropin(&p).unwrap(), Edit::Restored);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), theirs);
+        assert!(!b.exists(), "the backup is gone once put back");
+        // Theirs again: not ours to remove.
+        assert_eq!(remove_dropin(&p).unwrap(), Edit::Unchanged);
+        // Ours with no backup: removed.
+        std::fs::write(&p, &ours).unwrap();
+        assert_eq!(remove_dropin(&p).unwrap(), Edit::Removed);
+        assert!(!p.exists());
     }
 
     #[test]

@@ -13,10 +13,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result};
 
-use crate::sys::Sysroot;
+use crate::command;
 use crate::sys::atomic::{AtomicWrite, TEMP_PREFIX};
+use crate::sys::fstab::Fstab;
 use crate::sys::journal::read_in;
-pub use crate::sys::journal::{JOURNAL_DIR, Pending, pending};
+pub use crate::sys::journal::{JOURNAL_DIR, Pending};
+use crate::sys::proc::Owner;
+use crate::sys::{Sysroot, resolve};
+use crate::term::safe;
 
 /// The note of a run in progress; dropping it (success or a handled error)
 /// removes it, unless [`Journal::keep`] said the next run must finish.
@@ -93,7 +97,7 @@ pub fn begin_in(base: &Path, op: &str, dir: &Path, fstab: Option<&Path>) -> Resu
         op: op.into(),
         dir: dir.display().to_string(),
         pid: std::process::id(),
-        pid_start: crate::sys::proc::Owner::me().map(|o| o.starttime),
+        pid_start: Owner::me().map(|o| o.starttime),
         started_unix_s: now_s(),
         fstab: fstab.map(|f| f.display().to_string()),
         step: "begun".into(),
@@ -172,7 +176,7 @@ pub fn recover_in(base: &Path, root: &Sysroot, dir: &Path) -> Result<Vec<String>
         }
         let bak = super::boot::backup_path(fstab);
         let has_line = std::fs::read(fstab).is_ok_and(|t| {
-            crate::sys::fstab::Fstab::parse(&t)
+            Fstab::parse(&t)
                 .entry_for(dir)
                 .is_some_and(|e| e.vfstype == "tmpfs")
         });
@@ -207,9 +211,9 @@ pub fn recover(dir: &Path) -> Result<Vec<String>> {
 
 /// [`recover`] for DIR as the user gave it, telling them on stderr.
 pub fn recover_and_tell(given: &Path) -> Result<()> {
-    if let Ok(abs) = crate::sys::resolve::lexical_absolute(given) {
+    if let Ok(abs) = resolve::lexical_absolute(given) {
         for n in recover(&abs)? {
-            eprintln!("tmpfsctl: {}", crate::term::safe(&n));
+            command::say(&safe(&n));
         }
     }
     Ok(())
@@ -218,6 +222,7 @@ pub fn recover_and_tell(given: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::proc::Owner;
     use crate::test_support::dead_pid;
 
     #[test]
@@ -276,7 +281,7 @@ mod tests {
         let note = base.join(key(dir));
         let live = std::os::unix::process::parent_id();
         let root = Sysroot::live();
-        let start = crate::sys::proc::Owner::of(&root, live).unwrap().starttime;
+        let start = Owner::of(&root, live).unwrap().starttime;
         for (pid_start, started_unix_s) in [(Some(start + 1), now_s()), (None, 1)] {
             std::mem::forget(begin_in(&base, "revert", dir, None).unwrap());
             let mut p: Pending = serde_json::from_slice(&std::fs::read(&note).unwrap()).unwrap();

@@ -28,8 +28,8 @@ use crate::term::shell_path;
 use crate::units::Size;
 
 pub use facts::gather_facts;
-pub use outcome::{ApplyReport, PersistResult};
-pub use plan::{Facts, Plan, PlanError, Request, plan};
+pub use outcome::ApplyReport;
+pub use plan::{Facts, Plan, Request, plan};
 pub use revert::RevertReport;
 
 /// The directory to act on and where its configuration lives.
@@ -82,8 +82,6 @@ pub struct ApplyRequest {
     pub resize: Option<Size>,
     /// Go ahead although processes have files under DIR open for writing.
     pub force: bool,
-    /// Go ahead although DIR holds files the package manager installed.
-    pub allow_package_files: bool,
     /// Do not ask for confirmation.
     pub yes: bool,
 }

@@ -20,6 +20,7 @@ use anyhow::{Context as _, Result};
 use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
 
 use super::facts::mount_at;
+use crate::sys::atomic::{self, AtomicWrite};
 use crate::sys::copy;
 use crate::sys::hidden;
 use crate::sys::journal::Pending;
@@ -142,7 +143,7 @@ fn said(d: &copy::delta::Delta, verb: &str, what: &str) -> String {
 pub(super) fn scratch_name(what: &str, pid: u32) -> Result<CString> {
     Ok(CString::new(format!(
         "{}{what}-{pid}",
-        crate::sys::atomic::TEMP_PREFIX
+        atomic::TEMP_PREFIX
     ))?)
 }
 
@@ -171,8 +172,7 @@ fn fix_swap(u: BorrowedFd<'_>, p: &Pending, note: &Path) -> Result<String> {
             // entries back, not remove what is in place (by then, some of them).
             let mut again = p.clone();
             again.step = "staging".into();
-            crate::sys::atomic::AtomicWrite::report("the progress note")
-                .write(note, &serde_json::to_vec(&again)?)?;
+            AtomicWrite::report("the progress note").write(note, &serde_json::to_vec(&again)?)?;
         }
         let t = fs::open_dir_at(u, &trash)?;
         for n in fs::names(t.as_fd())? {

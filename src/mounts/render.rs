@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::plan::{Boot, MountState, Plan};
 use super::{ApplyReport, RevertReport};
 use crate::command::{self, ExitCode, Format, Report};
-use crate::render::color::{Tone, paint};
+use crate::render::color::{self, Tone, paint};
 use crate::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
@@ -66,11 +66,7 @@ pub fn plan_text(p: &Plan) -> String {
     );
     // What a reboot would delete is said before anything else.
     for w in p.warnings.iter().filter(|w| w.code == "outlives_reboot") {
-        para(
-            &mut s,
-            "",
-            crate::render::color::warning_line(&w.code, &w.message),
-        );
+        para(&mut s, "", color::warning_line(&w.code, &w.message));
     }
     if let Some(c) = &p.current {
         let _ = writeln!(
@@ -169,13 +165,9 @@ pub fn plan_text(p: &Plan) -> String {
         }
     }
     if p.warnings.iter().any(|w| w.code != "outlives_reboot") {
-        let _ = writeln!(s, "\n{}", crate::render::color::warnings_heading());
+        let _ = writeln!(s, "\n{}", color::warnings_heading());
         for w in p.warnings.iter().filter(|w| w.code != "outlives_reboot") {
-            para(
-                &mut s,
-                "  ",
-                crate::render::color::warning_line(&w.code, &w.message),
-            );
+            para(&mut s, "  ", color::warning_line(&w.code, &w.message));
         }
     }
     if !p.blockers.is_empty() {

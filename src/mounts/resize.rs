@@ -12,7 +12,7 @@ use super::facts::{gather_facts_at, read_fstab};
 use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Boot, Facts, OptionWhy, Persist, PersistAction, Plan};
 use super::{ApplyRequest, boot, live, render};
-use crate::command::Context;
+use crate::command::{self, Context};
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::statfs;
 use crate::sys::systemd::UnitState;
@@ -206,7 +206,7 @@ pub(super) fn resize(ctx: &Context, args: &ApplyRequest, r: Size) -> Result<Appl
     let old_b = cur.size_bytes;
     let p = resize_plan(&facts, args, r, &config)?;
     if !args.target.quiet {
-        eprint!("{}", render::plan_text(&p));
+        command::show(&render::plan_text(&p));
     }
     let same_live = old_b.is_some_and(|b| plan::same_size(b, new_b));
     let same_config = match &config {
@@ -301,7 +301,7 @@ fn write_config(config: &Config, dir: &Path) -> Result<PersistResult> {
         } => {
             let mut backup = None;
             if *edit != boot::Edit::Unchanged {
-                backup = boot::make_backup(path)?;
+                backup = boot::make_backup(path, "the backup of --fstab")?;
                 AtomicWrite::config("--fstab")
                     .write_checked(path, text, |tmp| boot::verify_fstab(tmp, dir))?;
                 boot::daemon_reload_if_real(path, "/etc/");

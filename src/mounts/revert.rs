@@ -13,14 +13,14 @@ use super::facts::{fstab_file, mount_at, read_fstab, unit_dir};
 use super::outcome::PersistResult;
 use super::ui::{confirm, copy_bar, require_root, sparse_note};
 use super::{RevertRequest, boot, live, plan};
-use crate::command::Context;
+use crate::command::{self, Context};
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::copy;
-use crate::sys::resolve::OpenedDir;
-use crate::sys::resolve::open_target;
+use crate::sys::resolve::{OpenedDir, open_target};
 use crate::sys::signals::Interrupt;
 use crate::sys::unmount::{At, Busy, How, UnmountError, unmount};
 use crate::sys::{self, MountInfo, fs, hidden, statfs, systemd};
+use crate::term::{safe, safe_path};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RevertReport {
@@ -106,10 +106,11 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<RevertReport> {
         what.push(format!("remove the drop-in {}", dropin.display()));
     }
     if !t.quiet {
-        eprintln!("Revert {}:", dir.display());
+        let mut text = format!("Revert {}:\n", safe_path(&dir));
         for w in &what {
-            eprintln!("  - {w}");
+            text.push_str(&format!("  - {}\n", safe(w)));
         }
+        command::show(&text);
     }
     confirm("Go ahead?", args.yes)?;
     let mut journal = super::journal::begin("revert", &dir, fstab_managed.then_some(&*fstab_path))?;
@@ -471,8 +472,7 @@ fn restore_fstab(
         ));
     }
     if bk.is_some() {
-        std::fs::remove_file(&backup)
-            .with_context(|| format!("cannot remove {}", backup.display()))?;
+        AtomicWrite::config("the backup of --fstab").remove(&backup)?;
     }
     Ok(PersistResult {
         via: "fstab".into(),

@@ -15,7 +15,7 @@ pub(crate) fn require_root(what: &str) -> Result<()> {
     Ok(())
 }
 
-pub(crate) use crate::render::confirm;
+pub(crate) use crate::command::confirm;
 
 pub(crate) fn sparse_note(stats: &copy::CopyStats) -> String {
     format!(

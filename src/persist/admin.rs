@@ -13,18 +13,22 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context as _, Result, bail};
 
-use super::registry::{Registered, Registry};
+use super::registry::{Registered, Registry, ZramSetup};
 use super::store::{Store, gen_name};
 use super::{load, mount, open_dir, resolve_dir, store, sync, units};
-use crate::command::Context;
-use crate::render::confirm;
+use crate::command::{Context, confirm, warn};
 use crate::sys::atomic::AtomicWrite;
-use crate::sys::procfd::ProcUse;
+use crate::sys::procfd::{self, ProcUse};
 use crate::sys::unmount::{At, How, holders_line, unmount};
 use crate::term::safe_path;
 use crate::units::{Size, fmt_bytes};
 
 use crate::sys::boot::Boot;
+use crate::sys::fstab::Fstab;
+use crate::sys::signals::{self, Interrupt, Interrupted};
+use crate::sys::tmpfs::Allow;
+use crate::sys::zram::ZramDevice;
+use crate::sys::{Sysroot, fs, hidden};
 
 #[derive(Debug, Clone)]
 pub struct EnableRequest {
@@ -46,6 +50,36 @@ pub struct EnableRequest {
     /// Allow a `size` above RAM + swap.
     pub force: bool,
     pub yes: bool,
+    /// What DIR is kept on (`--on`).
+    pub on: On,
+}
+
+/// What a persisted DIR is kept on: a tmpfs, or an ext4 on a zram device
+/// with the named back end (None: the kernel's default).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum On {
+    #[default]
+    Tmpfs,
+    Zram(Option<String>),
+}
+
+impl std::str::FromStr for On {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<On, String> {
+        match s.split_once(':') {
+            None if s == "tmpfs" => Ok(On::Tmpfs),
+            None if s == "zram" => Ok(On::Zram(None)),
+            Some(("zram", a))
+                if !a.is_empty() && a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
+            {
+                Ok(On::Zram(Some(a.to_string())))
+            }
+            _ => Err(format!(
+                "{:?}: write tmpfs, zram or zram:ALGORITHM (e.g. zram:lz4; `tmpfsctl status` lists the ones this kernel offers)",
+                crate::term::safe(s)
+            )),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -62,8 +96,11 @@ pub struct EnableReport {
     pub generation: u64,
     pub files: u64,
     pub bytes: u64,
-    /// A tmpfs was mounted on DIR (false: DIR already was one).
+    /// A file system was mounted on DIR (false: DIR already was a tmpfs).
     pub mounted: bool,
+    /// The zram device DIR is on (`--on zram`); absent on tmpfs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zram: Option<ZramEnabled>,
     pub persist: &'static str,
     pub units: Vec<PathBuf>,
     pub units_verified: bool,
@@ -73,6 +110,29 @@ pub struct EnableReport {
     /// Directories above the store that did not exist and were made.
     pub created_dirs: Vec<PathBuf>,
     pub fstab: Option<PathBuf>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct ZramEnabled {
+    /// `zram3`.
+    pub device: Option<String>,
+    /// None: the kernel's default back end.
+    pub algorithm: Option<String>,
+    pub disksize_bytes: u64,
+}
+
+/// The directories above `path` that do not exist, top first: what creating
+/// the store makes too. Said, not done silently: a mistyped --store would
+/// otherwise leave a new tree of directories wherever it pointed.
+fn missing_parents(path: &Path) -> Vec<PathBuf> {
+    let mut missing: Vec<PathBuf> = path
+        .ancestors()
+        .skip(1)
+        .take_while(|p| std::fs::symlink_metadata(p).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    missing.reverse();
+    missing
 }
 
 /// The default store for DIR: /var/lib/tmpfsctl/persist/<escaped DIR>.
@@ -190,9 +250,13 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
     let store_path = std::path::absolute(req.store.clone().unwrap_or_else(|| default_store(&dir)))?;
     super::trust::check_placement(&store_path, &dir)?;
     let (mounts, _) = ctx.sysroot.mountinfo()?;
-    let already_tmpfs = mount::tmpfs_at(&mounts, &dir).is_some();
     let (mem, _) = ctx.sysroot.meminfo()?;
-    if let Some(s) = req.size {
+    let zram = match &req.on {
+        On::Tmpfs => None,
+        On::Zram(a) => Some(plan_zram(ctx, req, &dir, &mounts, &mem, a.as_deref())?),
+    };
+    let already_tmpfs = zram.is_none() && mount::tmpfs_at(&mounts, &dir).is_some();
+    if let Some(s) = req.size.filter(|_| zram.is_none()) {
         let given = size_option(s);
         crate::units::check_tmpfs_cap(
             &given,
@@ -203,9 +267,9 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         )
         .map_err(|e| anyhow::anyhow!("--size {given}: {e}"))?;
     }
-    let size = req.size.map(size_option);
+    let size = req.size.filter(|_| zram.is_none()).map(size_option);
     let boot = plan_boot(req, &dir, &store_path, size.as_deref())?;
-    if let Some(s) = req.size
+    if let Some(s) = req.size.filter(|_| zram.is_none())
         && !already_tmpfs
     {
         // What the files take, not their apparent size: a sparse file costs
@@ -224,43 +288,35 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
     let journald = super::handover::check(&dir, already_tmpfs, req.force)?;
     confirm(
         &format!(
-            "Keep {} in RAM (tmpfs) with its durable copy in {}?",
+            "Keep {} in RAM ({}) with its durable copy in {}?",
             safe_path(&dir),
+            if zram.is_some() {
+                "an ext4 on zram"
+            } else {
+                "tmpfs"
+            },
             safe_path(&store_path)
         ),
         req.yes,
     )?;
     // SIGINT and SIGTERM alike: before the mount, DIR is untouched and the
     // enable stops there; after it, the enable finishes.
-    let intr = crate::sys::signals::Interrupt::install(false)?;
+    let intr = Interrupt::install(false)?;
     let stop = intr.flag();
     let mut journal = journald
         .then(|| super::handover::Journald::begin(&dir))
         .transpose()?;
-    // Said, not done silently: a mistyped --store would otherwise leave a
-    // new tree of directories wherever it pointed.
-    let created_dirs: Vec<PathBuf> = {
-        let mut missing: Vec<PathBuf> = store_path
-            .ancestors()
-            .skip(1)
-            .take_while(|p| std::fs::symlink_metadata(p).is_err())
-            .map(Path::to_path_buf)
-            .collect();
-        missing.reverse();
-        missing
-    };
+    let created_dirs = missing_parents(&store_path);
     let store = store::create(&store_path)?;
     store::check_store(&store_path, &dir, &mounts)?;
     let trust = super::trust::record(store.fd(), req.allow_suid, req.allow_dev)?;
-    let rep = copy_and_mount(
-        &dir,
-        &*store,
-        req,
-        size.as_deref(),
-        already_tmpfs,
-        trust,
-        &stop,
-    )?;
+    let backing = match &zram {
+        Some(z) => mount::Backing::Zram(z),
+        None => mount::Backing::Tmpfs {
+            size: size.as_deref(),
+        },
+    };
+    let rep = copy_and_mount(&dir, &*store, req, backing, already_tmpfs, trust, &stop)?;
     let installed = install_boot(req, &dir, &boot).and_then(|u| {
         reg.put(Registered {
             dir: dir.clone(),
@@ -273,6 +329,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
             fstab: (req.boot == Boot::Fstab).then(|| req.fstab.clone()),
             fstab_line: boot.fstab_line.clone(),
             trust: Some(trust),
+            zram: zram.clone(),
         });
         reg.save(&req.registry)?;
         Ok(u)
@@ -282,7 +339,9 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         Err(e) => {
             // The tmpfs holds exactly generation 1 (nothing has written to it
             // yet): unmounting it loses nothing and leaves DIR as it was.
-            if !already_tmpfs {
+            if let Some(z) = &zram {
+                let _ = release_zram(&dir, z);
+            } else if !already_tmpfs {
                 let _ = unmount(At::Dir(&dir), How::Checked);
             }
             if req.boot != Boot::None {
@@ -306,6 +365,16 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         files: rep.files,
         bytes: rep.bytes,
         mounted: !already_tmpfs,
+        zram: zram.as_ref().map(|z| ZramEnabled {
+            device: crate::sys::Sysroot::live()
+                .mountinfo()
+                .ok()
+                .and_then(|(m, _)| {
+                    mount::persisted_at(&m, &dir, Some(z)).and_then(mount::zram_name)
+                }),
+            algorithm: z.algorithm.clone(),
+            disksize_bytes: z.disksize_bytes,
+        }),
         persist: req.boot.name(),
         units: units_written,
         units_verified: boot.units_verified,
@@ -313,10 +382,11 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         created_dirs,
         fstab: (req.boot == Boot::Fstab).then(|| req.fstab.clone()),
     };
-    crate::sys::signals::check_finished(|| {
+    signals::check_finished(|| {
         format!(
-            "enable finished first: {} is on tmpfs with {} in {}",
+            "enable finished first: {} is on {} with {} in {}",
             safe_path(&dir),
+            if out.zram.is_some() { "zram" } else { "tmpfs" },
             gen_name(rep.generation),
             safe_path(&store_path)
         )
@@ -324,14 +394,115 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
     Ok(out)
 }
 
+/// What `--on zram[:ALG]` will make, all checked before anything changes:
+/// zram there and offering the algorithm, nothing mounted on DIR already,
+/// `--boot` not fstab (the restore unit makes the device at boot, before it
+/// fills and mounts it), and a device whose worst case (every page
+/// incompressible) fits in the RAM available now, so that filling its file
+/// system ends in ENOSPC for the writer, never in a write zram cannot store
+/// (an I/O error, and ext4 remounting read-only).
+fn plan_zram(
+    ctx: &Context,
+    req: &EnableRequest,
+    dir: &Path,
+    mounts: &[crate::sys::MountInfo],
+    mem: &crate::sys::MemInfo,
+    algorithm: Option<&str>,
+) -> Result<ZramSetup> {
+    use crate::sys::zram;
+    if req.boot == Boot::Fstab {
+        bail!(
+            "--boot fstab writes a tmpfs line, but --on zram needs a device made at every boot: \
+             use --boot systemd (its restore unit makes the device) or --boot none (nothing was changed)"
+        );
+    }
+    if let Some(m) = mounts.iter().rev().find(|m| m.mount_point == dir) {
+        bail!(
+            "{} is a mount already ({} from {}); --on zram mounts its own file system there: \
+             unmount it first (nothing was changed)",
+            safe_path(dir),
+            crate::term::safe(&m.fstype),
+            crate::term::safe(&m.source)
+        );
+    }
+    zram::load_module();
+    let f = zram::features(&ctx.sysroot);
+    if !f.available {
+        bail!(
+            "--on zram: this kernel has no zram (/sys/class/zram-control is missing and \
+             `modprobe zram` did not add it); use a kernel with zram or keep DIR on tmpfs (nothing was changed)"
+        );
+    }
+    if let Some(a) = algorithm
+        && !f.algorithms.is_empty()
+        && !f.algorithms.iter().any(|o| o == a)
+    {
+        bail!(
+            "--on zram:{}: this kernel's zram does not offer it; it offers {} (nothing was changed)",
+            crate::term::safe(a),
+            f.algorithms.join(", ")
+        );
+    }
+    let fs_bytes = req
+        .size
+        .unwrap_or(Size::PercentOfRam(50.0))
+        .resolve(mem.mem_total_bytes);
+    if fs_bytes == 0 {
+        bail!(
+            "--size {}: give a positive size such as 512M",
+            req.size.map(|s| s.to_string()).unwrap_or_default()
+        );
+    }
+    let disksize = zram::device_bytes(fs_bytes);
+    let worst = zram::worst_case_ram(disksize);
+    if worst > mem.mem_available_bytes {
+        bail!(
+            "--on zram with {} for files needs a {} device, which holds up to {} of RAM when \
+             its data does not compress, but only {} is available now: a full file system would \
+             then fail writes with I/O errors instead of ENOSPC. Give a smaller --size \
+             (nothing was changed)",
+            fmt_bytes(fs_bytes),
+            fmt_bytes(disksize),
+            fmt_bytes(worst),
+            fmt_bytes(mem.mem_available_bytes)
+        );
+    }
+    let held = allocated_bytes(dir)?;
+    if fs_bytes < held {
+        bail!(
+            "--size {}: {} holds {} (allocated); give a larger size (nothing was changed)",
+            fmt_bytes(fs_bytes),
+            safe_path(dir),
+            fmt_bytes(held)
+        );
+    }
+    Ok(ZramSetup {
+        algorithm: algorithm.map(str::to_string),
+        disksize_bytes: disksize,
+        label: zram::persist_label(dir),
+    })
+}
+
+/// Unmount DIR's zram file system (it holds nothing that is not in the
+/// store) and remove its device: an enable that failed after mounting.
+fn release_zram(dir: &Path, z: &ZramSetup) -> Result<()> {
+    let (mounts, _) = crate::sys::Sysroot::live().mountinfo()?;
+    let Some(name) = mount::persisted_at(&mounts, dir, Some(z)).and_then(mount::zram_name) else {
+        return Ok(());
+    };
+    let dev = ZramDevice::take_back(&name, &z.label)?;
+    unmount(At::Dir(dir), How::Checked)?;
+    dev.remove()
+}
+
 /// Write generation 1 from DIR on disk, read it back, and (unless DIR is a
-/// tmpfs already) mount a tmpfs filled from it on DIR. A signal before the
-/// mount stops here with DIR untouched; the store keeps what was written.
+/// tmpfs already) mount a file system filled from it on DIR. A signal before
+/// the mount stops here with DIR untouched; the store keeps what was written.
 fn copy_and_mount(
     dir: &Path,
     store: &dyn Store,
     req: &EnableRequest,
-    size: Option<&str>,
+    backing: mount::Backing<'_>,
     already_tmpfs: bool,
     trust: super::trust::Trust,
     stop: &AtomicBool,
@@ -349,15 +520,15 @@ fn copy_and_mount(
     let rep = sync::sync(dfd.as_fd(), store, req.keep, stop).map_err(|e| e.context(untouched()))?;
     load::verify(store, rep.generation)?;
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(anyhow::Error::new(crate::sys::signals::Interrupted).context(untouched()));
+        return Err(anyhow::Error::new(Interrupted).context(untouched()));
     }
     if !already_tmpfs {
         let mut live = None;
-        let allow = crate::sys::tmpfs::Allow {
+        let allow = Allow {
             suid: trust.allow_suid,
             dev: trust.allow_dev,
         };
-        mount::mount_dir(dir, size, allow, |root| {
+        mount::mount_dir(dir, backing, allow, |root| {
             let st = rustix::fs::fstat(root)?;
             let (_, l) = load::load(store, rep.generation, root)?;
             live = Some((l, st.st_dev));
@@ -374,10 +545,16 @@ pub fn enable_text(out: &EnableReport) -> String {
     let mut s = format!(
         "{} is {} with its durable copy in {}: {} ({} {}, {}, written from disk and verified before mounting)\n",
         safe_path(&out.dir),
-        if out.mounted {
-            "now on tmpfs"
-        } else {
-            "on tmpfs"
+        match (&out.zram, out.mounted) {
+            (Some(z), _) => format!(
+                "now on zram ({}, /dev/{}, an ext4 without a journal mounted with discard)",
+                z.algorithm
+                    .as_deref()
+                    .unwrap_or("the kernel's default algorithm"),
+                z.device.as_deref().unwrap_or("zram?")
+            ),
+            (None, true) => "now on tmpfs".into(),
+            (None, false) => "on tmpfs".into(),
         },
         safe_path(&out.store),
         gen_name(out.generation),
@@ -447,6 +624,9 @@ struct Detached {
     brought: Vec<String>,
     /// Who still used DIR when its tmpfs was detached.
     held_by: Vec<ProcUse>,
+    /// DIR's zram device, taken back by this process when its file system
+    /// was detached: removed once nothing holds it.
+    device: Option<ZramDevice>,
 }
 
 fn sync_detach_catch_up(
@@ -456,6 +636,7 @@ fn sync_detach_catch_up(
     store: &dyn Store,
     keep: usize,
     stop: &AtomicBool,
+    zram: Option<(&str, &str)>,
 ) -> Result<Detached> {
     use crate::sys::copy;
     use std::sync::atomic::Ordering;
@@ -481,7 +662,7 @@ fn sync_detach_catch_up(
             rep.too_long.len()
         );
     }
-    let under = crate::sys::hidden::open_underlying(mounts, top, dir)?;
+    let under = hidden::open_underlying(mounts, top, dir)?;
     let u = under.dir.as_fd();
     {
         let _lock = store.lock()?;
@@ -490,7 +671,7 @@ fn sync_detach_catch_up(
     }
     if stop.load(Ordering::Relaxed) {
         return Err(
-            anyhow::Error::new(crate::sys::signals::Interrupted).context(still_on_tmpfs(&format!(
+            anyhow::Error::new(Interrupted).context(still_on_tmpfs(&format!(
                 "before detaching the tmpfs ({} is in the store)",
                 gen_name(rep.generation)
             ))),
@@ -503,7 +684,12 @@ fn sync_detach_catch_up(
     // Detached on purpose (the data is on disk now): a process that keeps
     // DIR busy would otherwise stop the disable halfway. It is named, since
     // what it writes on the old tmpfs after the catch-up is lost.
-    let held_by = crate::sys::procfd::users_of(&crate::sys::Sysroot::live(), dir);
+    let held_by = procfd::users_of(&Sysroot::live(), dir);
+    // A zram device is this process's to remove from here on: if it is
+    // killed, the next run's sweep removes the device once nothing holds it.
+    let device = zram
+        .map(|(name, label)| ZramDevice::take_back(name, label))
+        .transpose()?;
     unmount(At::Root(src.as_fd(), dir), How::Detach).map_err(|e| {
         anyhow::Error::new(e.errno())
             .context(format!("cannot detach the tmpfs at {}", safe_path(dir)))
@@ -559,6 +745,7 @@ fn sync_detach_catch_up(
         generation: fin,
         brought,
         held_by,
+        device,
     })
 }
 
@@ -571,7 +758,7 @@ fn read_fstab(fstab: &Path) -> Result<Vec<u8>> {
 }
 
 fn check_no_fstab_entry(fstab: &Path, dir: &Path) -> Result<()> {
-    let f = crate::sys::fstab::Fstab::parse(&read_fstab(fstab)?);
+    let f = Fstab::parse(&read_fstab(fstab)?);
     if let Some(e) = f.entry_for(dir) {
         bail!(
             "--fstab {} already has an entry for {} ({} {}); remove it or use --boot systemd",
@@ -628,6 +815,9 @@ pub struct DisableReport {
     /// Processes that still used DIR when its tmpfs was detached.
     pub held_by: Vec<ProcUse>,
     pub removed: Vec<PathBuf>,
+    /// The zram device DIR was on, removed (`zram3`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zram_removed: Option<String>,
 }
 
 pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport> {
@@ -653,17 +843,25 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
     let store = store::open(&e.store)?;
     super::trust::check_unchanged(&e.store, store.fd(), e.trust.as_ref())?;
     let (mounts, _) = ctx.sysroot.mountinfo()?;
-    let mounted = mount::tmpfs_at(&mounts, &dir).is_some();
+    let top = mount::persisted_at(&mounts, &dir, e.zram.as_ref());
+    let mounted = top.is_some();
     // SIGINT and SIGTERM (what systemd and shutdown send) alike: rolled back
     // before the detach, finished after it; never a second-signal exit.
-    let intr = crate::sys::signals::Interrupt::install(false)?;
+    let intr = Interrupt::install(false)?;
     let stop = intr.flag();
     let mut caught_up = Vec::new();
     let mut held_by = Vec::new();
-    let g = if let Some(top) = mount::tmpfs_at(&mounts, &dir) {
-        let d = sync_detach_catch_up(&dir, top, &mounts, &*store, e.keep, &stop)?;
+    let mut device = None;
+    let g = if let Some(top) = top {
+        let name = mount::zram_name(top);
+        let zram = e
+            .zram
+            .as_ref()
+            .and_then(|z| Some((name.as_deref()?, z.label.as_str())));
+        let d = sync_detach_catch_up(&dir, top, &mounts, &*store, e.keep, &stop, zram)?;
         caught_up = d.brought;
         held_by = d.held_by;
+        device = d.device;
         d.generation
     } else {
         store
@@ -676,7 +874,7 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
     let written_back = mounted || !d.is_empty();
     if !mounted && written_back {
         let _lock = store.lock()?;
-        crate::sys::fs::clear_dir(dfd.as_fd())
+        fs::clear_dir(dfd.as_fd())
             .with_context(|| format!("clearing {} on disk", safe_path(&dir)))?;
         load::load(&*store, g, dfd.as_fd())?;
         rustix::fs::syncfs(&dfd).context("flushing DIR on disk")?;
@@ -693,7 +891,23 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
     }
     reg.remove(&dir);
     reg.save(&req.registry)?;
-    crate::sys::signals::check_finished(|| {
+    // After the last sync and the write-back: the device held nothing else.
+    let zram_removed = match device {
+        Some(d) => {
+            let name = d.name();
+            match d.remove() {
+                Ok(()) => Some(name),
+                Err(err) => {
+                    warn(&format!(
+                        "{err:#}; the next tmpfsctl run that makes a zram device removes it once nothing holds it"
+                    ));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    signals::check_finished(|| {
         format!(
             "disable finished first: {} is back on disk with {} of {}, units and registry entry removed",
             safe_path(&dir),
@@ -710,6 +924,7 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
         caught_up,
         held_by,
         removed,
+        zram_removed,
     };
     Ok(out)
 }
@@ -732,10 +947,10 @@ pub fn disable_text(out: &DisableReport) -> String {
         "{}: {} is back on disk{}; the store {} is kept (delete it when you no longer need it)\n",
         safe_path(&out.dir),
         gen_name(out.generation),
-        if out.unmounted {
-            ", tmpfs unmounted"
-        } else {
-            ""
+        match (&out.zram_removed, out.unmounted) {
+            (Some(z), _) => format!(", its file system unmounted and /dev/{z} removed"),
+            (None, true) => ", tmpfs unmounted".into(),
+            (None, false) => String::new(),
         },
         safe_path(&out.store)
     ));

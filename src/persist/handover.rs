@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{Context as _, Result, bail};
 
 use crate::sys::unmount::holders_line;
+use crate::sys::{Sysroot, procfd};
 use crate::term::safe_path;
 
 /// Whether systemd-journald is the process `pid` (its executable, which
@@ -28,10 +29,10 @@ pub fn check(dir: &Path, already_tmpfs: bool, force: bool) -> Result<bool> {
     if already_tmpfs {
         return Ok(false);
     }
-    let writers = crate::sys::procfd::writers_of(&crate::sys::Sysroot::live(), dir);
+    let writers = procfd::writers_of(&Sysroot::live(), dir);
     let (journald, others): (Vec<_>, Vec<_>) =
         writers.into_iter().partition(|w| is_journald(w.pid));
-    if let Some(w) = crate::sys::procfd::refuse_writers(dir, &others, force)? {
+    if let Some(w) = procfd::refuse_writers(dir, &others, force)? {
         crate::command::warn(&w);
     }
     Ok(!journald.is_empty())
@@ -50,7 +51,7 @@ impl Journald {
     pub fn begin(dir: &Path) -> Result<Journald> {
         journalctl("--relinquish-var")?;
         let j = Journald { flushed: false };
-        let still: Vec<_> = crate::sys::procfd::writers_of(&crate::sys::Sysroot::live(), dir)
+        let still: Vec<_> = procfd::writers_of(&Sysroot::live(), dir)
             .into_iter()
             .filter(|w| is_journald(w.pid))
             .collect();

@@ -33,7 +33,8 @@ use anyhow::{Context as _, Result, bail};
 use rustix::fs::{Mode, OFlags};
 
 use crate::command::Context;
-use crate::sys::{fs, resolve};
+use crate::sys::signals::{self, Interrupt};
+use crate::sys::{Sysroot, fs, resolve};
 use crate::term::safe_path;
 use crate::units::{fmt_bytes, noun};
 use registry::Registry;
@@ -71,7 +72,7 @@ pub struct RestoreRequest {
 /// for another is refused, since persist mounts over it and writes its data
 /// back as root.
 pub fn resolve_dir(dir: &Path) -> Result<PathBuf> {
-    let p = resolve::resolve_dir(&crate::sys::Sysroot::live(), dir)?;
+    let p = resolve::resolve_dir(&Sysroot::live(), dir)?;
     resolve::refuse_system_dir(&p)?;
     Ok(p)
 }
@@ -140,11 +141,11 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
     let store = store::open(&store_path)?;
     // Held until the report is written: a signal stops the copy (nothing
     // switched) or, once the generation is being switched, waits for it.
-    let intr = crate::sys::signals::Interrupt::install(true)?;
+    let intr = Interrupt::install(true)?;
     let out = sync_checked(ctx, req, &dir, &*store, entry.as_ref(), &intr.flag());
     let rep = match out {
         Ok(r) => r,
-        Err(e) if crate::sys::signals::is_interrupted(&e) => {
+        Err(e) if signals::is_interrupted(&e) => {
             return Err(e.context("sync stopped; nothing switched"));
         }
         Err(e) => {
@@ -172,7 +173,7 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
         empty_trash_in_background(&store_path);
     }
     // A signal after the last point a sync stops at: it finished.
-    crate::sys::signals::check_finished(|| {
+    signals::check_finished(|| {
         format!(
             "sync finished first: {} of {} is current",
             gen_name(rep.generation),
@@ -197,13 +198,20 @@ fn sync_checked(
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     store::check_store(store.path(), dir, &mounts)?;
     let keep = req.keep.or(entry.map(|e| e.keep)).unwrap_or(DEFAULT_KEEP);
-    if entry.is_some() && mount::tmpfs_at(&mounts, dir).is_none() {
+    if let Some(e) = entry
+        && mount::persisted_at(&mounts, dir, e.zram.as_ref()).is_none()
+    {
         // A persisted DIR without its tmpfs is the stale tree on disk (after
         // a reboot, before the restore): syncing it would bury the newest data.
         bail!(
-            "{} is persisted but no tmpfs is mounted on it (rebooted or crashed?); \
+            "{} is persisted but no {} is mounted on it (rebooted or crashed?); \
              run `tmpfsctl persist restore {}` first",
             safe_path(dir),
+            if e.zram.is_some() {
+                "zram file system"
+            } else {
+                "tmpfs"
+            },
             safe_path(dir)
         );
     }

@@ -29,6 +29,21 @@ pub struct Registered {
     /// mount flags (absent in registries written before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<super::trust::Trust>,
+    /// DIR lives on a zram device (`--on zram`), made again at every
+    /// restore; absent: on a tmpfs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zram: Option<ZramSetup>,
+}
+
+/// The zram device a persisted DIR lives on, as restore makes it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ZramSetup {
+    /// The compression back end; None: the kernel's default.
+    pub algorithm: Option<String>,
+    /// The device's size: the file system's, plus its metadata.
+    pub disksize_bytes: u64,
+    /// The ext4 label, which tells persist's device from any other.
+    pub label: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -16,6 +16,8 @@ use super::store::{self, Store, gen_name};
 use super::{RestoreRequest, mount, open_dir, resolve_dir, store_for, trust};
 use crate::command::Context;
 use crate::sys::fs;
+use crate::sys::signals::{self, Interrupt};
+use crate::sys::tmpfs::Allow;
 use crate::term::{safe, safe_path};
 use crate::units::fmt_bytes;
 
@@ -145,7 +147,7 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
     let per_file = req.generation.is_none();
     // SIGINT and SIGTERM alike: a restore is finished, never left half
     // loaded (the tmpfs appears on DIR only once filled).
-    let _intr = crate::sys::signals::Interrupt::install(false)?;
+    let _intr = Interrupt::install(false)?;
     if gens.is_empty() {
         bail!(
             "store {} holds no generation yet; run `tmpfsctl persist sync` first",
@@ -168,16 +170,29 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         from_older: Vec::new(),
         not_restored: Vec::new(),
     };
-    if mount::tmpfs_at(&mounts, &dir).is_none() {
+    let zram = entry.as_ref().and_then(|e| e.zram.clone());
+    if zram.is_some() && req.size.is_some() {
+        bail!(
+            "--size sets a tmpfs's size; {} lives on zram, whose size enable set (nothing was changed)",
+            safe_path(&dir)
+        );
+    }
+    if mount::persisted_at(&mounts, &dir, zram.as_ref()).is_none() {
+        let backing = match &zram {
+            Some(z) => mount::Backing::Zram(z),
+            None => mount::Backing::Tmpfs {
+                size: size.as_deref(),
+            },
+        };
         let mut out = None;
         let allow = trust
             .as_ref()
-            .map(|t| crate::sys::tmpfs::Allow {
+            .map(|t| Allow {
                 suid: t.allow_suid,
                 dev: t.allow_dev,
             })
             .unwrap_or_default();
-        mount::mount_dir(&dir, size.as_deref(), allow, |root| {
+        mount::mount_dir(&dir, backing, allow, |root| {
             let st = rustix::fs::fstat(root)?;
             out = Some((
                 load_first(&*store, &gens, per_file, root, &mut notes)?,
@@ -277,7 +292,7 @@ fn finish_restore(rep: RestoreReport, quiet: bool) -> Result<RestoreReport> {
             crate::command::warn(&format!("not restored: {}", safe(n)));
         }
     }
-    crate::sys::signals::check_finished(|| {
+    signals::check_finished(|| {
         format!(
             "restore finished first: {} holds {} of {}",
             safe_path(&rep.dir),

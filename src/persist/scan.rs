@@ -16,6 +16,7 @@ use rustix::fs::{AtFlags, Stat};
 use rustix::io::Errno;
 
 use super::manifest::{Entry, Kind};
+use crate::sys::deep;
 use crate::sys::fs::{self, Obj};
 
 /// One entry of DIR as the walk found it.
@@ -40,22 +41,10 @@ pub struct Scan {
     pub too_long: Vec<Vec<u8>>,
 }
 
-/// The longest path below DIR an entry may have: PATH_MAX less its NUL.
-/// Any user who can write in DIR can make a deeper one (mkdir and cd, one
-/// level at a time); it is left out and named, never a failed sync.
-pub const MAX_REL: usize = libc::PATH_MAX as usize - 1;
-
-/// The walk holds one descriptor per level of the tree, so a tree as deep
-/// as [`MAX_REL`] allows needs more than the usual soft limit of 1024:
-/// raised to the hard limit (what systemd gives a service anyway).
-fn raise_open_files_limit() {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let mut l = getrlimit(Resource::Nofile);
-    if l.current < l.maximum {
-        l.current = l.maximum;
-        let _ = setrlimit(Resource::Nofile, l);
-    }
-}
+/// The longest path below DIR an entry may have; any user who can write
+/// in DIR can make a deeper one, which is left out and named, never a
+/// failed sync.
+pub use crate::sys::deep::MAX_REL;
 
 /// (inode, ctime) of each file of DIR as the last restore left it, so the
 /// first sync after a restore links instead of copying everything again.
@@ -113,7 +102,8 @@ pub fn walk(root: BorrowedFd<'_>) -> Result<Scan> {
         skipped_mounts: Vec::new(),
         too_long: Vec::new(),
     };
-    raise_open_files_limit();
+    // One descriptor per level, as deep as MAX_REL allows.
+    deep::raise_open_files_limit();
     walk_dir(root, b"", &mut scan)?;
     Ok(scan)
 }
@@ -194,15 +184,7 @@ fn walk_dir(dir: BorrowedFd<'_>, rel: &[u8], scan: &mut Scan) -> Result<()> {
 /// A path too long to read whole in a message: its first and last bytes
 /// and its length.
 pub fn show_long(rel: &[u8]) -> String {
-    if rel.len() <= 200 {
-        return show(rel);
-    }
-    format!(
-        "{}…{} ({} bytes long)",
-        show(&rel[..100]),
-        show(&rel[rel.len() - 100..]),
-        rel.len()
-    )
+    deep::show_long_with(rel, show)
 }
 
 /// A path for messages: lossy UTF-8 (callers escape it for terminals).

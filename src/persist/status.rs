@@ -69,6 +69,53 @@ pub struct DirStatus {
     pub fix: Option<String>,
     /// What could not be read (store missing, DIR unreadable).
     pub error: Option<String>,
+    /// DIR's zram device and what it costs (`--on zram`); null on tmpfs.
+    pub zram: Option<ZramStatus>,
+}
+
+/// A persisted DIR's zram device, as `mm_stat` shows it now.
+#[derive(Debug, Clone, Serialize)]
+pub struct ZramStatus {
+    /// `zram3`; None while DIR's device is not mounted there.
+    pub device: Option<String>,
+    /// The back end in use (as enabled: None for the kernel's default).
+    pub algorithm: Option<String>,
+    pub disksize_bytes: u64,
+    /// Data written to the device, uncompressed (files and ext4's metadata).
+    pub orig_data_bytes: Option<u64>,
+    /// The RAM the device holds now, allocator overhead included: what DIR costs.
+    pub mem_used_total_bytes: Option<u64>,
+    /// `orig_data_size / mem_used_total`: data stored per byte of RAM.
+    pub data_per_ram_ratio: Option<f64>,
+}
+
+fn zram_status(mounts: &[crate::sys::MountInfo], e: &Registered) -> Option<ZramStatus> {
+    let z = e.zram.as_ref()?;
+    let device = mount::persisted_at(mounts, &e.dir, Some(z)).and_then(mount::zram_name);
+    if device.is_some() {
+        // What was written lately sits in the page cache, not yet in zram:
+        // written out first, else the figures leave it out.
+        if let Ok(f) = open_dir(&e.dir) {
+            let _ = rustix::fs::syncfs(&f);
+        }
+    }
+    let mm = device.as_deref().and_then(crate::sys::zram::mm_stat_of);
+    let algorithm = device
+        .as_deref()
+        .and_then(|d| {
+            std::fs::read_to_string(format!("/sys/block/{d}/comp_algorithm"))
+                .ok()
+                .and_then(|t| crate::sys::zram::parse_algorithms(&t).1)
+        })
+        .or_else(|| z.algorithm.clone());
+    Some(ZramStatus {
+        device,
+        algorithm,
+        disksize_bytes: z.disksize_bytes,
+        orig_data_bytes: mm.map(|m| m.orig_data_bytes),
+        mem_used_total_bytes: mm.map(|m| m.mem_used_total_bytes),
+        data_per_ram_ratio: mm.and_then(|m| m.ratio()),
+    })
 }
 
 #[derive(Debug, Serialize)]
@@ -100,9 +147,11 @@ fn one(ctx: &Context, e: &Registered, now_s: u64) -> DirStatus {
         state: "ok",
         fix: None,
         error: None,
+        zram: None,
     };
     if let Ok((m, _)) = ctx.sysroot.mountinfo() {
-        s.mounted = mount::tmpfs_at(&m, &e.dir).is_some();
+        s.mounted = mount::persisted_at(&m, &e.dir, e.zram.as_ref()).is_some();
+        s.zram = zram_status(&m, e);
     }
     if e.persist != "none" {
         s.timer_next_unix_s = units::next_run_unix_s(&e.dir);
@@ -127,6 +176,11 @@ fn one(ctx: &Context, e: &Registered, now_s: u64) -> DirStatus {
 /// The one state a directory is in, worst first, and what to run about it.
 fn judge(s: &mut DirStatus, e: &Registered) {
     let d = crate::term::safe_path(&e.dir);
+    let fs = if e.zram.is_some() {
+        "zram file system"
+    } else {
+        "tmpfs"
+    };
     let ours = s.mounted && {
         // The tmpfs the last sync read, or the one the last restore filled.
         let known: Vec<u64> = [
@@ -147,14 +201,14 @@ fn judge(s: &mut DirStatus, e: &Registered) {
         (
             "not_mounted",
             Some(format!(
-                "no tmpfs on {d}: writes go to the disk below and nothing is synced; run `tmpfsctl persist restore {d}`"
+                "no {fs} on {d}: writes go to the disk below and nothing is synced; run `tmpfsctl persist restore {d}`"
             )),
         )
     } else if !ours {
         (
             "other_mount",
             Some(format!(
-                "the tmpfs on {d} is not the one persist filled; unmount it and run `tmpfsctl persist restore {d}`"
+                "the {fs} on {d} is not the one persist filled; unmount it and run `tmpfsctl persist restore {d}`"
             )),
         )
     } else if let Some(why) = &s.unit_binary_problem {
@@ -251,6 +305,7 @@ pub fn status_cmd(ctx: &Context, req: &StatusRequest) -> Result<StatusReport> {
                     fstab: None,
                     fstab_line: None,
                     trust: None,
+                    zram: None,
                 },
                 (None, None) => anyhow::bail!(
                     "{} is not a persisted directory (not in {}); give --store",
@@ -319,7 +374,7 @@ pub fn text(r: &StatusReport) -> String {
     }
     let mut t = crate::render::table(&[
         "dir",
-        "tmpfs",
+        "on",
         "store",
         "gens",
         "last sync",
@@ -339,7 +394,11 @@ pub fn text(r: &StatusReport) -> String {
         };
         t.add_row(vec![
             safe_path(&d.dir),
-            if d.mounted { "mounted" } else { "not mounted" }.to_string(),
+            match (&d.zram, d.mounted) {
+                (_, false) => "not mounted".to_string(),
+                (Some(z), true) => z.device.clone().unwrap_or_else(|| "zram".into()),
+                (None, true) => "tmpfs".to_string(),
+            },
             safe_path(&d.store),
             d.generations_kept.to_string(),
             d.last_sync_age_s.map_or("never".into(), age),
@@ -350,6 +409,24 @@ pub fn text(r: &StatusReport) -> String {
     crate::render::fit_to_terminal(&mut t);
     let _ = writeln!(s, "{t}");
     for d in &r.dirs {
+        if let Some(z) = &d.zram
+            && let (Some(dev), Some(orig), Some(ram)) =
+                (&z.device, z.orig_data_bytes, z.mem_used_total_bytes)
+        {
+            let _ = writeln!(
+                s,
+                "{}: on /dev/{dev} ({}, {} device): {} of data cost {} of RAM ({})",
+                safe_path(&d.dir),
+                z.algorithm.as_deref().unwrap_or("default algorithm"),
+                fmt_bytes(z.disksize_bytes),
+                fmt_bytes(orig),
+                fmt_bytes(ram),
+                z.data_per_ram_ratio
+                    .map_or("nothing stored yet".into(), |r| format!(
+                        "{r:.2}x data per byte of RAM"
+                    ))
+            );
+        }
         if let Some(f) = &d.fix {
             let _ = writeln!(s, "{}: {}", safe_path(&d.dir), safe(f));
         }
@@ -360,7 +437,7 @@ pub fn text(r: &StatusReport) -> String {
 /// node_exporter textfile metrics (one sample per directory and metric).
 pub fn prom_text(r: &StatusReport) -> String {
     type Get = fn(&DirStatus) -> Option<f64>;
-    let metrics: [(&str, &str, Get); 9] = [
+    let metrics: [(&str, &str, Get); 11] = [
         (
             "tmpfsctl_persist_last_sync_timestamp_seconds",
             "Unix time of the last good sync",
@@ -400,6 +477,16 @@ pub fn prom_text(r: &StatusReport) -> String {
             "tmpfsctl_persist_torn_files",
             "Files stored torn in the newest generation",
             |d| Some(d.torn_files as f64),
+        ),
+        (
+            "tmpfsctl_persist_zram_mem_used_total_bytes",
+            "RAM the zram device of a directory kept on zram holds (mm_stat mem_used_total)",
+            |d| d.zram.as_ref()?.mem_used_total_bytes.map(|v| v as f64),
+        ),
+        (
+            "tmpfsctl_persist_zram_orig_data_bytes",
+            "Data written to that device, uncompressed (mm_stat orig_data_size)",
+            |d| d.zram.as_ref()?.orig_data_bytes.map(|v| v as f64),
         ),
         (
             "tmpfsctl_persist_ok",

@@ -24,6 +24,7 @@ use super::manifest::{Entry, Kind};
 use super::scan::{self, Verdict, show};
 use super::store::{Id, NewGeneration, Store, gen_name};
 use crate::sys::fs::{self, Obj};
+use crate::sys::signals::Interrupted;
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct SyncReport {
@@ -441,7 +442,7 @@ fn write_entries(
     let mut links: HashMap<u64, Vec<u8>> = HashMap::new();
     for f in &scan.found {
         if cx.cancel.load(Ordering::Relaxed) {
-            bail!(crate::sys::signals::Interrupted);
+            bail!(Interrupted);
         }
         let cur = &f.e;
         let rel = cur.path.as_slice();
@@ -545,4 +546,36 @@ fn write_entries(
         out.push(e);
     }
     Ok((out, rep))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A read lease is refused, retryably, exactly while someone holds the
+    /// file open for writing: what the copy waits on and disable looks for.
+    #[test]
+    fn a_file_open_for_writing_is_found_and_refuses_a_lease_until_closed() {
+        let d = tempfile::tempdir_in("/var/tmp").unwrap();
+        let dir = std::fs::File::open(d.path()).unwrap();
+        let root = dir.as_fd();
+        std::fs::write(d.path().join("idle"), b"i").unwrap();
+        std::fs::write(d.path().join("log"), b"l").unwrap();
+        let (fd, _) = fs::open_regular_beneath(root, b"log").unwrap();
+        assert!(Lease::take(&fd).is_ok(), "no writer: a lease");
+        assert_eq!(open_for_writing(root).unwrap(), None);
+
+        let w = std::fs::OpenOptions::new()
+            .append(true)
+            .open(d.path().join("log"))
+            .unwrap();
+        assert!(
+            matches!(Lease::take(&fd), Err(true)),
+            "open for writing: refused, worth another try"
+        );
+        assert_eq!(open_for_writing(root).unwrap().as_deref(), Some("log"));
+        drop(w);
+        assert!(Lease::take(&fd).is_ok(), "the writer closed it");
+        assert_eq!(open_for_writing(root).unwrap(), None);
+    }
 }

@@ -22,6 +22,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use crate::sys::atomic::AtomicWrite;
+use crate::sys::{statfs, systemd};
 
 #[derive(Debug, Clone)]
 pub struct UnitSpec {
@@ -72,7 +73,7 @@ fn holds_journal(dir: &Path) -> bool {
 
 /// The escaped name systemd would give DIR (`/srv/my cache` -> `srv-my\x20cache`).
 pub fn escaped(dir: &Path) -> String {
-    let m = crate::sys::systemd::mount_unit_name(dir);
+    let m = systemd::mount_unit_name(dir);
     m.strip_suffix(".mount").unwrap_or(&m).to_string()
 }
 
@@ -132,7 +133,7 @@ pub fn render(spec: &UnitSpec) -> [(String, String); 3] {
     };
     // DIR's mount unit appears when the restore mounts the tmpfs (or comes
     // from fstab): ordered after it, this unit stops before it is unmounted.
-    let dir_mount = crate::sys::systemd::mount_unit_name(&spec.dir);
+    let dir_mount = systemd::mount_unit_name(&spec.dir);
     let journal = holds_journal(&spec.dir);
     let mut before = vec!["local-fs.target".to_string()];
     if journal {
@@ -294,8 +295,7 @@ pub fn binary_problem(bin: &Path) -> Option<String> {
     if !m.is_file() || m.permissions().mode() & 0o100 == 0 {
         return Some(format!("{} is not an executable file", real.display()));
     }
-    if rustix::fs::statfs(&real).is_ok_and(|s| crate::sys::statfs::is_ram_fs_type(s.f_type as u64))
-    {
+    if rustix::fs::statfs(&real).is_ok_and(|s| statfs::is_ram_fs_type(s.f_type as u64)) {
         return Some(format!(
             "{} is on a RAM file system, gone at the next boot",
             real.display()

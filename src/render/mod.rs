@@ -7,7 +7,6 @@ pub mod html;
 
 use std::io::IsTerminal;
 
-use anyhow::{Result, bail};
 use comfy_table::{ContentArrangement, LineStyle, Table, presets};
 
 pub fn stdout_is_tty() -> bool {
@@ -147,25 +146,6 @@ fn paragraph_at(indent: &str, text: &str, w: usize) -> String {
         out.push_str(line);
     }
     out
-}
-
-/// Ask `question` on the terminal; `yes` (the `--yes` flag) skips it. With no
-/// terminal to ask on, refuse rather than guess.
-pub fn confirm(question: &str, yes: bool) -> Result<()> {
-    if yes {
-        return Ok(());
-    }
-    if !std::io::stdin().is_terminal() {
-        bail!("stdin is not a terminal, so I cannot ask for confirmation; pass --yes to go ahead");
-    }
-    eprint!("{question} [y/N] ");
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line)?;
-    if matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-        Ok(())
-    } else {
-        bail!("not confirmed; nothing changed")
-    }
 }
 
 /// Escape text for HTML element content and attribute values.

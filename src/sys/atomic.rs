@@ -258,6 +258,30 @@ fn fd_alias_refusal(dest: &Path) -> Option<&'static str> {
 }
 
 impl AtomicWrite<'_> {
+    /// Remove `dest` for good: unlinked through the same directory
+    /// descriptor a write uses, then that directory fsynced, so a power cut
+    /// cannot bring the file back (a stale backup would be put back by a
+    /// later revert). A missing file is already removed.
+    pub fn remove(&self, dest: &Path) -> Result<()> {
+        let what = self.what;
+        let (dir, name) = open_dir_of(what, dest)?;
+        match rustix::fs::unlinkat(&dir.fd, name, AtFlags::empty()) {
+            Ok(()) => {}
+            Err(Errno::NOENT) => return Ok(()),
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("{what} {}: cannot remove", safe_path(dest)));
+            }
+        }
+        rustix::fs::fsync(&dir.fd).with_context(|| {
+            format!(
+                "{what} {}: fsync of {}",
+                safe_path(dest),
+                safe_path(&dir.path)
+            )
+        })
+    }
+
     /// /dev/stdout, /dev/fd/N, /proc/self/fd/N are links to whatever the
     /// caller opened, a regular file too (`> out.json`): a rename would
     /// replace the link itself and the data would never reach the file. So

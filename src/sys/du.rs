@@ -556,7 +556,7 @@ fn walk_detailed(
 }
 
 mod breakdown;
-pub use breakdown::{Breakdown, DirTotal, FileTotal, LARGEST_FILES, OwnerTotal, breakdown};
+pub use breakdown::{Breakdown, LARGEST_FILES, breakdown};
 
 #[cfg(test)]
 mod tests;

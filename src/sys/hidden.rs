@@ -15,7 +15,7 @@ use rustix::fs::{CWD, Mode, OFlags, RawDir};
 use rustix::mount::{OpenTreeFlags, open_tree};
 use serde::Serialize;
 
-use crate::sys::MountInfo;
+use crate::sys::{MountInfo, du};
 
 /// What lies below a mount point, on the filesystem it covers.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl Below {
 
     /// Files and bytes below, counted by the du walk.
     pub fn measure(&self) -> Option<HiddenBelow> {
-        let u = crate::sys::du::usage(&self.path()).ok()?;
+        let u = du::usage(&self.path()).ok()?;
         let own = rustix::fs::fstat(&self.dir).map_or(0, |s| s.st_blocks as u64 * 512);
         Some(HiddenBelow {
             files: u.inodes.saturating_sub(1),

@@ -1,32 +1,37 @@
-//! Reading the machine: pure parsers over the text of /proc and /etc files, and
-//! thin readers that fetch that text relative to a [`Sysroot`] so tests and
-//! `--sysroot DIR` can point them at fixtures or a mounted image.
+//! The ground floor, the one way to the machine. It reads: parsers over the
+//! text of /proc, /sys and /etc files (pure, fixture-tested, fuzzed where the
+//! text is hostile) and readers that fetch that text relative to a
+//! [`Sysroot`], so tests and `--sysroot DIR` can point them at fixtures or a
+//! mounted image. It acts, on the live machine only ([`Sysroot::live`]):
+//! mounting and unmounting, atomic writes, copying and removing trees,
+//! zram devices, signals. It imports nothing above it.
 
-pub mod atomic;
-pub mod boot;
-pub mod cgroup;
-pub mod copy;
-pub mod descriptor;
-pub mod du;
-pub mod fs;
+pub(crate) mod atomic;
+pub(crate) mod boot;
+pub(crate) mod cgroup;
+pub(crate) mod copy;
+pub(crate) mod deep;
+pub(crate) mod descriptor;
+pub(crate) mod du;
+pub(crate) mod fs;
 pub mod fstab;
-pub mod hidden;
-pub mod journal;
+pub(crate) mod hidden;
+pub(crate) mod journal;
 pub mod meminfo;
 pub mod mountinfo;
-pub mod outdir;
-pub mod passwd;
-pub mod proc;
-pub mod procfd;
-pub mod resolve;
-pub mod signals;
-pub mod statfs;
-pub mod systemd;
-pub mod sysvshm;
-pub mod tmpfiles;
-pub mod tmpfs;
-pub mod unmount;
-pub mod zram;
+pub(crate) mod outdir;
+pub(crate) mod passwd;
+pub(crate) mod proc;
+pub(crate) mod procfd;
+pub(crate) mod resolve;
+pub(crate) mod signals;
+pub(crate) mod statfs;
+pub(crate) mod systemd;
+pub(crate) mod sysvshm;
+pub(crate) mod tmpfiles;
+pub(crate) mod tmpfs;
+pub(crate) mod unmount;
+pub(crate) mod zram;
 
 use std::path::{Path, PathBuf};
 

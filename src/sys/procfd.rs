@@ -33,9 +33,6 @@ pub struct OpenFile {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Process {
     pub pid: u32,
-    /// Empty after [`scan`]: read with [`comm`] for the few processes a
-    /// report names (reading it for every process is a third of the scan).
-    pub comm: String,
     pub files: Vec<OpenFile>,
 }
 
@@ -49,7 +46,9 @@ pub struct Scan {
 
 pub use super::proc::pids;
 
-/// `/proc/PID/comm` without its newline; "?" when gone.
+/// `/proc/PID/comm` without its newline; "?" when gone. [`scan`] does not
+/// read it: a report reads it for the few processes it names (reading it for
+/// every process is a third of the scan).
 pub use super::proc::name_or_unknown as comm;
 
 /// Split a link's text into (path, deleted, memfd name).
@@ -136,11 +135,7 @@ pub fn process(root: &Sysroot, pid: u32) -> Option<Process> {
         return None;
     }
     files.sort_by_key(|f| f.fd);
-    Some(Process {
-        pid,
-        comm: String::new(),
-        files,
-    })
+    Some(Process { pid, files })
 }
 
 fn is_common_device(t: &[u8]) -> bool {
@@ -461,12 +456,6 @@ pub fn dev_of(major: u32, minor: u32) -> u64 {
     rustix::fs::makedev(major, minor)
 }
 
-/// Whether `p` names a memfd or a deleted file: for tests and callers that
-/// only have a path.
-pub fn is_memfd_path(p: &Path) -> bool {
-    p.as_os_str().as_bytes().starts_with(b"/memfd:")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,7 +476,6 @@ mod tests {
                 Some("wayland-shm".into())
             )
         );
-        assert!(is_memfd_path(Path::new("/memfd:x")));
     }
 
     #[test]

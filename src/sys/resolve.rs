@@ -27,8 +27,6 @@ pub struct OpenedDir {
     pub name: CString,
     pub dev: u64,
     pub ino: u64,
-    pub parent_dev: u64,
-    pub parent_ino: u64,
 }
 
 impl OpenedDir {
@@ -163,7 +161,6 @@ pub fn open_dir(root: &Path, abs: &Path) -> Result<OpenedDir, ResolveError> {
     // DIR is looked up in the parent just opened, so the two belong together.
     let fd = openat2_dir(&parent, Path::new(name)).map_err(map)?;
     let st = rustix::fs::fstat(&fd).map_err(ResolveError::Io)?;
-    let pst = rustix::fs::fstat(&parent).map_err(ResolveError::Io)?;
     let name = CString::new(name.as_bytes()).map_err(|_| ResolveError::Io(Errno::INVAL))?;
     let d = OpenedDir {
         path: abs.to_path_buf(),
@@ -172,8 +169,6 @@ pub fn open_dir(root: &Path, abs: &Path) -> Result<OpenedDir, ResolveError> {
         name,
         dev: st.st_dev,
         ino: st.st_ino,
-        parent_dev: pst.st_dev,
-        parent_ino: pst.st_ino,
     };
     if !d.still_in_place() {
         return Err(ResolveError::Moved);

@@ -112,10 +112,11 @@ pub fn limits(m: &super::MountInfo, live: bool, mem_total: u64) -> Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::mountinfo;
 
     #[test]
     fn limits_of_a_capture_come_from_the_options() {
-        let (m, _) = crate::sys::mountinfo::parse(
+        let (m, _) = mountinfo::parse(
             b"30 25 0:26 / /t rw - tmpfs tmpfs rw,size=50%,nr_inodes=1k\n\
 31 25 0:27 / /z rw - tmpfs tmpfs rw,size=0\n\
 32 25 0:28 / /r rw - ramfs ramfs rw\n",

@@ -272,6 +272,7 @@ pub fn detach_below(root: &Path, keep_root: bool) -> io::Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::statfs::TMPFS_MAGIC;
 
     fn holder(pid: u32, comm: &str, uses: &[&str]) -> ProcUse {
         ProcUse {
@@ -412,10 +413,6 @@ mod tests {
         let held = u.left_to.expect("detached while held");
         assert!(held.iter().any(|h| h.pid == m.pid()), "{held:?}");
         let st = rustix::fs::statfs(&dir).unwrap();
-        assert_ne!(
-            st.f_type as u64,
-            crate::sys::statfs::TMPFS_MAGIC,
-            "still mounted"
-        );
+        assert_ne!(st.f_type as u64, TMPFS_MAGIC, "still mounted");
     }
 }

@@ -298,6 +298,33 @@ fn note_dir() -> Result<&'static Path> {
     Ok(d)
 }
 
+/// Replace a device's note in one step (a temporary name, then rename): a
+/// kill halfway leaves the old note or the new one, never an empty one that
+/// no run could read.
+fn write_note(dir: &Path, name: &str, text: &str) -> Result<()> {
+    let tmp = dir.join(format!(".{name}.new"));
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, dir.join(name)))
+        .with_context(|| format!("cannot write {NOTE_DIR}/{name}"))
+}
+
+/// The note of a device a persisted directory lives on: no maker whose
+/// death frees it (it outlives the command that made it, until `persist
+/// disable` or a reboot), so [`sweep`] never takes it.
+fn persist_note(label: &str) -> String {
+    format!("persist {label}\n")
+}
+
+/// Where zram is a module (Debian's kernels), load it without the one
+/// device it makes by default: devices are made with hot_add, one each.
+pub fn load_module() {
+    if !Path::new("/sys/class/zram-control").exists() {
+        let _ = Command::new("modprobe")
+            .args(["zram", "num_devices=0"])
+            .output();
+    }
+}
+
 fn write_sys(p: &Path, value: &str) -> std::io::Result<()> {
     std::fs::write(p, value)
 }
@@ -317,6 +344,7 @@ impl ZramDevice {
         let me = Owner::me().context("cannot read this process's start time from /proc")?;
         let pidns = super::proc::pid_namespace().context("cannot read /proc/self/ns/pid")?;
         sweep();
+        load_module();
         let mut text = String::new();
         std::fs::File::open("/sys/class/zram-control/hot_add")
             .and_then(|mut f| f.read_to_string(&mut text))
@@ -334,8 +362,7 @@ impl ZramDevice {
         };
         // The note first, so that a kill from here on leaves a device the
         // next run can tell is ours.
-        std::fs::write(dir.join(d.name()), note_text(&me, pidns, &spec.label))
-            .with_context(|| format!("cannot write {NOTE_DIR}/{}", d.name()))?;
+        write_note(dir, &d.name(), &note_text(&me, pidns, &spec.label))?;
         d.setup(spec)?;
         Ok(d)
     }
@@ -390,19 +417,50 @@ impl ZramDevice {
         PathBuf::from(format!("/dev/zram{}", self.index))
     }
 
-    pub fn label(&self) -> &str {
-        &self.label
-    }
-
-    pub fn mm_stat(&self) -> Option<MmStat> {
-        read_trim(&sys_block(&Sysroot::live(), &self.name(), "mm_stat"))
-            .and_then(|t| MmStat::parse(&t))
-    }
-
     /// The back end in use.
     pub fn algorithm(&self) -> Option<String> {
         read_trim(&sys_block(&Sysroot::live(), &self.name(), "comp_algorithm"))
             .and_then(|t| parse_algorithms(&t).1)
+    }
+
+    /// Keep the device past this process: its note now says a persisted
+    /// directory lives on it, so no later run removes it. Returns its name.
+    pub fn keep_for_persist(mut self) -> Result<String> {
+        note_dir()?;
+        write_note(
+            Path::new(NOTE_DIR),
+            &self.name(),
+            &persist_note(&self.label),
+        )?;
+        self.removed = true;
+        Ok(self.name())
+    }
+
+    /// The device a persisted directory lives on (`zramN`, checked to carry
+    /// `label`), taken back by this process: from here on it goes when this
+    /// process drops it, or, if it is killed, with the next run's sweep.
+    pub fn take_back(name: &str, label: &str) -> Result<ZramDevice> {
+        let index: u32 = name
+            .strip_prefix("zram")
+            .and_then(|i| i.parse().ok())
+            .with_context(|| format!("{name} is not a zram device"))?;
+        let dev = PathBuf::from(format!("/dev/{name}"));
+        let found = ext_label(&dev);
+        anyhow::ensure!(
+            found.as_deref() == Some(label),
+            "{} carries the label {:?}, not {label:?}: not the device persist made; not removing it",
+            dev.display(),
+            found.unwrap_or_default()
+        );
+        let dir = note_dir()?;
+        let me = Owner::me().context("cannot read this process's start time from /proc")?;
+        let pidns = super::proc::pid_namespace().context("cannot read /proc/self/ns/pid")?;
+        write_note(dir, name, &note_text(&me, pidns, label))?;
+        Ok(ZramDevice {
+            index,
+            label: label.to_string(),
+            removed: false,
+        })
     }
 
     /// Remove the device (it must not be mounted any more) and its note.
@@ -421,11 +479,11 @@ impl Drop for ZramDevice {
 }
 
 /// Remove device N and then its note. udev probes a new file system for a
-/// moment after mkfs and an unmount, holding the device open (EBUSY): a few
-/// tries over two seconds.
+/// moment after mkfs and an unmount, holding the device open (EBUSY), and
+/// on a loaded machine that moment can last seconds: tries over ten seconds.
 fn hot_remove(index: u32) -> Result<()> {
     let mut last = None;
-    for _ in 0..40 {
+    for _ in 0..200 {
         match write_sys(
             Path::new("/sys/class/zram-control/hot_remove"),
             &index.to_string(),
@@ -446,6 +504,82 @@ fn hot_remove(index: u32) -> Result<()> {
     Err(last.map_or_else(|| anyhow::anyhow!("unknown error"), anyhow::Error::from)).with_context(
         || format!("cannot remove /dev/zram{index} (still mounted or open?); remove it with: echo {index} > /sys/class/zram-control/hot_remove"),
     )
+}
+
+/// The size to give a device that is to hold a file system with `fs_bytes`
+/// for files: ext4's metadata (inode tables, bitmaps, group descriptors:
+/// about 2% at the default inode ratio) on top, and at least 64 MiB so that
+/// mkfs has room for its minimum.
+pub fn device_bytes(fs_bytes: u64) -> u64 {
+    (fs_bytes + fs_bytes / 16 + (16 << 20)).max(64 << 20)
+}
+
+/// The most RAM a device of `disksize` bytes can hold: every page
+/// incompressible (stored whole) plus the device's own table (a few words
+/// per page) and the allocator's pages for it: 1/64 is well above both.
+pub fn worst_case_ram(disksize: u64) -> u64 {
+    disksize + disksize / 64
+}
+
+/// The ext4 label of a device persist makes for `dir`: 16 bytes, at most
+/// what ext4 holds, the same for the same DIR at every boot.
+pub fn persist_label(dir: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    // FNV-1a: a stable name, not a secret (the device is also found
+    // through its mount on DIR).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in dir.as_os_str().as_bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    format!("tmpfsctl-p{:06x}", h & 0xff_ffff)
+}
+
+/// `zramN` for a device number (`st_dev`), from /sys/dev/block/MAJ:MIN/uevent.
+pub fn name_of_dev(dev: u64) -> Option<String> {
+    let (maj, min) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/uevent")).ok()?;
+    let name = uevent
+        .lines()
+        .find_map(|l| l.strip_prefix("DEVNAME="))?
+        .trim();
+    name.starts_with("zram").then(|| name.to_string())
+}
+
+/// `mm_stat` of device `zramN`.
+pub fn mm_stat_of(name: &str) -> Option<MmStat> {
+    read_trim(&sys_block(&Sysroot::live(), name, "mm_stat")).and_then(|t| MmStat::parse(&t))
+}
+
+/// Mount the ext4 on `dev` detached (new mount API: no path until it is
+/// attached, gone with this process if it never is), with `discard` so a
+/// deleted file's blocks are freed in zram at once (else they keep holding
+/// RAM until overwritten), and `nosuid,nodev` unless `allow` lifts them.
+pub fn mount_detached(dev: &Path, allow: super::tmpfs::Allow) -> Result<super::tmpfs::Detached> {
+    use rustix::fs::{Mode, OFlags};
+    use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags};
+    let fs = rustix::mount::fsopen("ext4", FsOpenFlags::FSOPEN_CLOEXEC)
+        .context("fsopen(ext4) failed; this needs Linux 5.2+, ext4 and CAP_SYS_ADMIN")?;
+    rustix::mount::fsconfig_set_string(&fs, "source", dev).context("fsconfig source")?;
+    rustix::mount::fsconfig_set_flag(&fs, "discard").context("ext4 rejected `discard`")?;
+    rustix::mount::fsconfig_create(&fs)
+        .with_context(|| format!("mounting the ext4 on {} failed", dev.display()))?;
+    let mut attrs = MountAttrFlags::empty();
+    if !allow.suid {
+        attrs |= MountAttrFlags::MOUNT_ATTR_NOSUID;
+    }
+    if !allow.dev {
+        attrs |= MountAttrFlags::MOUNT_ATTR_NODEV;
+    }
+    let mount = rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attrs)
+        .context("fsmount failed")?;
+    let root = rustix::fs::openat(
+        &mount,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .context("cannot open the new file system")?;
+    Ok(super::tmpfs::Detached { mount, root })
 }
 
 /// Remove the devices tmpfsctl made whose maker is gone, and their notes.

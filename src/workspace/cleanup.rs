@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, FlockOperation, Mode as FsMode, OFlags, StatxFlags};
 use rustix::io::Errno;
 
+use crate::sys::{Sysroot, proc, unmount};
 use crate::term::safe_path;
 
 /// Deeper than this, the rest of a tree is left in place (and reported):
@@ -197,7 +198,7 @@ pub struct Target<'a> {
 /// directory itself (only if its name still leads to the same directory).
 pub fn remove(t: &Target<'_>) -> (Removed, Option<String>) {
     let mut out = Removed::default();
-    match crate::sys::unmount::detach_below(t.real, false) {
+    match unmount::detach_below(t.real, false) {
         Ok(d) => out.detached = d,
         // Whatever stays mounted is caught by the mount check below.
         Err(e) => {
@@ -302,7 +303,7 @@ pub fn sweep(base: &Path, prefix: &str, uid: u32) -> Vec<String> {
         // Its tmpfsctl made the scratch, so started before the scratch last
         // changed; a process that started later only reuses the pid.
         let changed = u64::try_from(st.st_ctime).unwrap_or(0);
-        if crate::sys::proc::alive_since(&crate::sys::Sysroot::live(), pid as u32, changed) {
+        if proc::alive_since(&Sysroot::live(), pid as u32, changed) {
             continue;
         }
         if st.st_uid != uid || lock(&dir).is_err() {

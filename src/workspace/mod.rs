@@ -29,9 +29,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
-pub use scratch::{
-    DEFAULT_SIZE_TEXT, Keep, Mode, Scratch, Spec, Teardown, Usage, default_size, probe,
-};
+pub use scratch::{DEFAULT_SIZE_TEXT, Keep, Mode, Scratch, Spec, Usage, default_size};
 pub use summary::{RunSummary, SCHEMA_VERSION, status_of, summary_line};
 
 use crate::command::{self, Context};
@@ -203,7 +201,7 @@ fn resolve_size(
 
 fn full_message(s: &Scratch) -> String {
     format!(
-        "tmpfsctl: workspace full at {}: writes in {} now fail with ENOSPC (No space left on device); rerun with a larger --size",
+        "workspace full at {}: writes in {} now fail with ENOSPC (No space left on device); rerun with a larger --size",
         fmt_bytes(s.size_bytes),
         s.path.display()
     )
@@ -226,7 +224,7 @@ impl Peak {
         if !self.full && s.is_full(u) {
             self.full = true;
             // Said as soon as it is seen, so it sits next to CMD's own error.
-            eprintln!("{}", full_message(s));
+            command::say(&full_message(s));
         }
         if !self.over && s.over_soft_cap(u) {
             self.over = true;
@@ -465,10 +463,10 @@ fn report(summary: &RunSummary, end_notes: &[String], error: Option<&str>, quiet
         for n in end_notes {
             command::note(&safe(n));
         }
-        eprintln!("{}", summary_line(summary));
+        command::say(&summary_line(summary));
     }
     if let Some(k) = &summary.kept_at {
         // Printed even with --quiet: it is the answer to --keep.
-        eprintln!("tmpfsctl: scratch kept in {}", safe(k));
+        command::say(&format!("scratch kept in {}", safe(k)));
     }
 }

@@ -25,6 +25,7 @@ use std::process::{Command, ExitStatus};
 use rustix::mount::{MountFlags, MountPropagationFlags};
 
 use super::procs::Leftover;
+use crate::sys::{Sysroot, proc};
 
 /// At most this many leftovers are named: the report must fit the pipe's
 /// buffer, which nobody reads until the init has exited.
@@ -330,11 +331,11 @@ fn supervise(child: i32) -> i32 {
 /// The processes in the namespace besides the init, with their names;
 /// zombies (exited, waiting to be reaped) are not running.
 fn running() -> Vec<(i32, String)> {
-    let root = crate::sys::Sysroot::live();
-    crate::sys::proc::pids(&root)
+    let root = Sysroot::live();
+    proc::pids(&root)
         .into_iter()
         .filter(|&p| p != 1)
-        .filter_map(|p| crate::sys::proc::stat(&root, p))
+        .filter_map(|p| proc::stat(&root, p))
         .filter(|s| s.state != 'Z')
         .filter_map(|s| {
             Some((

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use std::os::unix::fs::PermissionsExt;
 
+use crate::sys::statfs;
 use anyhow::Result;
 use rustix::fs::{Mode as FsMode, OFlags};
 
@@ -43,9 +44,8 @@ pub(super) fn directory_base(
     )));
     let mut usable = None;
     let mut errs = Vec::new();
-    let is_ram = |p: &Path| {
-        rustix::fs::statfs(p).is_ok_and(|st| crate::sys::statfs::is_ram_fs_type(st.f_type as u64))
-    };
+    let is_ram =
+        |p: &Path| rustix::fs::statfs(p).is_ok_and(|st| statfs::is_ram_fs_type(st.f_type as u64));
     for p in own {
         match ensure_private_dir(&p, euid).and_then(|()| private_to(&p, euid)) {
             Ok(()) => {

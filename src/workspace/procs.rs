@@ -2,6 +2,8 @@
 //! as the child of a PID namespace's init): clone3's arguments, the
 //! single-thread check a raw clone needs, and naming a process.
 
+use crate::sys::{Sysroot, proc};
+
 /// A process CMD left running when it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leftover {
@@ -10,7 +12,7 @@ pub struct Leftover {
 }
 
 pub(super) fn read_comm(pid: i32) -> String {
-    crate::sys::proc::name_or_unknown(&crate::sys::Sysroot::live(), pid as u32)
+    proc::name_or_unknown(&Sysroot::live(), pid as u32)
 }
 
 /// `struct clone_args` of clone3(2), up to `cgroup` (the kernel's

@@ -26,6 +26,7 @@ use serde::Serialize;
 
 use super::cleanup;
 
+use crate::sys::du;
 use crate::sys::statfs::{TMPFS_MAGIC, is_ram_fs_type};
 use crate::sys::unmount::{self, At, How};
 use crate::term::safe_path;
@@ -57,26 +58,6 @@ impl Mode {
     /// True when the kernel enforces the size cap (CMD gets ENOSPC).
     pub fn cap_enforced(self) -> bool {
         !matches!(self, Mode::Directory)
-    }
-}
-
-/// Which mode `Scratch::create` would most likely pick for this process,
-/// without changing anything (for `advise`). The real attempt can still fall
-/// back, e.g. when an LSM denies the mount.
-pub fn probe() -> Mode {
-    if rustix::process::geteuid().is_root() {
-        return Mode::PrivateMount;
-    }
-    let read_num =
-        |p: &str| -> Option<i64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
-    let userns_ok = read_num("/proc/sys/user/max_user_namespaces").is_none_or(|n| n > 0)
-        && read_num("/proc/sys/kernel/unprivileged_userns_clone").is_none_or(|n| n != 0)
-        && read_num("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
-            .is_none_or(|n| n == 0);
-    if userns_ok {
-        Mode::UserNamespace
-    } else {
-        Mode::Directory
     }
 }
 
@@ -380,7 +361,7 @@ impl Scratch {
         match &self.dir {
             Some(fd) => Ok(raw_of(&rustix::fs::fstatfs(fd)?)),
             None => {
-                let u = crate::sys::du::usage(&self.path)?;
+                let u = du::usage(&self.path)?;
                 let fs = raw_of(&rustix::fs::statfs(&self.path)?);
                 Ok(Raw {
                     used: u.bytes,

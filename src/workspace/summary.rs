@@ -93,7 +93,8 @@ pub fn status_of(st: ExitStatus) -> (u8, Option<i32>, Option<i32>) {
     }
 }
 
-/// The one-line human summary (stderr).
+/// The one-line human summary (said on stderr after the `tmpfsctl: `
+/// prefix).
 pub fn summary_line(s: &RunSummary) -> String {
     let pct = crate::units::fmt_share(s.peak_used_bytes, s.size_bytes);
     let how = match (s.exit_code, s.signal) {
@@ -115,7 +116,7 @@ pub fn summary_line(s: &RunSummary) -> String {
         ),
     };
     format!(
-        "tmpfsctl: scratch peak {}{pct} of {}{}, {} inode{}; {}; CMD {how}; {} {} {fate}",
+        "scratch peak {}{pct} of {}{}, {} inode{}; {}; CMD {how}; {} {} {fate}",
         fmt_bytes(s.peak_used_bytes),
         fmt_bytes(s.size_bytes),
         cap_kind,

@@ -40,6 +40,7 @@ use super::pidns;
 pub use super::procs::Leftover;
 use super::procs::{CloneArgs, read_comm, single_threaded};
 use super::vspawn;
+use crate::sys::{Sysroot, cgroup, mountinfo, proc};
 
 /// Prefix of the per-run cgroups, followed by tmpfsctl's pid.
 const CGROUP_PREFIX: &str = "tmpfsctl-run-";
@@ -319,7 +320,7 @@ fn usual_cgroup_dir(rel: &str) -> Option<PathBuf> {
 fn own_cgroup_dir(rel: &str) -> Result<PathBuf, String> {
     let text =
         std::fs::read("/proc/self/mountinfo").map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
-    let (mounts, _) = crate::sys::mountinfo::parse(&text);
+    let (mounts, _) = mountinfo::parse(&text);
     let m = mounts
         .iter()
         .find(|m| m.fstype == "cgroup2")
@@ -408,7 +409,7 @@ fn cgroup_dirs(dir: &Path) -> Vec<PathBuf> {
 
 fn pids_in(dirs: &[PathBuf]) -> Vec<i32> {
     dirs.iter()
-        .flat_map(|d| crate::sys::cgroup::pids_at(d))
+        .flat_map(|d| cgroup::pids_at(d))
         .filter_map(|p| i32::try_from(p).ok())
         .collect()
 }
@@ -475,7 +476,7 @@ fn end_cgroup(cg: &Cgroup, out: &mut Ended) {
 
 /// The parent pid of `pid`.
 fn ppid_of(pid: i32) -> Option<i32> {
-    let s = crate::sys::proc::stat(&crate::sys::Sysroot::live(), u32::try_from(pid).ok()?)?;
+    let s = proc::stat(&Sysroot::live(), u32::try_from(pid).ok()?)?;
     i32::try_from(s.ppid).ok()
 }
 
@@ -484,7 +485,7 @@ fn ppid_of(pid: i32) -> Option<i32> {
 fn end_orphans(me: Pid, out: &mut Ended) {
     let me = me.as_raw_nonzero().get();
     for _ in 0..100 {
-        let children: Vec<i32> = crate::sys::proc::pids(&crate::sys::Sysroot::live())
+        let children: Vec<i32> = proc::pids(&Sysroot::live())
             .into_iter()
             .filter_map(|p| i32::try_from(p).ok())
             .filter(|&p| ppid_of(p) == Some(me))

@@ -8,7 +8,10 @@ use std::time::Instant;
 
 use crate::host::{self, Loop, Mounted, Scratch, ok, p};
 use crate::log::Log;
-use crate::scenario::{self, ACK_BYTES, APPLY, DISABLE, DISK_BYTES, ENABLE, FSTAB, REVERT, STEPS};
+use crate::scenario::{
+    self, ACK_BYTES, APPLY, DISABLE, DISABLE2, DISK_BYTES, ENABLE, ENABLE2, FSTAB, REVERT, STEPS,
+    SYNC2,
+};
 use crate::states::{self, Kind};
 use crate::{guest, tree};
 
@@ -50,6 +53,18 @@ fn make_disk(fs: &str, img: &Path, mnt: &Path) {
                 scenario::LABEL,
                 "-d",
                 &format!("size={kib}"),
+                p(img),
+            ],
+        ),
+        "btrfs" => ok(
+            "mkfs.btrfs",
+            &[
+                "-q",
+                "-f",
+                "-L",
+                scenario::LABEL,
+                "-b",
+                &(DISK_BYTES - ACK_BYTES).to_string(),
                 p(img),
             ],
         ),
@@ -131,7 +146,7 @@ fn run_scenario<'a>(fs: &'static str, w: &'a Path, disk: &Path, logf: &Path) -> 
 }
 
 pub fn run_fs(fs: &'static str) -> Row {
-    let sc = Scratch::new();
+    let mut sc = Scratch::new();
     let w = &sc.work;
     let disk = w.join("disk.img");
     let base = w.join("base.img");
@@ -235,6 +250,15 @@ pub fn run_fs(fs: &'static str) -> Row {
         );
     }
     row.check_s = t.elapsed().as_secs_f64();
+    if !row.violations.is_empty() {
+        // With TMPFSCTL_CRASH_KEEP set: the disk, its log and the base image
+        // stay in scratch.xfs for a look.
+        sc.keep = true;
+        eprintln!(
+            "{fs}: scratch {} (kept if TMPFSCTL_CRASH_KEEP is set)",
+            sc.dir.display()
+        );
+    }
     row
 }
 
@@ -264,22 +288,41 @@ fn check_state(ctx: &Ctx<'_>, img: &Path) -> (u32, Option<String>) {
         }
     };
     let mut bad = Vec::new();
-    // persist: what restore brings back, and what verify says.
-    let allowed: Vec<u32> = if acked >= DISABLE {
-        vec![DISABLE]
+    // persist: what restore brings back from the store the steps so far
+    // wrote to, and what verify says; the second store once its enable began.
+    let (store, allowed): (&str, Vec<u32>) = if acked >= ENABLE2 || in_flight == Some(ENABLE2) {
+        let last = match acked {
+            a if a >= SYNC2 => SYNC2,
+            ENABLE2 => ENABLE2,
+            _ => 0,
+        };
+        let next = in_flight.filter(|&s| s <= SYNC2);
+        ("store2", std::iter::once(last).chain(next).collect())
+    } else if acked >= DISABLE {
+        ("store", vec![DISABLE])
     } else {
-        std::iter::once(acked).chain(in_flight).collect()
+        ("store", std::iter::once(acked).chain(in_flight).collect())
     };
-    if let Err(e) = persist_check(ctx, &m.0, &allowed) {
-        bad.push(e);
+    match persist_check(ctx, &m.0.join(store), &allowed) {
+        Err(e) => bad.push(e),
+        // The record of the last sync: old or new, whole, never torn; after
+        // a sync's ACK it names the generation that sync made (or a newer
+        // one, from the sync in flight).
+        Ok(restored) => {
+            if let Err(e) = record_check(&m.0.join(store), acked, restored) {
+                bad.push(e);
+            }
+        }
     }
-    if acked >= DISABLE {
-        let on_disk = tree::listing(&m.0.join("data"));
-        if on_disk != ctx.trees[DISABLE as usize] {
-            bad.push(format!(
-                "after disable's ACK DIR on disk is not the tree:\n{}",
-                diff(&ctx.trees[DISABLE as usize], &on_disk)
-            ));
+    for (step, dir) in [(DISABLE, "data"), (DISABLE2, "data2")] {
+        if acked >= step {
+            let on_disk = listing_on(&m.0.join(dir));
+            if on_disk != ctx.trees[step as usize] {
+                bad.push(format!(
+                    "after disable's ACK ({step}) DIR on disk is not the tree:\n{}",
+                    diff(&ctx.trees[step as usize], &on_disk)
+                ));
+            }
         }
     }
     let fstab = std::fs::read_to_string(m.0.join("etc/fstab")).unwrap_or_else(|e| format!("<{e}>"));
@@ -295,8 +338,21 @@ fn check_state(ctx: &Ctx<'_>, img: &Path) -> (u32, Option<String>) {
             "fstab is neither the old nor the new file as the last ACK wants: {fstab:?}"
         ));
     }
+    // apply's backup of the fstab: whole once apply is ACKed, gone once
+    // revert is (a stale one would put back a line on a later revert).
+    let bak = std::fs::read_to_string(m.0.join("etc/fstab.tmpfsctl.bak")).ok();
+    let want_bak: Vec<Option<&str>> = match (acked, in_flight) {
+        (_, Some(APPLY | REVERT)) => vec![None, Some(FSTAB)],
+        (APPLY, None) => vec![Some(FSTAB)],
+        _ => vec![None],
+    };
+    if !want_bak.contains(&bak.as_deref()) {
+        bad.push(format!(
+            "the fstab's backup is {bak:?} after ACK {acked}, not one of {want_bak:?}"
+        ));
+    }
     if acked >= REVERT {
-        let on_disk = tree::listing(&m.0.join("app"));
+        let on_disk = listing_on(&m.0.join("app"));
         if on_disk != ctx.trees[REVERT as usize] {
             bad.push(format!(
                 "after revert --keep-data's ACK DIR on disk lacks the tmpfs's files:\n{}",
@@ -314,6 +370,20 @@ fn check_state(ctx: &Ctx<'_>, img: &Path) -> (u32, Option<String>) {
             Some(bad.join("; "))
         },
     )
+}
+
+/// The listing of a directory on a crash state; one the file system cannot
+/// read (EIO from a shut-down xfs, say) lists as that error, a violation
+/// like any other difference, not the end of the run.
+fn listing_on(dir: &Path) -> String {
+    std::panic::catch_unwind(|| tree::listing(dir)).unwrap_or_else(|e| {
+        let why = e
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        format!("<cannot list: {why}>\n")
+    })
 }
 
 fn diff(want: &str, got: &str) -> String {
@@ -335,14 +405,18 @@ fn json(o: &std::process::Output) -> serde_json::Value {
 
 /// verify, then restore into a scratch tmpfs: the tree must be one of the
 /// `allowed` steps' (0: no generation yet), and no generation verify calls
-/// damaged loaded, none restore passed over left unnamed.
-fn persist_check(ctx: &Ctx<'_>, root: &Path, allowed: &[u32]) -> Result<(), String> {
-    let store = root.join("store");
+/// damaged loaded, none restore passed over left unnamed. Returns the
+/// generation restore loaded and the step whose tree it holds.
+fn persist_check(
+    ctx: &Ctx<'_>,
+    store: &Path,
+    allowed: &[u32],
+) -> Result<Option<(u64, u32)>, String> {
     let dir = ctx.scratch.join("restored");
     std::fs::create_dir_all(&dir).unwrap();
     let v = host::tmpfsctl(
         &ctx.registry,
-        &["verify", p(&dir), "--store", p(&store), "--json"],
+        &["verify", p(&dir), "--store", p(store), "--json"],
     );
     let vj = json(&v);
     let damaged: Vec<u64> = vj["stores"][0]["damaged"]
@@ -355,13 +429,13 @@ fn persist_check(ctx: &Ctx<'_>, root: &Path, allowed: &[u32]) -> Result<(), Stri
             "restore",
             p(&dir),
             "--store",
-            p(&store),
+            p(store),
             "--size",
             "1G",
             "--json",
         ],
     );
-    let out = if r.status.success() {
+    let (out, g) = if r.status.success() {
         let rj = json(&r);
         let g = rj["generation"].as_u64().unwrap_or(0);
         let listing = tree::listing(&dir);
@@ -378,7 +452,7 @@ fn persist_check(ctx: &Ctx<'_>, root: &Path, allowed: &[u32]) -> Result<(), Stri
                 v.status.code()
             ));
         }
-        listing
+        (listing, g)
     } else {
         let _ = host::sh("umount", &[p(&dir)]);
         if !allowed.contains(&0) {
@@ -387,13 +461,13 @@ fn persist_check(ctx: &Ctx<'_>, root: &Path, allowed: &[u32]) -> Result<(), Stri
                 String::from_utf8_lossy(&r.stderr).trim()
             ));
         }
-        return Ok(());
+        return Ok(None);
     };
-    if allowed
+    if let Some(&s) = allowed
         .iter()
-        .any(|&s| s > 0 && ctx.trees[s as usize] == out)
+        .find(|&&s| s > 0 && ctx.trees[s as usize] == out)
     {
-        return Ok(());
+        return Ok(Some((g, s)));
     }
     let older = (ENABLE..allowed[0])
         .rev()
@@ -408,6 +482,36 @@ fn persist_check(ctx: &Ctx<'_>, root: &Path, allowed: &[u32]) -> Result<(), Stri
             diff(&ctx.trees[*allowed.last().unwrap() as usize], &out)
         ),
     })
+}
+
+/// `STORE/last-sync`, replaced by a rename: when there, it parses; after a
+/// sync's ACK, when restore brought back that sync's tree (generation `g`),
+/// it says the sync succeeded and names `g` or a newer generation.
+fn record_check(store: &Path, acked: u32, restored: Option<(u64, u32)>) -> Result<(), String> {
+    let rec = match std::fs::read(store.join("last-sync")) {
+        Ok(b) => Some(
+            serde_json::from_slice::<serde_json::Value>(&b)
+                .map_err(|e| format!("the last-sync record is torn ({} bytes): {e}", b.len()))?,
+        ),
+        Err(_) => None,
+    };
+    let Some((g, step)) = restored else {
+        return Ok(());
+    };
+    if !scenario::is_sync(acked) || step != acked {
+        return Ok(());
+    }
+    let named = rec
+        .as_ref()
+        .filter(|r| r["ok"] == true)
+        .and_then(|r| r["generation"].as_u64());
+    match named {
+        Some(n) if n >= g => Ok(()),
+        _ => Err(format!(
+            "after sync {acked}'s ACK (generation {g} restored) the last-sync record says {}",
+            rec.map_or("nothing (missing)".into(), |r| r.to_string())
+        )),
+    }
 }
 
 pub fn table(rows: &[Row]) -> String {

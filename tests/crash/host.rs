@@ -81,6 +81,8 @@ impl Drop for Mounted {
 pub struct Scratch {
     pub dir: PathBuf,
     pub work: PathBuf,
+    /// Left in place (unmounted) for a look at the log and images.
+    pub keep: bool,
     mounted: Option<Mounted>,
     lo: Option<Loop>,
 }
@@ -102,6 +104,7 @@ impl Scratch {
         Scratch {
             dir,
             work,
+            keep: false,
             mounted: Some(m),
             lo: Some(lo),
         }
@@ -112,7 +115,8 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         self.mounted.take();
         self.lo.take();
-        if !std::thread::panicking() || std::env::var_os("TMPFSCTL_CRASH_KEEP").is_none() {
+        let asked = std::env::var_os("TMPFSCTL_CRASH_KEEP").is_some();
+        if !(asked && (self.keep || std::thread::panicking())) {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }

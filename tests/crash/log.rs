@@ -74,6 +74,15 @@ impl Log {
                 flags: le(&h, 16),
                 data_at: at + ss,
             };
+            // Every entry QEMU writes is a flush or covers sectors: an
+            // empty one is the log misread (data taken for a header).
+            assert!(
+                e.nr_sectors > 0 || e.flags & (FLUSH | MARK) != 0,
+                "{}: entry {} at log sector {} is empty ({e:?}): the log is not what this reader expects",
+                path.display(),
+                entries.len(),
+                at / ss
+            );
             // data_len is the size of a mark's name; QEMU writes none.
             let data_len = le(&h, 24);
             let data_sectors = if e.flags & DISCARD != 0 {

@@ -11,12 +11,23 @@ pub const DISK_BYTES: u64 = 768 << 20;
 pub const ACK_BYTES: u64 = 1 << 20;
 
 /// Steps: 1 enable, 2..=6 syncs, 7 disable (DIR back on disk), 8 apply
-/// --boot fstab, 9 revert --keep-data.
+/// --boot fstab, 9 revert --keep-data; then a second DIR and store: 10
+/// enable, 11 sync, its tmpfs unmounted as a reboot without a boot hook
+/// leaves it, 12 disable (the store loaded into DIR on disk).
 pub const ENABLE: u32 = 1;
 pub const DISABLE: u32 = 7;
 pub const APPLY: u32 = 8;
 pub const REVERT: u32 = 9;
-pub const STEPS: u32 = 9;
+pub const ENABLE2: u32 = 10;
+pub const SYNC2: u32 = 11;
+pub const DISABLE2: u32 = 12;
+pub const STEPS: u32 = 12;
+
+/// The steps that are a `persist sync`: each leaves a `last-sync` record
+/// naming the generation it made.
+pub fn is_sync(step: u32) -> bool {
+    (2..=6).contains(&step) || step == SYNC2
+}
 
 /// The fstab the revert scenario edits, made on the host before the boot.
 pub const FSTAB: &str = "# /etc/fstab of the crash scenario\nLABEL=guestroot / ext4 defaults 0 1\n";
@@ -84,6 +95,18 @@ echo new > $A/new1; head -c 5000000 /dev/urandom > $A/data.bin
 mkdir $A/d; echo deep > $A/d/y; ln -s new1 $A/link; rm $A/old
 promise 9 $A
 step 9 tmpfsctl revert $A --keep-data --fstab $F --yes
+
+# disable with DIR's tmpfs gone (no boot hook, then a reboot): the store
+# is loaded into DIR on disk
+E=$M/data2
+mkdir -p $E/d; echo one > $E/a; head -c 2000000 /dev/urandom > $E/d/blob
+promise 10 $E
+step 10 tmpfsctl persist enable $E --store $M/store2 --boot none --yes
+echo changed > $E/a; echo two > $E/b; head -c 3000000 /dev/urandom > $E/d/blob2; rm $E/d/blob
+promise 11 $E; step 11 tmpfsctl persist sync $E
+umount $E || say "umount $E failed"
+cp $O/tree-11 $O/tree-12
+step 12 tmpfsctl persist disable $E --yes
 umount $M || say "umount $M failed"
 say "scenario done"
 power_off

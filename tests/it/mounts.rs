@@ -17,6 +17,7 @@ use crate::require_root;
 
 mod boot_files;
 mod data;
+mod deep;
 mod interrupt;
 mod races;
 mod refusals;

@@ -31,6 +31,8 @@ mod stop;
 mod trust;
 /// Every subcommand's JSON carries schema_version.
 mod versioned;
+/// `--on zram[:ALG]`: a real zram device on this kernel.
+mod zram;
 
 fn show(o: &Output) -> String {
     format!(

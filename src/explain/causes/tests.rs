@@ -1,7 +1,8 @@
 use super::*;
+use crate::sys::mountinfo;
 
 fn mount(line: &str) -> MountInfo {
-    crate::sys::mountinfo::parse_line(line.as_bytes()).unwrap()
+    mountinfo::parse_line(line.as_bytes()).unwrap()
 }
 
 fn stats(size: u64, avail: u64, itotal: u64, ifree: u64) -> FsStats {
@@ -200,7 +201,6 @@ fn a_holder_is_named_from_the_explained_system() {
     let scan = Scan {
         processes: vec![procfd::Process {
             pid,
-            comm: String::new(),
             files: vec![procfd::OpenFile {
                 fd: 7,
                 path: "/t/gone".into(),

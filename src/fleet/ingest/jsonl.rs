@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use super::parsed::{Bad, Parsed, bad, estimate_available};
+use crate::fleet::collect;
 
 #[derive(Deserialize)]
 struct JPath<'a> {
@@ -80,7 +81,7 @@ pub(super) fn parse<'a>(
     };
     if let Some(v) = j
         .schema_version
-        .filter(|&v| v > crate::fleet::collect::SNAPSHOT_SCHEMA_VERSION)
+        .filter(|&v| v > collect::SNAPSHOT_SCHEMA_VERSION)
     {
         return Err(bad(
             "newer schema",

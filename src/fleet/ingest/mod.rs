@@ -65,6 +65,7 @@ pub struct IngestOptions {
     pub skip_bad: bool,
     /// Which collected path is "/tmp" in JSON input.
     pub path: String,
+    /// Threads the blocks are parsed on (at least 1).
     pub threads: usize,
     /// Advanced by the bytes read; hidden unless [`read_bar`] made it.
     pub progress: indicatif::ProgressBar,
@@ -96,9 +97,7 @@ impl Default for IngestOptions {
         IngestOptions {
             skip_bad: false,
             path: "/tmp".into(),
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            threads: crate::fleet::threads_or_cores(0),
             progress: indicatif::ProgressBar::hidden(),
         }
     }

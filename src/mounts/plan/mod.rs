@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::sys::MemInfo;
 use crate::sys::fstab::FstabEntry;
 use crate::sys::systemd::{UnitInfo, UnitState};
+use crate::sys::{MemInfo, resolve};
 use crate::units::{Size, fmt_bytes};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -472,7 +472,7 @@ pub fn plan(facts: &Facts, req: &Request) -> Result<Plan, PlanError> {
 /// deletes them at every boot: said first, and refused unless `--force`;
 /// `persist` is the way to keep such a directory in RAM.
 fn outlives_reboot(d: &mut Draft, facts: &Facts, req: &Request) {
-    let Some(what) = crate::sys::resolve::outlives_reboot(&facts.dir) else {
+    let Some(what) = resolve::outlives_reboot(&facts.dir) else {
         return;
     };
     let shown = facts.dir.display();

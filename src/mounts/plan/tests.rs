@@ -1,4 +1,5 @@
 use super::*;
+use crate::sys::{fstab, mountinfo};
 
 const GIB: u64 = 1 << 30;
 
@@ -277,7 +278,7 @@ fn existing_mounts_and_idempotence() {
     assert_eq!(p.mount_state, MountState::Conflict);
     // The fstab line already there is left alone.
     let mut f = facts("/tmp", 0, 1);
-    f.fstab_entry = crate::sys::fstab::parse_line(
+    f.fstab_entry = fstab::parse_line(
         b"tmpfs /tmp tmpfs nosuid,nodev,size=50%,nr_inodes=1048576,mode=1777 0 0",
     )
     .unwrap();
@@ -285,7 +286,7 @@ fn existing_mounts_and_idempotence() {
         plan(&f, &Request::default()).unwrap().persist.action,
         PersistAction::Unchanged
     );
-    f.fstab_entry = crate::sys::fstab::parse_line(b"/dev/sdb1 /tmp ext4 defaults 0 2").unwrap();
+    f.fstab_entry = fstab::parse_line(b"/dev/sdb1 /tmp ext4 defaults 0 2").unwrap();
     let p = plan(&f, &Request::default()).unwrap();
     assert_eq!(p.persist.action, PersistAction::Replace);
     assert_eq!(p.persist.via, Boot::Fstab);
@@ -363,10 +364,7 @@ fn fstab_escapes_odd_paths() {
     let p = Path::new(std::ffi::OsStr::from_bytes(b"/a b\tc\nd\\e\xff"));
     let e = fstab_escape(p);
     assert_eq!(e, "/a\\040b\\011c\\012d\\134e\\377");
-    assert_eq!(
-        crate::sys::mountinfo::unescape(e.as_bytes()),
-        p.as_os_str().as_bytes()
-    );
+    assert_eq!(mountinfo::unescape(e.as_bytes()), p.as_os_str().as_bytes());
 }
 
 #[test]

@@ -31,6 +31,9 @@ use rustix::io::Errno;
 use super::manifest::{Entry, hex, unhex};
 use super::scan::LiveIndex;
 use crate::sys::atomic::AtomicWrite;
+use crate::sys::atomic::NewMode;
+use crate::sys::fs;
+use crate::sys::mountinfo;
 
 /// A content identity: what names an object (see `content`).
 pub type Id = [u8; 16];
@@ -426,7 +429,7 @@ pub trait Store {
         }
         AtomicWrite {
             what: "the store's live index",
-            mode: crate::sys::atomic::NewMode::Exactly(0o600),
+            mode: NewMode::Exactly(0o600),
         }
         .write(&self.path().join(LIVE_INDEX), s.as_bytes())
     }
@@ -439,7 +442,7 @@ pub trait Store {
 /// The whole of the file `rel` below the store's descriptor, reached
 /// without following a symlink or leaving the store.
 pub fn read_beneath(store: BorrowedFd<'_>, rel: &str) -> std::io::Result<Vec<u8>> {
-    let fd = crate::sys::fs::open_beneath(store, rel.as_bytes(), OFlags::RDONLY)?;
+    let fd = fs::open_beneath(store, rel.as_bytes(), OFlags::RDONLY)?;
     let mut b = Vec::new();
     std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut b)?;
     Ok(b)
@@ -518,7 +521,7 @@ pub fn check_store(store: &Path, dir: &Path, mounts: &[crate::sys::MountInfo]) -
             dir.display()
         );
     }
-    if let Some(m) = crate::sys::mountinfo::mount_for(mounts, store)
+    if let Some(m) = mountinfo::mount_for(mounts, store)
         && m.mount_options.iter().any(|o| o == "ro")
     {
         bail!(

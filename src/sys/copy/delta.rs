@@ -16,7 +16,9 @@ use rustix::io::Errno;
 use super::metadata::copy_dir_meta;
 use super::verify::sig_of;
 use super::{Copier, CopyStats, EntrySig, Mover, snapshot};
-use crate::sys::fs::{Obj, open_dir_at, open_regular, remove_tree, show};
+use crate::sys::atomic;
+use crate::sys::deep::{self, show_long as show};
+use crate::sys::fs::{Obj, open_dir_at, open_regular, remove_tree};
 
 /// Passes over the old tree after the switch before giving up on a writer
 /// that keeps writing there (through a descriptor opened before the switch).
@@ -142,13 +144,22 @@ pub fn carry(
     base: &mut BTreeMap<Vec<u8>, EntrySig>,
     cancel: &AtomicBool,
 ) -> Result<Delta> {
+    deep::on_deep_stack(|| carry_here(src, dst, base, cancel))
+}
+
+fn carry_here(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    base: &mut BTreeMap<Vec<u8>, EntrySig>,
+    cancel: &AtomicBool,
+) -> Result<Delta> {
     let now = snapshot(src, cancel)?;
     let mut out = Delta::default();
     let mut whole: Vec<Vec<u8>> = Vec::new();
     let mut dirs_changed: Vec<Vec<u8>> = Vec::new();
     let scratch = CString::new(format!(
         "{}delta-{}",
-        crate::sys::atomic::TEMP_PREFIX,
+        atomic::TEMP_PREFIX,
         std::process::id()
     ))?;
     let src_dev = rustix::fs::fstat(src)?.st_dev;
@@ -246,6 +257,7 @@ fn bring(
         dst_root: s.as_fd(),
         cancel,
         progress: &|_| {},
+        max_depth: deep::depth_limit(super::FDS_PER_LEVEL),
         mover: Mover::CopyFileRange,
         buf: Vec::new(),
         stats: CopyStats::default(),

@@ -27,12 +27,14 @@ use rustix::io::Errno;
 
 pub use crate::sys::fs::Mover;
 pub use metadata::copy_root_meta;
-pub use verify::{EntrySig, content_hash, differences, snapshot};
+pub use verify::{EntrySig, differences, snapshot};
 
+use crate::sys::deep::{self, show_long};
 use crate::sys::fs::{
     CHUNK, Created, Extents, Obj, join, move_data, names, open_dir_at, open_regular, owner, perm,
-    show, times,
+    times,
 };
+use crate::sys::signals::Interrupted;
 use metadata::{copy_dir_meta, sync_xattrs};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -61,7 +63,9 @@ pub struct Copier<'c> {
     dst_root: BorrowedFd<'c>,
     cancel: &'c AtomicBool,
     /// Told about every chunk of data moved (bytes), for a progress bar.
-    progress: &'c dyn Fn(u64),
+    progress: &'c (dyn Fn(u64) + Sync),
+    /// The deepest directory copied ([`deep::depth_limit`]).
+    max_depth: usize,
     mover: Mover,
     buf: Vec<u8>,
     pub stats: CopyStats,
@@ -70,13 +74,16 @@ pub struct Copier<'c> {
 /// Copy everything under `src` into the (empty) directory `dst`. With
 /// `root_meta`, `dst` itself also gets `src`'s owner, mode, xattrs and times.
 /// The first error stops the copy; the caller discards `dst`. `progress` is
-/// called with the number of data bytes moved, chunk by chunk.
+/// called with the number of data bytes moved, chunk by chunk. A tree of
+/// any depth a user can make is copied (a descriptor per level, never a
+/// path), up to [`deep::MAX_DEPTH`] levels; a deeper directory stops the
+/// copy with an error naming it.
 pub fn copy_tree(
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
     root_meta: bool,
     cancel: &AtomicBool,
-    progress: &dyn Fn(u64),
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<CopyStats> {
     copy_tree_with(src, dst, root_meta, cancel, progress, Mover::CopyFileRange)
 }
@@ -88,35 +95,47 @@ pub fn copy_tree_with(
     dst: BorrowedFd<'_>,
     root_meta: bool,
     cancel: &AtomicBool,
-    progress: &dyn Fn(u64),
+    progress: &(dyn Fn(u64) + Sync),
     mover: Mover,
 ) -> Result<CopyStats> {
     let st = rustix::fs::fstat(src).context("stat of the source directory")?;
-    let mut c = Copier {
-        src_dev: st.st_dev,
-        links: HashMap::new(),
-        dst_root: dst,
-        cancel,
-        progress,
-        mover,
-        buf: Vec::new(),
-        stats: CopyStats::default(),
-    };
-    let rel = Vec::new();
-    c.copy_dir(src, dst, &rel)?;
-    if root_meta {
-        copy_dir_meta(src, dst, &st, &mut c.stats)
-            .map_err(|(what, e)| anyhow::anyhow!("cannot copy the directory's own {what}: {e}"))?;
-    }
-    Ok(c.stats)
+    deep::on_deep_stack(|| {
+        let mut c = Copier {
+            src_dev: st.st_dev,
+            links: HashMap::new(),
+            dst_root: dst,
+            cancel,
+            progress,
+            max_depth: deep::depth_limit(FDS_PER_LEVEL),
+            mover,
+            buf: Vec::new(),
+            stats: CopyStats::default(),
+        };
+        let rel = Vec::new();
+        c.copy_dir(src, dst, &rel)?;
+        if root_meta {
+            copy_dir_meta(src, dst, &st, &mut c.stats).map_err(|(what, e)| {
+                anyhow::anyhow!("cannot copy the directory's own {what}: {e}")
+            })?;
+        }
+        Ok(c.stats)
+    })
+}
+
+/// Descriptors the copy holds open per level: the source and the copy.
+pub(crate) const FDS_PER_LEVEL: u64 = 2;
+
+/// How many directories deep `rel` (a directory's path from the top) is.
+fn depth(rel: &[u8]) -> usize {
+    rel.iter().filter(|&&b| b == b'/').count() + 1
 }
 
 impl Copier<'_> {
     fn copy_dir(&mut self, src: BorrowedFd<'_>, dst: BorrowedFd<'_>, rel: &[u8]) -> Result<()> {
-        let list = names(src).with_context(|| format!("cannot list {}", show(rel)))?;
+        let list = names(src).with_context(|| format!("cannot list {}", show_long(rel)))?;
         for name in list {
             if self.cancel.load(Ordering::Relaxed) {
-                bail!(crate::sys::signals::Interrupted);
+                bail!(Interrupted);
             }
             self.copy_entry(src, dst, &name, join(rel, name.to_bytes()))?;
         }
@@ -133,13 +152,14 @@ impl Copier<'_> {
         name: &CStr,
         path: Vec<u8>,
     ) -> Result<()> {
-        let fail = |what: &str, e: Errno| anyhow::anyhow!("{}: cannot {what}: {e}", show(&path));
+        let fail =
+            |what: &str, e: Errno| anyhow::anyhow!("{}: cannot {what}: {e}", show_long(&path));
         let st = rustix::fs::statat(src, name, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| fail("stat", e))?;
         if st.st_dev != self.src_dev {
             bail!(
                 "{}: is a mount point inside the tree; unmount it first (it would be hidden)",
-                show(&path)
+                show_long(&path)
             );
         }
         let ft = FileType::from_raw_mode(st.st_mode);
@@ -149,14 +169,18 @@ impl Copier<'_> {
         {
             {
                 let first = CString::new(first.clone()).map_err(|_| fail("link", Errno::INVAL))?;
-                rustix::fs::linkat(self.dst_root, &first, dst, name, AtFlags::empty())
-                    .map_err(|e| fail(&format!("hard-link to {}", show(first.as_bytes())), e))?;
+                rustix::fs::linkat(self.dst_root, &first, dst, name, AtFlags::empty()).map_err(
+                    |e| fail(&format!("hard-link to {}", show_long(first.as_bytes())), e),
+                )?;
                 self.stats.hard_links += 1;
                 return Ok(());
             }
         }
         match ft {
             FileType::Directory => {
+                if depth(&path) > self.max_depth {
+                    return Err(deep::too_deep(&path, self.max_depth));
+                }
                 rustix::fs::mkdirat(dst, name, Mode::RWXU)
                     .map_err(|e| fail("create directory", e))?;
                 let s = open_dir_at(src, name).map_err(|e| fail("open directory", e))?;
@@ -188,7 +212,7 @@ impl Copier<'_> {
                     .map_err(|(what, e)| fail(&format!("copy {what}"), e))?;
                 self.stats.special_files += 1;
             }
-            FileType::Unknown => bail!("{}: unknown file type {:o}", show(&path), st.st_mode),
+            FileType::Unknown => bail!("{}: unknown file type {:o}", show_long(&path), st.st_mode),
         }
         if ft != FileType::Directory && st.st_nlink > 1 {
             self.links.insert((st.st_dev, st.st_ino), path);
@@ -204,12 +228,13 @@ impl Copier<'_> {
         st: &Stat,
         path: &[u8],
     ) -> Result<()> {
-        let fail =
-            |what: &str, e: std::io::Error| anyhow::anyhow!("{}: cannot {what}: {e}", show(path));
+        let fail = |what: &str, e: std::io::Error| {
+            anyhow::anyhow!("{}: cannot {what}: {e}", show_long(path))
+        };
         let s = open_regular(src, name, st, true).map_err(|e| match e {
             Errno::STALE => anyhow::anyhow!(
                 "{}: was replaced while copying (now not the regular file listed); stop the programs changing it and retry",
-                show(path)
+                show_long(path)
             ),
             e => fail("open", e.into()),
         })?;
@@ -233,7 +258,7 @@ impl Copier<'_> {
             let mut off = r.start;
             while off < r.end {
                 if self.cancel.load(Ordering::Relaxed) {
-                    bail!(crate::sys::signals::Interrupted);
+                    bail!(Interrupted);
                 }
                 let n = move_data(
                     &mut self.mover,

@@ -6,7 +6,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 
+use crate::sys::copy::verify::content_hash;
 use crate::sys::fs::remove_tree;
+use crate::sys::tmpfs;
 use rustix::fs::{Mode, SeekFrom};
 use std::os::fd::OwnedFd;
 
@@ -276,19 +278,21 @@ fn copy_layouts_into(dst: BorrowedFd<'_>, dst_path: Option<&std::path::Path>, mo
         make(&src.join(name), *len, data);
     }
     let cancel = AtomicBool::new(false);
-    let moved = std::cell::Cell::new(0u64);
+    let moved = std::sync::atomic::AtomicU64::new(0);
     let s = dirfd(&src);
     let stats = copy_tree_with(
         s.as_fd(),
         dst,
         false,
         &cancel,
-        &|n| moved.set(moved.get() + n),
+        &|n| {
+            moved.fetch_add(n, Ordering::Relaxed);
+        },
         mover,
     )
     .unwrap();
     assert_eq!(stats.files, all.len() as u64);
-    assert_eq!(moved.get(), stats.data_bytes);
+    assert_eq!(moved.load(Ordering::Relaxed), stats.data_bytes);
     let logical: u64 = all.iter().map(|l| l.1).sum();
     assert_eq!(stats.content_bytes, logical);
     // Data moved: what was written, rounded out to blocks, nowhere near
@@ -336,7 +340,7 @@ fn sparse_files_copy_sparse_into_a_tmpfs_with_every_mover() {
     }
     for mover in [Mover::CopyFileRange, Mover::Sendfile, Mover::ReadWrite] {
         // Far smaller than the 1 GiB of logical content.
-        let m = crate::sys::tmpfs::mount_detached("size=16M", Default::default()).unwrap();
+        let m = tmpfs::mount_detached("size=16M", Default::default()).unwrap();
         copy_layouts_into(m.root.as_fd(), None, mover);
     }
 }

@@ -10,7 +10,9 @@ use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, FileType, Stat};
 use rustix::io::Errno;
 
-use crate::sys::fs::{Extents, Obj, join, names, open_dir_at, open_regular, show};
+use crate::sys::deep::{self, show_long as show};
+use crate::sys::fs::{Extents, Obj, join, names, open_dir_at, open_regular};
+use crate::sys::signals::Interrupted;
 
 /// What a tree entry looks like, for comparing two trees. Leaves out what a
 /// copy cannot or need not keep: inode numbers, ctime, atime (reading
@@ -31,14 +33,24 @@ pub struct EntrySig {
     pub same_inode_as: Option<Vec<u8>>,
 }
 
-/// Every entry of a tree by path relative to the root (the root itself is "").
+/// Every entry of a tree by path relative to the root (the root itself is
+/// ""), as deep as the copy goes ([`deep::depth_limit`]).
 pub fn snapshot(root: BorrowedFd<'_>, cancel: &AtomicBool) -> Result<BTreeMap<Vec<u8>, EntrySig>> {
     let mut out = BTreeMap::new();
     let mut first: HashMap<(u64, u64), Vec<u8>> = HashMap::new();
     let st = rustix::fs::fstat(root)?;
     out.insert(Vec::new(), sig_of(&st, None, Obj::Fd(root), None, None)?);
-    snap_dir(root, &[], &mut out, &mut first, cancel)?;
+    let walk = Walk {
+        cancel,
+        max_depth: deep::depth_limit(super::FDS_PER_LEVEL),
+    };
+    deep::on_deep_stack(|| snap_dir(root, &[], 0, &mut out, &mut first, &walk))?;
     Ok(out)
+}
+
+struct Walk<'a> {
+    cancel: &'a AtomicBool,
+    max_depth: usize,
 }
 
 pub(super) fn sig_of(
@@ -140,13 +152,17 @@ pub fn content_hash(fd: BorrowedFd<'_>, st: &Stat) -> std::io::Result<u64> {
 fn snap_dir(
     dir: BorrowedFd<'_>,
     rel: &[u8],
+    depth: usize,
     out: &mut BTreeMap<Vec<u8>, EntrySig>,
     first: &mut HashMap<(u64, u64), Vec<u8>>,
-    cancel: &AtomicBool,
+    walk: &Walk<'_>,
 ) -> Result<()> {
-    for name in names(dir)? {
-        if cancel.load(Ordering::Relaxed) {
-            bail!(crate::sys::signals::Interrupted);
+    if depth > walk.max_depth {
+        return Err(deep::too_deep(rel, walk.max_depth));
+    }
+    for name in names(dir).with_context(|| format!("cannot list {}", show(rel)))? {
+        if walk.cancel.load(Ordering::Relaxed) {
+            bail!(Interrupted);
         }
         let path = join(rel, name.to_bytes());
         let st = rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW)
@@ -168,7 +184,7 @@ fn snap_dir(
             FileType::Directory => {
                 let d = open_dir_at(dir, &name).with_context(ctx)?;
                 let s = sig_of(&st, None, Obj::Fd(d.as_fd()), None, None).with_context(ctx)?;
-                snap_dir(d.as_fd(), &path, out, first, cancel)?;
+                snap_dir(d.as_fd(), &path, depth + 1, out, first, walk)?;
                 s
             }
             FileType::RegularFile if same.is_none() => {

@@ -41,6 +41,7 @@ impl<'f> Extents<'f> {
     }
 
     /// Whether the filesystem will be asked where the holes are.
+    #[cfg(test)]
     pub fn probes(&self) -> bool {
         self.probe
     }

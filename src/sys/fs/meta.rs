@@ -22,14 +22,6 @@ pub fn times(st: &Stat) -> Timestamps {
     }
 }
 
-/// Access and modification times as [`Timestamps`].
-pub fn times_of(atime: (i64, u32), mtime: (i64, u32)) -> Timestamps {
-    Timestamps {
-        last_access: ts(atime),
-        last_modification: ts(mtime),
-    }
-}
-
 pub fn perm(st: &Stat) -> Mode {
     Mode::from_raw_mode(st.st_mode & 0o7777)
 }

@@ -20,9 +20,9 @@ use std::os::unix::ffi::OsStrExt;
 use rustix::fs::{Dir, FileType, Mode, OFlags, ResolveFlags, Stat};
 use rustix::io::Errno;
 
-pub use extents::{CHUNK, Extents, Mover, RW_BUF, move_data};
-pub use meta::{Created, owner, perm, stat_times, times, times_of, ts};
-pub use remove::{clear_dir, mounts_inside, remove_tree};
+pub use extents::{CHUNK, Extents, Mover, move_data};
+pub use meta::{Created, owner, perm, stat_times, times, ts};
+pub use remove::{clear_dir, remove_tree};
 pub use xattr::{Obj, sync_xattrs};
 
 pub fn os(b: &[u8]) -> &OsStr {

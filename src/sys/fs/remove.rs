@@ -16,6 +16,7 @@ use rustix::fs::{AtFlags, FileType, StatxFlags};
 use rustix::io::Errno;
 
 use super::{names, open_dir_at, show};
+use crate::sys::mountinfo;
 
 /// Which mount a directory is on: the mount id where the kernel says it
 /// (statx, Linux 5.8+; a bind mount of the same filesystem has the same
@@ -45,7 +46,7 @@ pub fn mounts_inside(dir: BorrowedFd<'_>) -> Vec<PathBuf> {
     let Ok(text) = std::fs::read("/proc/self/mountinfo") else {
         return Vec::new();
     };
-    let (mounts, _) = crate::sys::mountinfo::parse(&text);
+    let (mounts, _) = mountinfo::parse(&text);
     let parent: HashMap<u64, u64> = mounts.iter().map(|m| (m.mount_id, m.parent_id)).collect();
     let hangs_from_home = |mut id: u64| {
         for _ in 0..parent.len() {

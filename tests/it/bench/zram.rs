@@ -14,6 +14,17 @@ const NOTES: &str = "/run/tmpfsctl-zram";
 /// guest both have it), else the first the kernel lists; read from any zram
 /// device, or from one made for the asking when there is none.
 pub(crate) fn algorithm() -> String {
+    let all = offered();
+    if all.iter().any(|a| a == "lz4") {
+        "lz4".into()
+    } else {
+        all[0].clone()
+    }
+}
+
+/// Every back end this kernel's zram offers, read from any zram device, or
+/// from one made for the asking when there is none.
+pub(crate) fn offered() -> Vec<String> {
     let text = zram_devices()
         .iter()
         .find_map(|d| std::fs::read_to_string(format!("/sys/block/{d}/comp_algorithm")).ok())
@@ -25,18 +36,12 @@ pub(crate) fn algorithm() -> String {
             std::fs::write("/sys/class/zram-control/hot_remove", n.trim()).unwrap();
             t
         });
-    let all: Vec<String> = text
-        .split_whitespace()
+    text.split_whitespace()
         .map(|w| w.trim_matches(['[', ']']).to_string())
-        .collect();
-    if all.iter().any(|a| a == "lz4") {
-        "lz4".into()
-    } else {
-        all[0].clone()
-    }
+        .collect()
 }
 
-fn zram_devices() -> Vec<String> {
+pub(crate) fn zram_devices() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/sys/block")
         .unwrap()
         .flatten()
@@ -49,7 +54,7 @@ fn zram_devices() -> Vec<String> {
 
 /// A device's sequence number: each device the kernel makes gets a new one,
 /// so a number handed out again (to a test running alongside) is told apart.
-fn diskseq(dev: &str) -> Option<String> {
+pub(crate) fn diskseq(dev: &str) -> Option<String> {
     std::fs::read_to_string(format!("/sys/block/{dev}/diskseq")).ok()
 }
 

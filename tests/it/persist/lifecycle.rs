@@ -368,3 +368,56 @@ fn last_sync_is_replaced_through_the_store_never_through_a_planted_link() {
         serde_json::from_slice(&std::fs::read(w.store.join("last-sync")).unwrap()).unwrap();
     assert_eq!(j["ok"], true, "{j}");
 }
+
+#[test]
+fn sync_counts_what_it_copied_and_shared_and_sweeps_what_a_killed_sync_left() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("a"), b"a").unwrap();
+    std::fs::write(w.dir.join("b"), b"bb").unwrap();
+    std::fs::write(w.dir.join("c"), b"ccc").unwrap();
+    std::fs::hard_link(w.dir.join("c"), w.dir.join("c2")).unwrap();
+    w.enable();
+    // What a sync killed at each step leaves: a generation newer than
+    // `current` without a manifest, a partial one, a pointer temp, an
+    // object never finished.
+    std::fs::create_dir(w.store.join("gen-000009")).unwrap();
+    std::fs::create_dir(w.store.join(".partial-gen-000003")).unwrap();
+    std::os::unix::fs::symlink("gen-000009", w.store.join(".current.tmp")).unwrap();
+    std::fs::write(w.store.join("objects/.tmp-1"), b"half").unwrap();
+    std::fs::write(w.dir.join("b"), b"bbbbb").unwrap();
+    std::fs::write(w.dir.join("d"), b"dddd").unwrap();
+    let o = w.run(&["persist", "sync", s(&w.dir), "--json"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let j = json(&o);
+    assert_eq!(j["swept_partials"], 4, "{j}");
+    for left in [
+        "gen-000009",
+        ".partial-gen-000003",
+        ".current.tmp",
+        "objects/.tmp-1",
+    ] {
+        assert!(!w.store.join(left).exists(), "{left} swept: {j}");
+    }
+    // Numbered after what is there once the leftovers are gone.
+    assert_eq!(j["generation"], 2, "{j}");
+    assert_eq!(j["previous_generation"], 1, "{j}");
+    // b changed and d is new; a and c (one file, two names) are shared.
+    assert_eq!(j["copied_files"], 2, "{j}");
+    assert_eq!(j["copied_bytes"], 5 + 4, "{j}");
+    assert_eq!(j["shared_files"], 2, "{j}");
+    assert_eq!(j["files"], 4, "{j}");
+    assert_eq!(j["bytes"], 1 + 5 + 3 + 4, "{j}");
+    assert_eq!(j["repaired_objects"], serde_json::json!([]), "{j}");
+    assert_eq!(
+        std::fs::read_link(w.store.join("current")).unwrap(),
+        Path::new("gen-000002")
+    );
+    // Nothing left over: the next sync sweeps nothing and copies nothing.
+    let o = w.run(&["persist", "sync", s(&w.dir), "--json"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let j = json(&o);
+    assert_eq!(j["swept_partials"], 0, "{j}");
+    assert_eq!(j["copied_files"], 0, "{j}");
+    assert_eq!(j["shared_files"], 4, "{j}");
+}

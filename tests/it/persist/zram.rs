@@ -1,0 +1,357 @@
+//! `persist enable --on zram[:ALG]`: DIR on an ext4 without a journal on a
+//! real zram device of this kernel, mounted with `discard`; synced, lost (as
+//! at a reboot: unmounted and the device removed), restored onto a new
+//! device, filled to the brim with data that does not compress, disabled;
+//! and nothing left after SIGTERM or kill -9.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{World, populate, says, show, tree};
+use crate::bench::zram::{diskseq, offered};
+use crate::common::{findmnt_fstype, json, s};
+use crate::require_root;
+
+const NOTES: &str = "/run/tmpfsctl-zram";
+
+fn findmnt(col: &str, p: &Path) -> String {
+    let o = Command::new("findmnt")
+        .args(["-n", "-o", col, "--mountpoint"])
+        .arg(p)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// `zramN` under DIR, which must be one.
+fn device_of(dir: &Path) -> String {
+    let src = findmnt("SOURCE", dir);
+    let n = src
+        .strip_prefix("/dev/")
+        .filter(|n| n.starts_with("zram"))
+        .unwrap_or_else(|| panic!("{} is not on a zram device: {src:?}", dir.display()));
+    n.to_string()
+}
+
+fn sysfs(dev: &str, file: &str) -> String {
+    std::fs::read_to_string(format!("/sys/block/{dev}/{file}"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// `mm_stat`'s mem_used_total: the RAM the device holds.
+fn mem_used(dev: &str) -> u64 {
+    sysfs(dev, "mm_stat")
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The device `dev` still is the one made then (its diskseq).
+fn still_there(dev: &str, seq: &Option<String>) -> bool {
+    seq.is_some() && &diskseq(dev) == seq
+}
+
+/// As at a reboot: DIR's file system and its device gone.
+fn lose_device(w: &World, dev: &str) {
+    w.unmount(&[]);
+    let t = Instant::now();
+    while std::fs::write(
+        "/sys/class/zram-control/hot_remove",
+        dev.trim_start_matches("zram"),
+    )
+    .is_err()
+    {
+        assert!(t.elapsed() < Duration::from_secs(5), "{dev} stays busy");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A bench run on a zram target: it makes a device, sweeping first.
+fn another_zram_run(w: &World) {
+    let alg = crate::bench::zram::algorithm();
+    w.ok(&[
+        "bench",
+        "--quick",
+        "--rw",
+        "seq-write",
+        "--size",
+        "1M",
+        "--no-latency",
+        &format!("zram:{alg}"),
+    ]);
+}
+
+#[test]
+fn zram_dir_syncs_restores_onto_a_new_device_and_disable_removes_it() {
+    require_root!();
+    for alg in offered() {
+        let w = World::new();
+        populate(&w.dir);
+        let before = tree(&w.dir, true);
+        let on = format!("zram:{alg}");
+        let o = w.enable_ok(&["--on", &on, "--size", "64M", "--boot", "none", "--json"]);
+        let j = json(&o);
+        let dev = device_of(&w.dir);
+        assert_eq!(j["zram"]["device"], dev.as_str(), "{j}");
+        assert_eq!(findmnt_fstype(&w.dir).as_deref(), Some("ext4"));
+        let opts = findmnt("OPTIONS", &w.dir);
+        for o in ["rw", "discard", "nosuid", "nodev"] {
+            assert!(opts.split(',').any(|x| x == o), "{alg}: {opts}");
+        }
+        assert!(
+            sysfs(&dev, "comp_algorithm").contains(&format!("[{alg}]")),
+            "{alg}: {}",
+            sysfs(&dev, "comp_algorithm")
+        );
+        // No journal: on RAM it only doubles the writes and the RAM.
+        let fs = Command::new("dumpe2fs")
+            .args(["-h", &format!("/dev/{dev}")])
+            .output()
+            .unwrap();
+        let fs = String::from_utf8_lossy(&fs.stdout);
+        let features = fs
+            .lines()
+            .find(|l| l.starts_with("Filesystem features:"))
+            .unwrap();
+        assert!(!features.contains("has_journal"), "{features}");
+        assert_eq!(
+            tree(&w.dir, true),
+            before,
+            "{alg}: DIR's tree exactly, nothing added"
+        );
+        // Its RAM cost and ratio, the page cache written out first.
+        std::fs::write(w.dir.join("log.txt"), "a line of a log\n".repeat(200_000)).unwrap();
+        let st = json(&w.ok(&["persist", "status", s(&w.dir), "--json"]));
+        let z = &st["dirs"][0]["zram"];
+        assert_eq!(z["device"], dev.as_str(), "{st}");
+        assert_eq!(z["algorithm"], alg.as_str(), "{st}");
+        let ram = z["mem_used_total_bytes"].as_u64().unwrap();
+        let orig = z["orig_data_bytes"].as_u64().unwrap();
+        assert!(orig > 3_200_000, "the log is in zram: {st}");
+        assert!(ram > 0 && ram < orig, "a log compresses: {st}");
+        assert!(z["data_per_ram_ratio"].as_f64().unwrap() > 1.0, "{st}");
+        let text = w.ok(&["persist", "status", s(&w.dir)]);
+        says(&text.stdout, &format!("on /dev/{dev} ({alg}"), &text);
+        says(&text.stdout, "of RAM", &text);
+        // Sync, then lose the device as a reboot does.
+        std::fs::write(w.dir.join("sub/deeper/c"), b"changed").unwrap();
+        w.ok(&["persist", "sync", s(&w.dir)]);
+        let synced = tree(&w.dir, true);
+        lose_device(&w, &dev);
+        let o = w.sync();
+        assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+        says(&o.stderr, "persist restore", &o);
+        w.ok(&["persist", "restore", s(&w.dir)]);
+        let dev2 = device_of(&w.dir);
+        assert!(sysfs(&dev2, "comp_algorithm").contains(&format!("[{alg}]")));
+        assert_eq!(tree(&w.dir, true), synced, "{alg}: restored onto {dev2}");
+        let seq = diskseq(&dev2);
+        assert!(
+            std::fs::read_to_string(Path::new(NOTES).join(&dev2))
+                .unwrap()
+                .starts_with("persist "),
+            "the device outlives restore: noted as persist's"
+        );
+        // A later run's sweep leaves a persisted DIR's device alone.
+        another_zram_run(&w);
+        assert!(still_there(&dev2, &seq), "{dev2} was swept");
+        let o = w.ok(&["persist", "disable", s(&w.dir), "--yes", "--json"]);
+        assert_eq!(json(&o)["zram_removed"], dev2.as_str(), "{}", show(&o));
+        assert!(
+            !still_there(&dev2, &seq),
+            "{dev2} is still there after disable"
+        );
+        assert!(!Path::new(NOTES).join(&dev2).exists() || !still_there(&dev2, &seq));
+        assert!(findmnt_fstype(&w.dir).is_none());
+        assert_eq!(
+            tree(&w.dir, true),
+            synced,
+            "{alg}: the final tree back on disk"
+        );
+    }
+}
+
+#[test]
+fn a_full_zram_dir_gives_the_writer_enospc_never_io_errors() {
+    require_root!();
+    for alg in offered() {
+        let w = World::new();
+        let on = format!("zram:{alg}");
+        w.enable_ok(&["--on", &on, "--size", "32M", "--boot", "none"]);
+        let dev = device_of(&w.dir);
+        let disksize: u64 = sysfs(&dev, "disksize").parse().unwrap();
+        // Random data: the worst case, every page stored whole.
+        let mut f = std::fs::File::create(w.dir.join("fill")).unwrap();
+        let mut urandom = std::fs::File::open("/dev/urandom").unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut written = 0u64;
+        let err = loop {
+            std::io::Read::read_exact(&mut urandom, &mut buf).unwrap();
+            match f.write_all(&buf).and_then(|()| f.sync_data()) {
+                Ok(()) => written += buf.len() as u64,
+                Err(e) => break e,
+            }
+            assert!(written < 2 * disksize, "{alg}: never full");
+        };
+        assert_eq!(
+            err.raw_os_error(),
+            Some(libc::ENOSPC),
+            "{alg}: the writer gets ENOSPC, not {err}"
+        );
+        assert!(
+            written >= 32 << 20,
+            "{alg}: at least --size fits ({written})"
+        );
+        drop(f);
+        let errors = std::fs::read_to_string(format!("/sys/fs/ext4/{dev}/errors_count"))
+            .unwrap()
+            .trim()
+            .to_string();
+        assert_eq!(errors, "0", "{alg}: ext4 saw errors");
+        let opts = findmnt("OPTIONS", &w.dir);
+        assert!(
+            opts.split(',').any(|o| o == "rw"),
+            "{alg}: remounted? {opts}"
+        );
+        std::fs::write(w.dir.join("after"), b"still writable").unwrap();
+        let full = mem_used(&dev);
+        assert!(
+            full <= disksize + disksize / 64,
+            "{alg}: {full} bytes of RAM for a {disksize}-byte device"
+        );
+        // discard: deleting frees the RAM at once, not when overwritten.
+        std::fs::remove_file(w.dir.join("fill")).unwrap();
+        let d = std::fs::File::open(&w.dir).unwrap();
+        rustix::fs::syncfs(&d).unwrap();
+        let t = Instant::now();
+        while mem_used(&dev) > full / 8 {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "{alg}: deleted data still holds {} bytes of RAM",
+                mem_used(&dev)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
+    }
+}
+
+#[test]
+fn zram_enable_refuses_bad_input_before_making_anything() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("a"), vec![1u8; 64 << 10]).unwrap();
+    let devices = || {
+        let mut v = crate::bench::zram::zram_devices();
+        v.sort();
+        v
+    };
+    let cases: [(&[&str], &str); 5] = [
+        (&["--on", "zram:nosuch"], "does not offer it"),
+        (&["--on", "zram", "--boot", "fstab"], "--boot systemd"),
+        (
+            &["--on", "zram", "--size", "100%"],
+            "I/O errors instead of ENOSPC",
+        ),
+        (&["--on", "zram", "--size", "4k"], "give a larger size"),
+        (&["--on", "zfs"], "zram:ALGORITHM"),
+    ];
+    for (args, why) in cases {
+        let before = devices();
+        let mut a = vec!["--boot", "none"];
+        if args.contains(&"--boot") {
+            a.clear();
+        }
+        a.extend(args);
+        let o = w.enable_at(&w.dir, &w.store, &a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", show(&o));
+        says(&o.stderr, why, &o);
+        assert!(findmnt_fstype(&w.dir).is_none(), "{args:?}");
+        assert!(!w.registry.exists(), "{args:?}");
+        assert!(!w.store.exists(), "{args:?}: a store was made");
+        // Another test may make a device meanwhile; none of ours is new.
+        let made: Vec<String> = devices()
+            .into_iter()
+            .filter(|d| !before.contains(d))
+            .filter(|d| {
+                std::fs::read_to_string(Path::new(NOTES).join(d))
+                    .is_ok_and(|t| t.contains("tmpfsctl-p"))
+            })
+            .collect();
+        assert!(made.is_empty(), "{args:?}: made {made:?}");
+    }
+}
+
+/// The zram devices whose note names `pid` as their maker.
+fn noted_for(pid: u32) -> Vec<String> {
+    std::fs::read_dir(NOTES)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_to_string(e.path())
+                .is_ok_and(|t| t.split_whitespace().next() == Some(&pid.to_string()))
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn sigterm_or_kill_9_during_a_zram_enable_leaves_no_device() {
+    require_root!();
+    for sig in [rustix::process::Signal::TERM, rustix::process::Signal::KILL] {
+        let w = World::new();
+        // Enough files that filling the device takes a while.
+        for i in 0..3000 {
+            std::fs::write(w.dir.join(format!("f{i}")), vec![i as u8; 8192]).unwrap();
+        }
+        let mut child = crate::common::bin()
+            .env("TMPFSCTL_PERSIST_REGISTRY", &w.registry)
+            .args(["persist", "enable", s(&w.dir), "--store", s(&w.store)])
+            .args(["--yes", "--on", "zram", "--size", "64M", "--boot", "none"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let (dev, seq) = loop {
+            if let Some(d) = noted_for(pid).pop() {
+                let seq = diskseq(&d);
+                break (d, seq);
+            }
+            assert!(child.try_wait().unwrap().is_none(), "enable ended first");
+            std::thread::yield_now();
+        };
+        rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), sig)
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        if sig == rustix::process::Signal::TERM {
+            // Stopped before the mount (device removed), or finished.
+            assert_eq!(crate::common::shell_status(o.status), 143, "{}", show(&o));
+            if findmnt_fstype(&w.dir).is_some() {
+                says(&o.stderr, "enable finished first", &o);
+                w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
+            }
+            assert!(!still_there(&dev, &seq), "SIGTERM left {dev}: {}", show(&o));
+        } else {
+            if findmnt_fstype(&w.dir).is_some() {
+                // Killed after the attach (a slow fill is rare): as after a
+                // reboot, the mount goes and the device with the next run.
+                w.unmount(&["-l"]);
+            }
+            // The next run that makes a device removes the leftover.
+            another_zram_run(&w);
+            assert!(
+                !still_there(&dev, &seq),
+                "kill -9 left {dev} after the next run"
+            );
+        }
+        assert!(noted_for(pid).is_empty());
+    }
+}
