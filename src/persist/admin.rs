@@ -113,6 +113,20 @@ pub struct ZramEnabled {
     pub disksize_bytes: u64,
 }
 
+/// The directories above `path` that do not exist, top first: what creating
+/// the store makes too. Said, not done silently: a mistyped --store would
+/// otherwise leave a new tree of directories wherever it pointed.
+fn missing_parents(path: &Path) -> Vec<PathBuf> {
+    let mut missing: Vec<PathBuf> = path
+        .ancestors()
+        .skip(1)
+        .take_while(|p| std::fs::symlink_metadata(p).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    missing.reverse();
+    missing
+}
+
 /// The default store for DIR: /var/lib/tmpfsctl/persist/<escaped DIR>.
 pub fn default_store(dir: &Path) -> PathBuf {
     Path::new("/var/lib/tmpfsctl/persist").join(units::escaped(dir))
@@ -211,19 +225,6 @@ fn install_boot(req: &EnableRequest, dir: &Path, boot: &BootSetup) -> Result<Vec
     r
 }
 
-/// The directories above `path` that do not exist yet, outermost first:
-/// what creating the store will make.
-fn missing_ancestors(path: &Path) -> Vec<PathBuf> {
-    let mut missing: Vec<PathBuf> = path
-        .ancestors()
-        .skip(1)
-        .take_while(|p| std::fs::symlink_metadata(p).is_err())
-        .map(Path::to_path_buf)
-        .collect();
-    missing.reverse();
-    missing
-}
-
 pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
     if !rustix::process::geteuid().is_root() {
         bail!("`tmpfsctl persist enable` needs root: it mounts a tmpfs; run it with sudo");
@@ -297,9 +298,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
     let mut journal = journald
         .then(|| super::handover::Journald::begin(&dir))
         .transpose()?;
-    // Said, not done silently: a mistyped --store would otherwise leave a
-    // new tree of directories wherever it pointed.
-    let created_dirs = missing_ancestors(&store_path);
+    let created_dirs = missing_parents(&store_path);
     let store = store::create(&store_path)?;
     store::check_store(&store_path, &dir, &mounts)?;
     let trust = super::trust::record(store.fd(), req.allow_suid, req.allow_dev)?;

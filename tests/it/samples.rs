@@ -275,7 +275,9 @@ fn glob_lines(want: &[String], got: &[String]) -> bool {
 fn shape(lines: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for (i, l) in lines.iter().enumerate() {
-        if l.trim_start().starts_with("warning:") || l.trim_start().starts_with("why:") {
+        let t = l.trim_start();
+        let t = t.strip_prefix("tmpfsctl: ").unwrap_or(t);
+        if t.starts_with("warning:") || t.starts_with("why:") {
             continue;
         }
         let cells: Vec<&str> = l
