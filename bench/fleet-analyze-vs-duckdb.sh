@@ -196,7 +196,7 @@ for i, a, b in [x for x in bad if x[0] in (4, 11)]:
     import duckdb
     kib = {"tsv": ["column01", "column02"], "csv": ["tmp_used_kb", "mem_total_kb"]}[fmt][i // 7]
     src = (f"read_csv('{f}', delim='\t', header=false)" if fmt == "tsv" else f"read_csv('{f}', header=true)")
-    ca, cb = duckdb.sql(f"SELECT count(*) FILTER ({kib} * 1024 = {int(a)}), "
+    ca, cb = duckdb.connect().execute(f"SELECT count(*) FILTER ({kib} * 1024 = {int(a)}), "
                         f"count(*) FILTER ({kib} * 1024 = {int(b)}) FROM {src}").fetchone()
     if ca == cb and a < b:
         ties.append((i, a, b, ca))

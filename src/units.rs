@@ -208,6 +208,12 @@ pub fn fmt_rate(bytes_per_s: f64) -> String {
     format!("{}/s", fmt_bytes(bytes_per_s as u64))
 }
 
+/// The word for `n` things: `noun(1, "dir", "dirs")` is "dir", any other
+/// count "dirs" (so a sentence never says "1 dirs" or "file(s)").
+pub fn noun(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 { one } else { many }
+}
+
 /// Counts like inodes: 1234567 -> "1.23M".
 pub fn fmt_count(n: u64) -> String {
     if n < 10_000 {
@@ -438,6 +444,13 @@ pub fn parse_seconds(input: &str) -> Result<u64, DurationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_thing_is_singular_every_other_count_plural() {
+        assert_eq!(noun(1, "dir", "dirs"), "dir");
+        assert_eq!(noun(0, "dir", "dirs"), "dirs");
+        assert_eq!(noun(2, "entry", "entries"), "entries");
+    }
 
     #[test]
     fn a_share_is_whole_percent_and_nothing_of_zero() {

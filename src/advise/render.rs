@@ -52,9 +52,10 @@ fn sections(a: &Advice) -> Vec<(String, Vec<String>)> {
     out.push((format!("Where {} is now", a.dir), where_));
 
     let mut usage = vec![format!(
-        "now: {} in {} inodes",
+        "now: {} in {} {}",
         fmt_bytes(u.current_bytes),
-        fmt_count(u.current_inodes)
+        fmt_count(u.current_inodes),
+        crate::units::noun(u.current_inodes, "inode", "inodes")
     )];
     match u.peak_bytes {
         Some(p) => usage.push(format!(

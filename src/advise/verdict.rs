@@ -149,9 +149,10 @@ fn is_scratch(dir: &str) -> bool {
 /// What is said whatever the verdict: usage, swap, inodes, measured speed-ups.
 fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, Vec<String>) {
     let mut reasons = vec![format!(
-        "{dir} holds {} ({which} usage) in {} inodes",
+        "{dir} holds {} ({which} usage) in {} {}",
         fmt_bytes(f.used_bytes),
-        f.inodes
+        f.inodes,
+        crate::units::noun(f.inodes, "inode", "inodes")
     )];
     let mut risks = Vec::new();
     if f.swap_total_bytes == 0 {

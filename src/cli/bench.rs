@@ -279,6 +279,28 @@ fn options_from_args(a: &BenchArgs) -> Result<Options> {
     Ok(o)
 }
 
+/// The same directory (after symlinks) or the same private tmpfs twice
+/// would compare a target with itself: a ratio of 1 that says nothing.
+fn refuse_a_target_twice(args: &[PathBuf], specs: &[TargetSpec]) -> Result<()> {
+    let key = |arg: &PathBuf, spec: &TargetSpec| match spec {
+        TargetSpec::Dir(d) => std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()),
+        _ => arg.clone(),
+    };
+    let keys: Vec<PathBuf> = args.iter().zip(specs).map(|(a, s)| key(a, s)).collect();
+    for (i, k) in keys.iter().enumerate() {
+        if let Some(j) = keys[..i].iter().position(|x| x == k) {
+            anyhow::bail!(
+                "targets {} and {} are the same ({}): a target compared with itself measures nothing; \
+                 give two different directories (e.g. a tmpfs and a disk: `tmpfsctl bench /dev/shm /var/tmp`)",
+                crate::term::safe_path(&args[j]),
+                crate::term::safe_path(&args[i]),
+                crate::term::safe_path(k)
+            );
+        }
+    }
+    Ok(())
+}
+
 impl BenchArgs {
     /// The library request: every argument parsed and checked, nothing touched yet.
     pub fn request(&self) -> Result<BenchRequest> {
@@ -290,12 +312,14 @@ impl BenchArgs {
                 b: b.clone(),
             });
         }
+        let targets: Vec<TargetSpec> = self
+            .targets
+            .iter()
+            .map(|t| TargetSpec::parse(t))
+            .collect::<Result<_>>()?;
+        refuse_a_target_twice(&self.targets, &targets)?;
         Ok(BenchRequest::Measure(Box::new(Measure {
-            targets: self
-                .targets
-                .iter()
-                .map(|t| TargetSpec::parse(t))
-                .collect::<Result<_>>()?,
+            targets,
             workloads: workloads_from_args(self)?,
             options: options_from_args(self)?,
             svg: self.out.svg.clone(),

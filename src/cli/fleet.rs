@@ -88,12 +88,26 @@ pub enum FleetCommand {
     Analyze(AnalyzeArgs),
 }
 
+/// A bare number up to 1 (`0.99`) reads as that many per cent, which is
+/// rarely what was meant: it must be written with `%` (`0.99%`, or `99%`).
+fn not_a_fraction(s: &str, v: f64) -> Result<(), String> {
+    if !s.trim().ends_with('%') && v > 0.0 && v <= 1.0 {
+        return Err(format!(
+            "{s:?} would read as {v}%, not {}%: write the share with %, e.g. {}% (or {v}% if that is meant)",
+            v * 100.0,
+            v * 100.0
+        ));
+    }
+    Ok(())
+}
+
 fn parse_percent(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .trim_end_matches('%')
         .parse()
         .map_err(|_| format!("{s:?} is not a percentage; write e.g. 99% or 99.5"))?;
+    not_a_fraction(s, v)?;
     if !(v > 0.0 && v <= 100.0) {
         return Err(format!("{s:?} must be more than 0% and at most 100%"));
     }
@@ -106,6 +120,7 @@ fn parse_headroom(s: &str) -> Result<f64, String> {
         .trim_end_matches('%')
         .parse()
         .map_err(|_| format!("{s:?} is not a percentage; write e.g. 25%"))?;
+    not_a_fraction(s, v)?;
     if !(0.0..=1000.0).contains(&v) {
         return Err(format!("{s:?} must be between 0% and 1000%"));
     }

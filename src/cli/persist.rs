@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use crate::command::{Format, Output};
-use crate::persist::admin::{DisableRequest, EnableRequest, On};
+use crate::persist::admin::{EnableRequest, On};
+use crate::persist::disable::DisableRequest;
 use crate::persist::status::StatusRequest;
 use crate::persist::verify::VerifyRequest;
 use crate::persist::{PersistRequest, RestoreRequest, SyncRequest, registry};

@@ -25,7 +25,7 @@ pub use collect::{HostName, Snapshot};
 pub use fit::{FitParams, HostFit, host_fit};
 pub use ingest::{Fleet, HostRecord};
 
-use crate::command::{Context, Request};
+use crate::command::{Context, Request, warn};
 use crate::sys::du;
 use crate::term::{safe, safe_path};
 
@@ -106,6 +106,16 @@ fn collect(ctx: &Context, args: &CollectRequest) -> Result<Snapshot> {
     {
         // An empty name is a line `fleet analyze` rejects later, far from here.
         anyhow::bail!("--host: the name is empty; give the host's name, e.g. --host web-1");
+    }
+    if let HostName::Anonymized { salt } = &args.host
+        && salt.is_empty()
+    {
+        // Without a secret salt the hash is the same for everyone: hashing a
+        // list of likely names finds the host again.
+        warn(
+            "--anonymize without a salt: anyone can hash a list of likely host names and find this one again; \
+             set a secret salt, the same on every host, with --salt or TMPFSCTL_ANON_SALT",
+        );
     }
     let spinner = walk_spinner(&args.paths);
     let done = std::sync::atomic::AtomicBool::new(false);

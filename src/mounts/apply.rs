@@ -119,14 +119,19 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
             let mut sw = stage_and_move(&p, &opened, &cancel, show, &mut note)?;
             let stats = &sw.stats;
             changes.push(format!(
-                "mounted tmpfs ({}) on {} with its {} files, {} dirs, {} symlinks, {} hard links, {} special files ({})",
+                "mounted tmpfs ({}) on {} with its {} {}, {} {}, {} {}, {} {}, {} {} ({})",
                 p.mount_options,
                 dir.display(),
                 stats.files,
+                crate::units::noun(stats.files, "file", "files"),
                 stats.dirs,
+                crate::units::noun(stats.dirs, "dir", "dirs"),
                 stats.symlinks,
+                crate::units::noun(stats.symlinks, "symlink", "symlinks"),
                 stats.hard_links,
+                crate::units::noun(stats.hard_links, "hard link", "hard links"),
                 stats.special_files,
+                crate::units::noun(stats.special_files, "special file", "special files"),
                 crate::units::fmt_bytes(stats.content_bytes)
             ));
             if stats.sparse_files > 0 {
@@ -140,12 +145,27 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
                     sw.unverified
                 ));
             }
+            // A signal that came during the switch stops here, at a point
+            // the next run finishes from (the note is kept).
+            let stopped = |caught_up: bool| stopped_after_switch(&p, &dir, caught_up);
+            if interrupted(&cancel) {
+                note.keep();
+                return Err(stopped(false));
+            }
             if let Err(e) = catch_up(&mut sw, &dir, &cancel, &mut changes) {
                 // The next run brings across what this one could not.
                 note.keep();
-                return Err(e);
+                return Err(if interrupted(&cancel) {
+                    stopped(false)
+                } else {
+                    e
+                });
             }
             note.step("caught-up", |_| {})?;
+            if interrupted(&cancel) {
+                note.keep();
+                return Err(stopped(true));
+            }
             switched = Some(sw);
         }
         plan::MountState::Conflict => unreachable!("conflicts are blockers"),
@@ -189,6 +209,53 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         undo: None,
     };
     Ok(report)
+}
+
+fn interrupted(cancel: &AtomicBool) -> bool {
+    cancel.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// What a signal after the switch leaves, and that running the same
+/// command again finishes it: the tmpfs is on DIR with the verified copy;
+/// unless `caught_up`, what was written to DIR during the copy is still
+/// underneath; the boot entry is not written yet.
+fn stopped_after_switch(p: &Plan, dir: &Path, caught_up: bool) -> anyhow::Error {
+    let path = &p.persist.path;
+    let unpersisted = match p.persist.via {
+        plan::Boot::Fstab if p.persist.action != plan::PersistAction::Unchanged => Some(format!(
+            "{path} has no line for it yet (a reboot would undo it)"
+        )),
+        plan::Boot::Systemd => Some(format!("the drop-in {path} is not written yet")),
+        _ => None,
+    };
+    let mut left = Vec::new();
+    let mut finish = Vec::new();
+    if !caught_up {
+        left.push(
+            "what was written to it during the copy is still in the directory underneath"
+                .to_string(),
+        );
+        finish.push("brings that across");
+    }
+    if let Some(u) = unpersisted {
+        left.push(u);
+        finish.push(match p.persist.via {
+            plan::Boot::Systemd => "writes the drop-in",
+            _ => "adds the line",
+        });
+    }
+    let mut msg = format!(
+        "{} is on tmpfs now, with its files copied and verified",
+        dir.display()
+    );
+    if !left.is_empty() {
+        msg += &format!("; not done yet: {}", left.join(", and "));
+    }
+    msg += &format!("; run `{}` again to finish", p.apply_command);
+    if !finish.is_empty() {
+        msg += &format!(" (it {})", finish.join(" and "));
+    }
+    anyhow::Error::new(crate::sys::signals::Interrupted).context(msg)
 }
 
 /// Everything apply checks before its first change: the facts, the plan and

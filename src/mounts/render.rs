@@ -54,11 +54,12 @@ pub fn plan_text(p: &Plan) -> String {
         &mut s,
         "",
         format!(
-            "Plan for {} (now on {}: {} in {} inodes; RAM {}, swap {})",
+            "Plan for {} (now on {}: {} in {} {}; RAM {}, swap {})",
             p.dir,
             p.dir_fstype,
             fmt_bytes(p.used_bytes),
             fmt_count(p.inodes),
+            crate::units::noun(p.inodes, "inode", "inodes"),
             fmt_bytes(p.mem_total_bytes),
             fmt_bytes(p.swap_total_bytes)
         ),

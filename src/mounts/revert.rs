@@ -120,12 +120,24 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<RevertReport> {
     let mut copied_back = None;
     if let Some(top) = &top {
         if args.keep_data {
+            // What is still to do after the copy back, for a run stopped
+            // by a signal after the switch to say.
+            let mut after = Vec::new();
+            if fstab_managed {
+                after.push(format!("{} still has its line", fstab_path.display()));
+            }
+            if dropin_ours {
+                after.push(format!("the drop-in {} is still there", dropin.display()));
+            }
             copied_back = Some(keep_data(
                 &mounts,
                 top,
                 &opened,
                 args,
-                &cancel,
+                Stop {
+                    cancel: &cancel,
+                    after: &after,
+                },
                 &mut journal,
                 &mut changes,
             )?);
@@ -164,6 +176,13 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<RevertReport> {
     Ok(report)
 }
 
+/// The flag a signal sets, and what revert still has to do after the copy
+/// back (for the message of a run stopped after the switch).
+struct Stop<'a> {
+    cancel: &'a AtomicBool,
+    after: &'a [String],
+}
+
 /// `--keep-data`: copy the tmpfs back to the directory underneath, take it
 /// off DIR, bring back what was written to it meanwhile; a kill at any point
 /// leaves the tmpfs reachable (on DIR, or at the staging mount) for the next
@@ -173,10 +192,11 @@ fn keep_data(
     top: &MountInfo,
     opened: &OpenedDir,
     args: &RevertRequest,
-    cancel: &AtomicBool,
+    stop: Stop<'_>,
     journal: &mut super::journal::Journal,
     changes: &mut Vec<String>,
 ) -> Result<copy::CopyStats> {
+    let (cancel, after) = (stop.cancel, stop.after);
     let t = &args.target;
     let dir = opened.path.clone();
     let show = crate::render::stderr_is_tty() && !t.quiet;
@@ -192,10 +212,13 @@ fn keep_data(
     };
     let stats = back.stats.clone();
     changes.push(format!(
-        "copied {} files, {} dirs, {} symlinks ({}) back to the directory on disk",
+        "copied {} {}, {} {}, {} {} ({}) back to the directory on disk",
         stats.files,
+        crate::units::noun(stats.files, "file", "files"),
         stats.dirs,
+        crate::units::noun(stats.dirs, "dir", "dirs"),
         stats.symlinks,
+        crate::units::noun(stats.symlinks, "symlink", "symlinks"),
         crate::units::fmt_bytes(stats.content_bytes)
     ));
     if stats.sparse_files > 0 {
@@ -213,8 +236,41 @@ fn keep_data(
             .context(format!("cannot detach the tmpfs at {}", dir.display()))
     })?;
     back.staging.hold(true);
+    // A signal that came during the switch stops here, at a point the next
+    // run finishes from (the note and the staging mount are kept).
+    let stage = back.staging.path.clone();
+    let stopped = || {
+        let mut left = vec![format!(
+            "the tmpfs is off {} but still mounted at {}, holding what was written to it during the copy",
+            dir.display(),
+            stage.display()
+        )];
+        left.extend(after.iter().cloned());
+        anyhow::Error::new(crate::sys::signals::Interrupted).context(format!(
+            "{}'s files are back on disk, copied, verified and flushed; not done yet: {}; \
+             run `tmpfsctl revert {} --keep-data{}` again to finish (it brings that back, \
+             unmounts {}{})",
+            dir.display(),
+            left.join(", and "),
+            crate::term::shell_path(&dir),
+            t.follow_up(),
+            stage.display(),
+            if after.is_empty() {
+                ""
+            } else {
+                " and undoes the rest"
+            }
+        ))
+    };
+    if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+        journal.keep();
+        return Err(stopped());
+    }
     if let Err(e) = catch_up(&mut back, &dir, cancel, changes) {
         journal.keep();
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(stopped());
+        }
         return Err(e.context(format!(
             "the tmpfs is still mounted at {}; run `tmpfsctl revert {} --keep-data{}` again to finish",
             back.staging.path.display(),

@@ -9,6 +9,7 @@
 
 pub mod admin;
 pub mod content;
+pub mod disable;
 pub mod handover;
 pub mod load;
 pub mod manifest;
@@ -36,7 +37,7 @@ use crate::command::Context;
 use crate::sys::signals::{self, Interrupt};
 use crate::sys::{Sysroot, fs, resolve};
 use crate::term::safe_path;
-use crate::units::fmt_bytes;
+use crate::units::{fmt_bytes, noun};
 use registry::Registry;
 use store::{Store, gen_name};
 
@@ -115,7 +116,7 @@ pub enum PersistRequest {
     Restore(RestoreRequest),
     Status(status::StatusRequest),
     Verify(verify::VerifyRequest),
-    Disable(admin::DisableRequest),
+    Disable(disable::DisableRequest),
 }
 
 /// `tmpfsctl persist`: the subcommand's report.
@@ -130,7 +131,7 @@ impl crate::command::Request for PersistRequest {
             PersistRequest::Restore(r) => R::Restored(restore_cmd(ctx, r)?),
             PersistRequest::Status(r) => R::Status(status::status_cmd(ctx, r)?),
             PersistRequest::Verify(r) => R::Verified(verify::verify_cmd(ctx, r)?),
-            PersistRequest::Disable(r) => R::Disabled(admin::disable_cmd(ctx, r)?),
+            PersistRequest::Disable(r) => R::Disabled(disable::disable_cmd(ctx, r)?),
         })
     }
 }
@@ -153,7 +154,7 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
                 error: Some(format!("{e:#}")),
                 ..Default::default()
             }
-            .save(store.fd());
+            .save(store.fd(), store.path());
             return Err(e);
         }
     };
@@ -166,7 +167,7 @@ pub fn sync_cmd(ctx: &Context, req: &SyncRequest) -> Result<report::Synced> {
         dir_dev: Some(rep.dir_dev),
         ..Default::default()
     }
-    .save(store.fd());
+    .save(store.fd(), store.path());
     if !rep.pruned.is_empty() {
         use std::io::Write;
         let _ = std::io::stdout().flush();
@@ -276,13 +277,15 @@ fn empty_trash_in_background(store: &Path) {
 /// The line a sync prints.
 pub fn sync_text(dir: &Path, store_path: &Path, rep: &sync::SyncReport) -> String {
     format!(
-        "{}: {} written to {} ({} files, {}): {} changed file(s) copied ({}), {} unchanged shared, in {:.3} s\n",
+        "{}: {} written to {} ({} {}, {}): {} changed {} copied ({}), {} unchanged shared, in {:.3} s\n",
         safe_path(dir),
         gen_name(rep.generation),
         safe_path(store_path),
         rep.files,
+        noun(rep.files, "file", "files"),
         fmt_bytes(rep.bytes),
         rep.copied_files,
+        noun(rep.copied_files, "file", "files"),
         fmt_bytes(rep.copied_bytes),
         rep.shared_files,
         rep.duration_ns as f64 / 1e9

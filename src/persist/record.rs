@@ -2,12 +2,14 @@
 //! good one, which the newest manifest dates), so `status` can say when a
 //! sync failed or stored files torn, and which tmpfs the sync read.
 
+use std::os::fd::BorrowedFd;
 use std::path::Path;
+
+use crate::sys::atomic::{AtomicWrite, NewMode};
 
 use serde::{Deserialize, Serialize};
 
 const NAME: &str = "last-sync";
-const TMP: &str = ".last-sync.tmp";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LastSync {
@@ -32,42 +34,28 @@ impl LastSync {
         self.ok && self.torn_files.is_empty()
     }
 
-    pub fn load(store: &Path) -> Option<LastSync> {
-        let b = std::fs::read(store.join(NAME)).ok()?;
+    /// Read through the store's descriptor, never a path.
+    pub fn load(store: BorrowedFd<'_>) -> Option<LastSync> {
+        let b = super::store::read_beneath(store, NAME).ok()?;
         serde_json::from_slice(&b).ok()
     }
 
     /// Best effort: a store that cannot take this small file has already
-    /// failed the sync loudly. Written through the store's descriptor
-    /// (never a path someone could redirect) under a temp name, fsynced,
-    /// renamed over the old record and the store fsynced, like every other
-    /// file in the store: a crash leaves the old record or the new one.
-    pub fn save(mut self, store: std::os::fd::BorrowedFd<'_>) {
-        use rustix::fs::{AtFlags, Mode, OFlags};
+    /// failed the sync loudly. Replaced through the store's descriptor
+    /// (never a path someone could redirect) the one way every file is
+    /// replaced (`sys::atomic`): temp file, fsync, rename, fsync of the
+    /// store, so a crash leaves the old record or the new one.
+    pub fn save(mut self, store: BorrowedFd<'_>, path: &Path) {
         self.schema_version = 1;
         self.finished_unix_s = (super::sync::now_unix_ns() / 1_000_000_000).max(0) as u64;
         let Ok(mut text) = serde_json::to_vec_pretty(&self) else {
             return;
         };
         text.push(b'\n');
-        let _ = rustix::fs::unlinkat(store, TMP, AtFlags::empty());
-        let written = (|| -> rustix::io::Result<()> {
-            let f = rustix::fs::openat(
-                store,
-                TMP,
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o600),
-            )?;
-            let mut off = 0;
-            while off < text.len() {
-                off += rustix::io::pwrite(&f, &text[off..], off as u64)?;
-            }
-            rustix::fs::fsync(&f)?;
-            rustix::fs::renameat(store, TMP, store, NAME)?;
-            rustix::fs::fsync(store)
-        })();
-        if written.is_err() {
-            let _ = rustix::fs::unlinkat(store, TMP, AtFlags::empty());
+        let _ = AtomicWrite {
+            what: "the store's last-sync record",
+            mode: NewMode::Exactly(0o600),
         }
+        .write_beneath(store, path, NAME, &text);
     }
 }

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::admin::{DisableReport, EnableReport, disable_text, enable_text};
+use super::admin::{EnableReport, enable_text};
+use super::disable::{DisableReport, disable_text};
 use super::restore::{self, RestoreReport};
 use super::status::{self, StatusReport};
 use super::sync::SyncReport;

@@ -38,6 +38,8 @@ pub struct RestoreReport {
     pub from_older: Vec<load::FromOlder>,
     /// Files no kept generation holds sound, with why: not restored (exit 1).
     pub not_restored: Vec<String>,
+    /// DIR lives on a zram device (`enable --on zram`), made again when mounted.
+    pub on_zram: bool,
 }
 
 /// Generations to try, newest first, and what was said finding them.
@@ -159,6 +161,13 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         .size
         .clone()
         .or_else(|| entry.as_ref().and_then(|e| e.size.clone()));
+    let zram = entry.as_ref().and_then(|e| e.zram.clone());
+    if zram.is_some() && req.size.is_some() {
+        bail!(
+            "--size sets a tmpfs's size; {} lives on zram, whose size enable set (nothing was changed)",
+            safe_path(&dir)
+        );
+    }
     let mut rep = RestoreReport {
         dir: dir.clone(),
         store: store_path.clone(),
@@ -169,14 +178,8 @@ pub fn restore_cmd(ctx: &Context, req: &RestoreRequest) -> Result<RestoreReport>
         skipped: Vec::new(),
         from_older: Vec::new(),
         not_restored: Vec::new(),
+        on_zram: zram.is_some(),
     };
-    let zram = entry.as_ref().and_then(|e| e.zram.clone());
-    if zram.is_some() && req.size.is_some() {
-        bail!(
-            "--size sets a tmpfs's size; {} lives on zram, whose size enable set (nothing was changed)",
-            safe_path(&dir)
-        );
-    }
     if mount::persisted_at(&mounts, &dir, zram.as_ref()).is_none() {
         let backing = match &zram {
             Some(z) => mount::Backing::Zram(z),
@@ -259,12 +262,13 @@ fn refuse_overwrite(
         }
     }
     bail!(
-        "{} holds data that differs from {} in {} ({} entries, {} in files that would be lost):\n{}\n\
+        "{} holds data that differs from {} in {} ({} {}, {} in files that would be lost):\n{}\n\
          not overwriting it; run `tmpfsctl persist sync {}` to keep DIR's data, or pass --force to replace it with the store's",
         safe_path(dir),
         gen_name(g),
         safe_path(store),
         d.changed_files(),
+        crate::units::noun(d.changed_files(), "entry", "entries"),
         fmt_bytes(d.changed_bytes),
         names.join("\n"),
         safe_path(dir)
@@ -312,16 +316,17 @@ pub fn text(rep: &RestoreReport) -> String {
         )
     } else {
         let mut s = format!(
-            "{}: {} restored from {} ({} files, {}){}{}\n",
+            "{}: {} restored from {} ({} {}, {}){}{}\n",
             safe_path(&rep.dir),
             gen_name(rep.generation),
             safe_path(&rep.store),
             rep.files,
+            crate::units::noun(rep.files, "file", "files"),
             fmt_bytes(rep.bytes),
-            if rep.action == "mounted" {
-                " onto a new tmpfs"
-            } else {
-                ""
+            match (rep.action, rep.on_zram) {
+                ("mounted", true) => " onto a new zram device",
+                ("mounted", false) => " onto a new tmpfs",
+                _ => "",
             },
             if rep.skipped.is_empty() {
                 ""

@@ -184,11 +184,13 @@ fn judge(s: &mut DirStatus, e: &Registered) {
     };
     let ours = s.mounted && {
         // The tmpfs the last sync read, or the one the last restore filled.
+        let opened = store::open(&e.store).ok();
         let known: Vec<u64> = [
-            super::record::LastSync::load(&e.store).and_then(|r| r.dir_dev),
-            store::open(&e.store)
-                .ok()
-                .and_then(|st| st.live_index_dev()),
+            opened
+                .as_ref()
+                .and_then(|st| super::record::LastSync::load(st.fd()))
+                .and_then(|r| r.dir_dev),
+            opened.as_ref().and_then(|st| st.live_index_dev()),
         ]
         .into_iter()
         .flatten()
@@ -266,7 +268,7 @@ fn fill(s: &mut DirStatus, e: &Registered, now_s: u64) -> Result<()> {
     s.generations_kept = store.generations()?.len() as u64;
     let g = store.newest_complete()?;
     s.generation = g;
-    let last = super::record::LastSync::load(&e.store);
+    let last = super::record::LastSync::load(store.fd());
     s.last_sync_error = last.as_ref().and_then(|r| r.error.clone());
     if let Some(g) = g {
         let (entries, synced_ns) = store.manifest(g)?;

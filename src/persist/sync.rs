@@ -578,4 +578,107 @@ mod tests {
         assert!(Lease::take(&fd).is_ok(), "the writer closed it");
         assert_eq!(open_for_writing(root).unwrap(), None);
     }
+
+    fn stat_at(ctime: (i64, u32)) -> rustix::fs::Stat {
+        // SAFETY: a stat is plain integers; all zero is a valid one.
+        let mut st: rustix::fs::Stat = unsafe { std::mem::zeroed() };
+        st.st_ctime = ctime.0 as _;
+        st.st_ctime_nsec = ctime.1 as _;
+        st
+    }
+
+    #[test]
+    fn recent_means_changed_within_the_last_two_seconds() {
+        let now = now_unix_ns();
+        let (s, ns) = ((now / 1_000_000_000) as i64, (now % 1_000_000_000) as u32);
+        assert!(recent(&stat_at((s, ns))), "changed now");
+        assert!(recent(&stat_at((s - 1, ns))), "a second ago");
+        assert!(!recent(&stat_at((s - 3, ns))), "three seconds ago");
+        assert!(!recent(&stat_at((s - 3, 999_999_999))), "nanoseconds count");
+        assert!(!recent(&stat_at((s - 2, 0))), "two seconds and more ago");
+    }
+
+    #[test]
+    fn same_stat_is_size_inode_mtime_and_ctime_not_atime() {
+        let a = stat_at((100, 5));
+        let mut b = a;
+        b.st_atime = 7;
+        assert!(same_stat(&a, &b), "only the atime moved");
+        for change in [
+            |x: &mut rustix::fs::Stat| x.st_size = 1,
+            |x: &mut rustix::fs::Stat| x.st_ino = 1,
+            |x: &mut rustix::fs::Stat| x.st_mtime = 1,
+            |x: &mut rustix::fs::Stat| x.st_mtime_nsec = 1,
+            |x: &mut rustix::fs::Stat| x.st_ctime = 1,
+            |x: &mut rustix::fs::Stat| x.st_ctime_nsec = 1,
+        ] {
+            let mut c = a;
+            change(&mut c);
+            assert!(!same_stat(&a, &c));
+            assert!(!same_stat(&c, &a));
+        }
+    }
+
+    #[test]
+    fn only_an_online_journal_by_name_and_header_is_one() {
+        let d = tempfile::tempdir_in("/var/tmp").unwrap();
+        let head = |state: u8| {
+            let mut h = JOURNAL_SIGNATURE.to_vec();
+            h.extend([0u8; 8]);
+            h.push(state);
+            h.extend([0u8; 100]);
+            h
+        };
+        let check = |name: &str, data: &[u8]| {
+            let p = d.path().join(name);
+            std::fs::write(&p, data).unwrap();
+            let f = std::fs::File::open(&p).unwrap();
+            is_online_journal(name.as_bytes(), f.as_fd())
+        };
+        assert!(check("system.journal", &head(1)));
+        assert!(check("user.journal~", &head(1)));
+        assert!(!check("system.journal", &head(0)), "offline");
+        assert!(!check("system.journal", &head(2)), "archived");
+        assert!(!check("system.log", &head(1)), "not a journal's name");
+        assert!(!check("short.journal", &head(1)[..16]), "no state byte");
+        let mut other = head(1);
+        other[0] = b'X';
+        assert!(!check("other.journal", &other), "another signature");
+    }
+
+    #[test]
+    fn same_bytes_compares_the_first_len_bytes_across_buffers() {
+        let d = tempfile::tempdir_in("/var/tmp").unwrap();
+        let big = content::BUF + 4096;
+        let a: Vec<u8> = (0..big).map(|i| (i % 251) as u8).collect();
+        let open = |name: &str, data: &[u8]| {
+            let p = d.path().join(name);
+            std::fs::write(&p, data).unwrap();
+            std::fs::File::open(&p).unwrap()
+        };
+        let fa = open("a", &a);
+        let same = open("same", &a);
+        let mut late = a.clone();
+        late[content::BUF + 100] ^= 1;
+        let late = open("late", &late);
+        let mut early = a.clone();
+        early[0] ^= 1;
+        let early = open("early", &early);
+        let longer = open("longer", &[a.as_slice(), b"more"].concat());
+        let short = open("short", &a[..content::BUF]);
+        let mut buf = Vec::new();
+        let mut cmp = |b: &std::fs::File, len: usize| {
+            same_bytes(fa.as_fd(), b.as_fd(), len as u64, &mut buf).unwrap()
+        };
+        assert!(cmp(&same, big));
+        assert!(cmp(&longer, big), "a prefix of what the file holds now");
+        assert!(!cmp(&late, big), "a byte past the first buffer differs");
+        assert!(
+            cmp(&late, content::BUF + 100),
+            "the difference lies past len"
+        );
+        assert!(!cmp(&early, 1));
+        assert!(!cmp(&short, big), "the other file ends first");
+        assert!(cmp(&early, 0));
+    }
 }

@@ -373,7 +373,9 @@ pub fn verify(units: &[(String, String)]) -> Result<bool> {
     Ok(true)
 }
 
-fn systemd_running(unit_dir: &Path) -> bool {
+/// Units in `unit_dir` are loaded and started now: it is systemd's own
+/// directory and systemd runs this machine.
+pub(crate) fn systemd_running(unit_dir: &Path) -> bool {
     unit_dir == Path::new("/etc/systemd/system") && Path::new("/run/systemd/system").is_dir()
 }
 

@@ -81,6 +81,38 @@ impl<'a> AtomicWrite<'a> {
             return self.write_fd_alias(dest, data);
         }
         let (dir, name) = open_dir_of(what, dest)?;
+        self.write_in(&dir, dest, name, data, check)
+    }
+
+    /// Replace the file `name` in the directory open as `dir` (at `path`,
+    /// for messages) with `data`: a file in a directory already opened and
+    /// checked (a persist store), so no path is walked again. A symlink or
+    /// FIFO at `name` is replaced by the rename, never followed or opened.
+    pub fn write_beneath(
+        &self,
+        dir: std::os::fd::BorrowedFd<'_>,
+        path: &Path,
+        name: &str,
+        data: &[u8],
+    ) -> Result<()> {
+        let dir = OutDir {
+            fd: rustix::io::fcntl_dupfd_cloexec(dir, 0)?,
+            path: path.to_path_buf(),
+        };
+        let dest = path.join(name);
+        let _held = SignalsHeld::new();
+        self.replace(&dir, &dest, std::ffi::OsStr::new(name), data, |_| Ok(()))
+    }
+
+    fn write_in(
+        &self,
+        dir: &OutDir,
+        dest: &Path,
+        name: &std::ffi::OsStr,
+        data: &[u8],
+        check: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<()> {
+        let what = self.what;
         if dir.at_name(what, dest, name)? == AtName::Stream {
             if self.mode == NewMode::KeepOr0644 {
                 // A configuration file must stay a file others can read back.
@@ -94,7 +126,21 @@ impl<'a> AtomicWrite<'a> {
                 .with_context(|| format!("{what} {}: writing", safe_path(dest)));
         }
         let _held = SignalsHeld::new();
-        let tmp = TempAt::create(&dir, what, dest)?;
+        self.replace(dir, dest, name, data, check)
+    }
+
+    /// Temp file, mode, fsync, `check`, rename over `name`, fsync of the
+    /// directory (signals held by the caller).
+    fn replace(
+        &self,
+        dir: &OutDir,
+        dest: &Path,
+        name: &std::ffi::OsStr,
+        data: &[u8],
+        check: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<()> {
+        let what = self.what;
+        let tmp = TempAt::create(dir, what, dest)?;
         let f = std::fs::File::from(tmp.fd.try_clone()?);
         (&f).write_all(data)
             .with_context(|| format!("{what} {}: writing", safe_path(dest)))?;

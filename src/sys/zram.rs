@@ -253,6 +253,7 @@ pub fn ext_label(dev: &Path) -> Option<String> {
 #[derive(Debug)]
 pub struct ZramDevice {
     index: u32,
+    /// Its ext4 label, which its note repeats.
     label: String,
     removed: bool,
 }

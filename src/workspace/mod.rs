@@ -99,6 +99,35 @@ fn run(ctx: &Context, req: &RunRequest) -> Result<RunSummary> {
     execute(req, checked)
 }
 
+/// What `shell` says before the shell starts: where its scratch is, the
+/// cap, and that exiting discards it (or where --keep copies it).
+fn shell_banner(scratch: &Scratch, keep: Option<&Keep>) -> String {
+    let cap = if scratch.mode.cap_enforced() {
+        format!("capped at {}", crate::units::fmt_bytes(scratch.size_bytes))
+    } else {
+        format!(
+            "soft cap {} (watched, not enforced)",
+            crate::units::fmt_bytes(scratch.size_bytes)
+        )
+    };
+    let leaving = match keep {
+        None => "exit the shell to discard it and everything in it".to_string(),
+        Some(Keep::Dir(d)) => format!(
+            "exit the shell to end it: its contents are copied to {}",
+            crate::term::safe_path(d)
+        ),
+        Some(Keep::Default) => {
+            "exit the shell to end it: its contents are copied to a new directory under /var/tmp"
+                .to_string()
+        }
+    };
+    format!(
+        "tmpfsctl: shell in {} ($TMPDIR; {}), {cap}; {leaving}",
+        crate::term::safe_path(&scratch.path),
+        scratch.mode.describe()
+    )
+}
+
 /// The request after every check that needs no change to the system.
 struct Checked {
     size_bytes: u64,
@@ -237,6 +266,11 @@ fn execute(req: &RunRequest, checked: Checked) -> Result<RunSummary> {
     if !opts.quiet {
         for n in &notes {
             command::note(&crate::term::safe(n));
+        }
+        if req.shell {
+            // An interactive shell looks like any other: say where it is,
+            // what bounds it and what leaving it does.
+            eprintln!("{}", shell_banner(&scratch, opts.keep.as_ref()));
         }
     }
 

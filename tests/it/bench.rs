@@ -730,3 +730,35 @@ fn sigkill_leaves_no_mount_and_the_next_run_sweeps_what_is_left() {
         "mount point swept"
     );
 }
+
+/// `bench /dev/shm /dev/shm` (or the same directory by another path)
+/// compares a target with itself: refused before anything is written.
+#[test]
+fn a_target_given_twice_is_refused_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let other = d.path().join("link");
+    std::os::unix::fs::symlink(d.path(), &other).unwrap();
+    for (a, b) in [
+        (d.path().to_path_buf(), d.path().to_path_buf()),
+        (d.path().to_path_buf(), other.clone()),
+    ] {
+        let o = crate::common::bin()
+            .args(["bench", "--quick"])
+            .arg(&a)
+            .arg(&b)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert!(e.contains("are the same") && e.contains("itself"), "{e}");
+        assert!(o.stdout.is_empty());
+        let left: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n != "link")
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+    let o = crate::common::tmpfsctl(&["bench", "--quick", "tmpfs:huge=never", "tmpfs:huge=never"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -9,7 +9,7 @@ use crate::common::{bin, json, stderr, stdout, tmpfsctl};
 mod analyze;
 mod collect;
 mod hostile;
-mod prometheus;
+pub(crate) mod prometheus;
 
 fn du(args: &[&str], p: &Path) -> u64 {
     let o = Command::new("du").args(args).arg(p).output().unwrap();

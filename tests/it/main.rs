@@ -33,6 +33,7 @@ mod persist;
 mod readme;
 mod reports;
 mod run_noshebang;
+mod samples;
 mod status;
 mod status_usage;
 mod status_zram;

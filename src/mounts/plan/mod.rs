@@ -696,10 +696,11 @@ fn steps(
                 "create a new {fsname} ({mount_options}) as a detached mount that no other process can see"
             ));
             steps.push(format!(
-                "copy {shown} into it ({} in {} entries), keeping owners, modes, ns timestamps, symlinks, hard links, \
+                "copy {shown} into it ({} in {} {}), keeping owners, modes, ns timestamps, symlinks, hard links, \
                  xattrs/ACLs, FIFOs, sockets and device nodes",
                 fmt_bytes(facts.used_bytes),
-                facts.inodes
+                facts.inodes,
+                crate::units::noun(facts.inodes, "entry", "entries")
             ));
             steps.push(
                 "compare the two trees entry by entry; on any error or difference discard the new mount (nothing changed)"

@@ -224,9 +224,11 @@ pub(super) fn inode_limit(d: &mut Draft, facts: &Facts, req: &Request) -> Result
                 (
                     n,
                     format!(
-                        "{} inodes in use now; {} allows that plus headroom (systemd's tmp.mount uses 1m); \
+                        "{} {} in use now; {} allows that plus headroom (systemd's tmp.mount uses 1m); \
                          builds with many small files run out of inodes before bytes",
-                        facts.inodes, n
+                        facts.inodes,
+                        crate::units::noun(facts.inodes, "inode", "inodes"),
+                        n
                     ),
                 )
             }

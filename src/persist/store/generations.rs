@@ -115,7 +115,13 @@ impl GenStore {
                 Some(c) => g > c,
                 None => newest.is_none_or(|ok| g > ok) && self.manifest(g).is_err(),
             });
-            if unfinished || b.starts_with(PARTIAL.as_bytes()) || b == CURRENT_TMP.as_bytes() {
+            // A temp file of a replaced record (live index, last-sync) a kill -9 left.
+            let temp = b.starts_with(crate::sys::atomic::TEMP_PREFIX.as_bytes());
+            if unfinished
+                || temp
+                || b.starts_with(PARTIAL.as_bytes())
+                || b == CURRENT_TMP.as_bytes()
+            {
                 fs::remove_tree(self.fd(), &name)
                     .with_context(|| format!("removing leftover {}", String::from_utf8_lossy(b)))?;
                 n += 1;

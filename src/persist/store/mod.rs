@@ -431,7 +431,7 @@ pub trait Store {
             what: "the store's live index",
             mode: NewMode::Exactly(0o600),
         }
-        .write(&self.path().join(LIVE_INDEX), s.as_bytes())
+        .write_beneath(self.fd(), self.path(), LIVE_INDEX, s.as_bytes())
     }
 
     fn drop_live_index(&self) {

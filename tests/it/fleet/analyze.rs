@@ -143,6 +143,29 @@ fn analyze_kirkland_statistics_fit_and_recommendation_are_exact() {
     assert_eq!(names(&j["fit"]["inodes"]["misfits"])[0], "h10");
 }
 
+/// `--target 0.99` would read as 0.99 % (and every fleet "fits"): a bare
+/// number up to 1 is refused with the spelling to use; so is `--headroom 0.25`.
+#[test]
+fn a_fraction_for_a_percentage_is_refused_not_read_as_a_tiny_share() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("tmpfs.txt");
+    std::fs::write(&f, kirkland_text()).unwrap();
+    let f = f.to_str().unwrap();
+    for (opt, v, hint) in [("--target", "0.99", "99%"), ("--headroom", "0.25", "25%")] {
+        let o = tmpfsctl(&["fleet", "analyze", f, opt, v]);
+        assert_eq!(o.status.code(), Some(2), "{opt} {v}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(opt) && e.contains(hint), "{opt} {v}: {e}");
+        assert!(stdout(&o).is_empty());
+    }
+    // Written with %, the same figure is taken as meant.
+    let o = tmpfsctl(&["fleet", "analyze", f, "--json", "--target", "0.99%"]);
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(json(&o)["recommendation"]["target_percent"], 0.99);
+    let o = tmpfsctl(&["fleet", "analyze", f, "--json", "--target", "99.5"]);
+    assert_eq!(json(&o)["recommendation"]["target_percent"], 99.5);
+}
+
 #[test]
 fn analyze_text_and_markdown_reports() {
     let d = tempfile::tempdir().unwrap();

@@ -41,7 +41,15 @@ fn collect_json_agrees_with_du_and_meminfo() {
     let uts = rustix::system::uname();
     assert_eq!(j["host"], uts.nodename().to_str().unwrap());
 
-    let a = json(&tmpfsctl(&["collect", "--path", p, "--anonymize"]));
+    let unsalted = tmpfsctl(&["collect", "--path", p, "--anonymize"]);
+    // Without a salt anyone can hash likely names: said, not silent.
+    assert!(
+        stderr(&unsalted).contains("warning: --anonymize without a salt")
+            && stderr(&unsalted).contains("TMPFSCTL_ANON_SALT"),
+        "{}",
+        stderr(&unsalted)
+    );
+    let a = json(&unsalted);
     let b = json(&tmpfsctl(&["collect", "--path", p, "--anonymize"]));
     assert_eq!(a["host"], b["host"], "anonymized name must be stable");
     assert!(a["host"].as_str().unwrap().starts_with("anon-"));
@@ -54,6 +62,8 @@ fn collect_json_agrees_with_du_and_meminfo() {
             .unwrap(),
     );
     assert_ne!(a["host"], c["host"], "the salt changes the hash");
+    let salted = tmpfsctl(&["collect", "--path", p, "--anonymize", "--salt", "s3cret"]);
+    assert!(!stderr(&salted).contains("warning"), "{}", stderr(&salted));
 }
 
 #[test]

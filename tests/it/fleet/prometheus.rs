@@ -221,7 +221,7 @@ fn history(hosts: usize, now: i64) -> String {
 /// A Prometheus loaded with `history(200, now)` through promtool's backfill, or
 /// None (reason printed) where Prometheus is not installed. The directory holds
 /// its data and must outlive the server.
-fn backfilled_prometheus() -> Option<(tempfile::TempDir, Server, String)> {
+pub(crate) fn backfilled_prometheus() -> Option<(tempfile::TempDir, Server, String)> {
     let d = tempfile::tempdir().unwrap();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -110,9 +110,14 @@ fn apply_and_revert_carry_a_file_2100_levels_deep_that_another_user_made() {
     let (data, uid, dev) = read_deep(&dir, 2100);
     assert_eq!((data.as_slice(), uid), (&b"deep"[..], 65534));
     assert_ne!(dev, disk_dev, "read from the tmpfs");
-    // root, before, deep, 2100 levels, f: every one compared.
+    // deep, its 2100 levels and f were compared (DIR itself and `before`,
+    // written less than a second before the copy, may be left to the
+    // catch-up).
     let j = json(&o);
-    assert_eq!(j["verified_entries"], 2104, "{j}");
+    assert!(
+        j["verified_entries"].as_u64().is_some_and(|n| n >= 2102),
+        "{j}"
+    );
 
     std::fs::write(dir.join("during"), b"w").unwrap();
     let o = tmpfsctl_1024(&[

@@ -113,3 +113,153 @@ fn revert_keep(dir: &Path, fstab: &Path) -> Output {
         "--yes",
     ])
 }
+
+/// Run tmpfsctl under strace, which delivers `sig` as the process enters
+/// its first `syscall`: the handler runs just after that call returns. For
+/// apply, `move_mount` is the switch onto DIR; for revert, `umount2` is the
+/// detach from DIR.
+fn signal_at_syscall(syscall: &str, sig: &str, args: &[&str]) -> Output {
+    Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "-e"])
+        .arg(format!("trace={syscall}"))
+        .arg("-e")
+        .arg(format!("inject={syscall}:signal={sig}:when=1"))
+        .arg(env!("CARGO_BIN_EXE_tmpfsctl"))
+        .args(args)
+        .output()
+        .expect("strace (scripts/setup installs it)")
+}
+
+fn has_tmpfs_line(fstab: &Path, dir: &Path) -> bool {
+    std::fs::read_to_string(fstab)
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("tmpfs ") && l.split_whitespace().nth(1) == Some(s(dir)))
+}
+
+#[test]
+fn a_signal_just_after_applys_switch_says_what_is_left_and_a_rerun_finishes() {
+    require_root!();
+    let t = scratch("mounts-switch");
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    for i in 0..20 {
+        std::fs::write(dir.join(format!("f{i}")), format!("{i}")).unwrap();
+    }
+    let fstab = t.path().join("fstab");
+    std::fs::write(&fstab, b"").unwrap();
+    let _cleanup = Cleanup(dir.clone());
+    let args = [
+        "apply",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--size",
+        "16M",
+        "--yes",
+    ];
+    let o = signal_at_syscall("move_mount", "SIGINT", &args);
+    let err = stderr(&o);
+    assert_eq!(shell_status(o.status), 130, "{err}");
+    // What was done, what is not, and the command that finishes it.
+    assert!(err.contains("is on tmpfs now"), "{err}");
+    assert!(err.contains("has no line for it yet"), "{err}");
+    assert!(
+        err.contains(&format!("run `tmpfsctl apply {}", s(&dir)))
+            && err.contains("again to finish"),
+        "{err}"
+    );
+    assert!(!err.contains("failed"), "a signal is no failure: {err}");
+    assert_eq!(findmnt_fstype(&dir).as_deref(), Some("tmpfs"));
+    assert!(!has_tmpfs_line(&fstab, &dir));
+
+    let again = tmpfsctl(&args);
+    ok(&again);
+    assert!(
+        stderr(&again).contains("was interrupted"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(findmnt_fstype(&dir).as_deref(), Some("tmpfs"));
+    assert!(has_tmpfs_line(&fstab, &dir), "the rerun added the line");
+    for i in 0..20 {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(format!("f{i}"))).unwrap(),
+            format!("{i}")
+        );
+    }
+}
+
+#[test]
+fn a_signal_just_after_reverts_switch_says_what_is_left_and_a_rerun_finishes() {
+    require_root!();
+    let t = scratch("mounts-unswitch");
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("on-disk"), b"before apply").unwrap();
+    let fstab = t.path().join("fstab");
+    std::fs::write(&fstab, b"").unwrap();
+    let _cleanup = Cleanup(dir.clone());
+    apply_json(&dir, &fstab, "16M");
+    for i in 0..20 {
+        std::fs::write(dir.join(format!("f{i}")), format!("{i}")).unwrap();
+    }
+    let dev_tmpfs = std::fs::metadata(&dir).unwrap().dev();
+    let args = [
+        "revert",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--keep-data",
+        "--yes",
+    ];
+    let o = signal_at_syscall("umount2", "SIGTERM", &args);
+    let err = stderr(&o);
+    assert_eq!(shell_status(o.status), 143, "{err}");
+    assert!(err.contains("files are back on disk"), "{err}");
+    assert!(err.contains("still mounted at"), "{err}");
+    assert!(
+        err.contains(&format!("{} still has its line", s(&fstab))),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("run `tmpfsctl revert {} --keep-data", s(&dir)))
+            && err.contains("again to finish"),
+        "{err}"
+    );
+    assert!(!err.contains("failed"), "a signal is no failure: {err}");
+    assert_eq!(findmnt_fstype(&dir), None, "the tmpfs is off DIR");
+    assert!(has_tmpfs_line(&fstab, &dir));
+    let stage = err
+        .split("still mounted at ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        std::fs::metadata(&stage).unwrap().dev(),
+        dev_tmpfs,
+        "the staging mount holds the tmpfs"
+    );
+
+    let again = revert_keep(&dir, &fstab);
+    ok(&again);
+    assert!(
+        stderr(&again).contains("was interrupted"),
+        "{}",
+        stderr(&again)
+    );
+    assert!(!has_tmpfs_line(&fstab, &dir), "the rerun removed the line");
+    assert_ne!(
+        std::fs::metadata(&stage).map(|m| m.dev()).ok(),
+        Some(dev_tmpfs),
+        "the staging mount is gone"
+    );
+    assert_eq!(std::fs::read(dir.join("on-disk")).unwrap(), b"before apply");
+    for i in 0..20 {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(format!("f{i}"))).unwrap(),
+            format!("{i}")
+        );
+    }
+}

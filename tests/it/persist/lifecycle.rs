@@ -421,3 +421,22 @@ fn sync_counts_what_it_copied_and_shared_and_sweeps_what_a_killed_sync_left() {
     assert_eq!(j["copied_files"], 0, "{j}");
     assert_eq!(j["shared_files"], 4, "{j}");
 }
+
+#[test]
+fn sync_follows_no_symlink_planted_as_one_of_the_stores_lock_files() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    w.enable();
+    let target = w.root.path().join("planted");
+    for name in ["lock", "trash.lock"] {
+        let _ = std::fs::remove_file(w.store.join(name));
+        std::os::unix::fs::symlink(&target, w.store.join(name)).unwrap();
+        let o = w.sync();
+        assert!(!target.exists(), "{name} was followed: {}", show(&o));
+        assert_ne!(o.status.code(), Some(0), "{name}: {}", show(&o));
+        std::fs::remove_file(w.store.join(name)).unwrap();
+    }
+    let o = w.sync();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+}

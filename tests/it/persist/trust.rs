@@ -392,3 +392,38 @@ fn status_flags_units_whose_binary_is_gone_or_unsafe() {
     );
     w.ok(&["persist", "disable", s(&w.dir), "--yes"]);
 }
+
+/// A store whose parents do not exist is made with them, and enable says
+/// which directories it created; units written where systemd does not run
+/// them (no systemd here, or another --unit-dir) are said not to be started,
+/// with the sync to run meanwhile.
+#[test]
+fn enable_says_which_directories_it_made_and_that_its_units_are_not_running() {
+    crate::require_root!();
+    let mut w = World::new();
+    std::fs::write(w.dir.join("f"), b"x").unwrap();
+    let deep = w.root.path().join("no/such");
+    w.store = deep.join("store");
+    let units = w.root.path().join("units");
+    let o = w.enable_units(&[
+        "--size",
+        "16M",
+        "--boot",
+        "systemd",
+        "--unit-dir",
+        s(&units),
+    ]);
+    assert!(o.status.success(), "{}", show(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let made = format!(
+        "created {}, {} to hold the store",
+        w.root.path().join("no").display(),
+        deep.display()
+    );
+    assert!(out.contains(&made), "{made:?} not in:\n{out}");
+    assert!(
+        out.contains("not started") && out.contains("tmpfsctl persist sync"),
+        "{out}"
+    );
+    assert!(w.store.is_dir());
+}

@@ -355,3 +355,47 @@ fn sigterm_or_kill_9_during_a_zram_enable_leaves_no_device() {
         assert!(noted_for(pid).is_empty());
     }
 }
+
+#[test]
+fn zram_units_verify_and_their_restore_makes_the_device_again() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("a"), b"kept").unwrap();
+    let units = w.root.path().join("units");
+    let o = w.enable_units(&[
+        "--on",
+        "zram",
+        "--size",
+        "32M",
+        "--unit-dir",
+        s(&units),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", show(&o));
+    let j = json(&o);
+    assert_eq!(j["units_verified"], true, "{j}");
+    let main = std::fs::read_dir(&units)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("tmpfsctl-persist-") && !n.contains("-sync-")
+        })
+        .unwrap();
+    let text = std::fs::read_to_string(&main).unwrap();
+    assert!(text.contains("persist restore"), "{text}");
+    // At boot the device is gone; the unit's ExecStart makes it again.
+    let dev = device_of(&w.dir);
+    lose_device(&w, &dev);
+    let o = w.run_installed(&["persist", "restore", s(&w.dir), "--store", s(&w.store)]);
+    assert!(o.status.success(), "{}", show(&o));
+    says(&o.stdout, "onto a new zram device", &o);
+    let dev = device_of(&w.dir);
+    assert_eq!(std::fs::read(w.dir.join("a")).unwrap(), b"kept");
+    let seq = diskseq(&dev);
+    let o = w.run_installed(&["persist", "disable", s(&w.dir), "--yes"]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(!still_there(&dev, &seq));
+    assert!(!main.exists(), "disable removes the units");
+}

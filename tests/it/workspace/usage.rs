@@ -198,6 +198,35 @@ fn shell_starts_in_the_scratch_and_cd_dash_returns() {
     assert_eq!(o.status.code(), Some(5));
 }
 
+/// Without -q, `shell` says before the prompt where the scratch is, its cap,
+/// and that exiting discards it (`run` prints no such banner).
+#[test]
+fn shell_says_where_it_is_its_cap_and_that_exit_discards_it() {
+    let o = bin()
+        .env("SHELL", "/bin/sh")
+        .args(["shell", "--size", "8M", "--", "-c", "echo $TMPDIR"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = stdout(&o).trim().to_string();
+    let banner = stderr(&o)
+        .lines()
+        .find(|l| l.starts_with("tmpfsctl: shell in "))
+        .unwrap_or_else(|| panic!("no banner: {}", stderr(&o)))
+        .to_string();
+    assert!(
+        banner.contains(&format!("shell in {dir} ")),
+        "{banner} / {dir}"
+    );
+    assert!(banner.contains("8.00 MiB"), "{banner}");
+    assert!(banner.contains("exit the shell to discard it"), "{banner}");
+    let o = bin()
+        .args(["run", "--size", "8M", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(!stderr(&o).contains("shell in"), "{}", stderr(&o));
+}
+
 #[test]
 fn unprivileged_user_namespace_mode() {
     require_root!();
