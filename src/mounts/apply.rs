@@ -255,7 +255,7 @@ fn stopped_after_switch(p: &Plan, dir: &Path, caught_up: bool) -> anyhow::Error 
     if !finish.is_empty() {
         msg += &format!(" (it {})", finish.join(" and "));
     }
-    anyhow::Error::new(crate::sys::signals::Interrupted).context(msg)
+    anyhow::Error::new(Interrupted).context(msg)
 }
 
 /// Everything apply checks before its first change: the facts, the plan and

@@ -17,7 +17,7 @@ use crate::command::{self, Context};
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::copy;
 use crate::sys::resolve::{OpenedDir, open_target};
-use crate::sys::signals::Interrupt;
+use crate::sys::signals::{Interrupt, Interrupted};
 use crate::sys::unmount::{At, Busy, How, UnmountError, unmount};
 use crate::sys::{self, MountInfo, fs, hidden, statfs, systemd};
 use crate::term::{safe, safe_path};
@@ -246,7 +246,7 @@ fn keep_data(
             stage.display()
         )];
         left.extend(after.iter().cloned());
-        anyhow::Error::new(crate::sys::signals::Interrupted).context(format!(
+        anyhow::Error::new(Interrupted).context(format!(
             "{}'s files are back on disk, copied, verified and flushed; not done yet: {}; \
              run `tmpfsctl revert {} --keep-data{}` again to finish (it brings that back, \
              unmounts {}{})",

@@ -25,7 +25,7 @@ use rustix::io::Errno;
 
 use super::{Id, Leftovers, NewGeneration, NewObject, Pruned, Store, StoreDir, gen_name};
 use crate::persist::manifest::{self, Entry, hex, unhex};
-use crate::sys::fs;
+use crate::sys::{atomic, fs};
 
 const CURRENT: &str = "current";
 const CURRENT_TMP: &str = ".current.tmp";
@@ -116,7 +116,7 @@ impl GenStore {
                 None => newest.is_none_or(|ok| g > ok) && self.manifest(g).is_err(),
             });
             // A temp file of a replaced record (live index, last-sync) a kill -9 left.
-            let temp = b.starts_with(crate::sys::atomic::TEMP_PREFIX.as_bytes());
+            let temp = b.starts_with(atomic::TEMP_PREFIX.as_bytes());
             if unfinished
                 || temp
                 || b.starts_with(PARTIAL.as_bytes())
