@@ -9,6 +9,10 @@ head -c 12M /dev/urandom > "$D/build/app.o"
 head -c 6M /dev/urandom > "$D/alice/cache.db"
 chown -R 65534:65534 "$D/alice"
 head -c 20M /dev/urandom > "$D/build.log"
-sleep 600 < "$D/build.log" > /dev/null 2>&1 &
+# Opened here, not in the child: a child that opens it itself may come after
+# the rm below and find no file.
+exec 3< "$D/build.log"
+sleep 600 0<&3 3<&- > /dev/null 2>&1 &
 echo $! > "$PIDS"
+exec 3<&-
 rm "$D/build.log"
