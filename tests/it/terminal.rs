@@ -226,8 +226,12 @@ pub(crate) fn problems(pane: &str, piped: &str, width: usize) -> Vec<String> {
             let unit = ["ns", "µs", "ms", "s", "B", "KiB", "MiB", "GiB", "TiB"]
                 .contains(&b.strip_suffix("/s").unwrap_or(b));
             // So does a ratio's verdict: "2.1× faster" in one run may be
-            // "same within the interval" in the other.
-            let verdict = ["faster", "slower", "same", "within", "the", "interval"].contains(&b);
+            // "same within the interval" or "bimodal: A or B" in the other.
+            let verdict = [
+                "faster", "slower", "same", "within", "the", "interval", "bimodal", "bimodal:",
+                "or",
+            ]
+            .contains(&b);
             let skip = unit
                 || verdict
                 || t.chars()
