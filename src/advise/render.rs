@@ -172,11 +172,7 @@ fn huge_line(r: &super::HugeRow) -> String {
 }
 
 impl Report for Advice {
-    type Document<'a> = &'a Self;
-
-    fn document(&self) -> Option<&Self> {
-        Some(self)
-    }
+    command::its_own_document!();
 
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
