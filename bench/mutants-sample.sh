@@ -114,7 +114,7 @@ results=$out/results.tsv
 [ -z "${ONLY:-}" ] || results=$out/reruns.tsv
 touch "$results"
 
-tdir=$out/target
+tdir=${TARGET_DIR:-$out/target}
 base=$out/baseline-$head
 if [ -z "${ONLY:-}" ] && [ ! -s "$base.secs" ]; then
   t0=$(date +%s)
@@ -146,9 +146,15 @@ tail -n +2 "$out/plan.tsv" | while IFS=$'\t' read -r round file name; do
   [ -z "${ONLY:-}" ] || i=r$i
   # The name as a regex matching only itself (Rust regex syntax).
   re=^$(sed 's/[][\\.+*?(){}|^$]/\\&/g' <<< "$name")\$
+  # The tests of the file's whole unit (src/sys/fs's lib tests for a
+  # mutant in src/sys/fs/meta.rs); RE keeps the one mutant.
+  unit=$file
+  for u in "${files[@]}"; do
+    case $file in "$u" | "$u"/*) unit=$u ;; esac
+  done
   t0=$(date +%s)
   (cd "$src" && OUT=$out/m$i IN_PLACE=1 TARGET_DIR=$tdir TIMEOUT=$timeout \
-    RE=$re bench/mutants.sh "$file") > "$out/m$i.log" 2>&1 || true
+    RE=$re bench/mutants.sh "$unit") > "$out/m$i.log" 2>&1 || true
   kind=$(python3 - "$out/m$i/mutants.out/outcomes.json" <<'PY' 2>/dev/null || echo error
 import json, sys
 o = [o for o in json.load(open(sys.argv[1]))["outcomes"]
