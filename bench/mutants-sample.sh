@@ -89,11 +89,12 @@ git -C "$src" clean -qfd
 if [ ! -s "$out/plan.tsv" ] || [ "$(head -1 "$out/plan.tsv" | cut -f1)" != "#$head $seed" ]; then
   (cd "$src" && cargo mutants --list --json $(for f in "${files[@]}"; do
     if [ -d "$f" ]; then echo "--file=$f/**/*.rs"; else echo "--file=$f"; fi
-  done)) | python3 - "$seed" "$head" > "$out/plan.tsv" <<'PY'
+  done)) > "$out/list.json"
+  python3 - "$seed" "$head" "$out/list.json" > "$out/plan.tsv" <<'PY'
 import collections, json, random, sys
 seed, head = int(sys.argv[1]), sys.argv[2]
 by_file = collections.defaultdict(list)
-for m in json.load(sys.stdin):
+for m in json.load(open(sys.argv[3])):
     name = m["name"]
     if "replace | with ^" in name:
         continue
