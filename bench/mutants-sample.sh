@@ -85,12 +85,15 @@ git -C "$src" fetch -q "$PWD" "$head"
 git -C "$src" checkout -q --force --detach "$head"
 git -C "$src" clean -qfd
 
-# The plan: every mutant in scope, drawn per file.
-if [ ! -s "$out/plan.tsv" ] || [ "$(head -1 "$out/plan.tsv" | cut -f1)" != "#$head $seed" ]; then
+# The plan: every mutant in scope, drawn per file (a rerun's apart: a
+# sample running meanwhile reads its own; written whole, then renamed).
+plan=$out/plan.tsv
+[ -z "${ONLY:-}" ] || plan=$out/plan-rerun.tsv
+if [ ! -s "$plan" ] || [ "$(head -1 "$plan" | cut -f1)" != "#$head $seed" ]; then
   (cd "$src" && cargo mutants --list --json $(for f in "${files[@]}"; do
     if [ -d "$f" ]; then echo "--file=$f/**/*.rs"; else echo "--file=$f"; fi
-  done)) > "$out/list.json"
-  python3 - "$seed" "$head" "$out/list.json" > "$out/plan.tsv" <<'PY'
+  done)) > "$plan.json"
+  python3 - "$seed" "$head" "$plan.json" > "$plan.new" <<'PY'
 import collections, json, random, sys
 seed, head = int(sys.argv[1]), sys.argv[2]
 by_file = collections.defaultdict(list)
@@ -109,8 +112,9 @@ plan.sort(key=lambda p: (p[0], p[1]))
 for r, f, n in plan:
     print(f"{r}\t{f}\t{n}")
 PY
+  mv "$plan.new" "$plan"
 fi
-echo "bench/mutants-sample.sh: $(head -1 "$out/plan.tsv" | cut -f2) at $head, seed $seed"
+echo "bench/mutants-sample.sh: $(head -1 "$plan" | cut -f2) at $head, seed $seed"
 results=$out/results.tsv
 [ -z "${ONLY:-}" ] || results=$out/reruns.tsv
 touch "$results"
@@ -132,7 +136,7 @@ timeout=${TIMEOUT:-$timeout}
 
 stop=${STOP_AT:+$(date -d "$STOP_AT" +%s)}
 n=0
-tail -n +2 "$out/plan.tsv" | while IFS=$'\t' read -r round file name; do
+tail -n +2 "$plan" | while IFS=$'\t' read -r round file name; do
   if [ -n "${ONLY:-}" ]; then
     grep -qE -- "$ONLY" <<< "$name" || continue
   elif cut -f3 "$results" | grep -qxF -- "$name"; then
