@@ -120,7 +120,10 @@ results=$out/results.tsv
 touch "$results"
 
 tdir=${TARGET_DIR:-$out/target}
-base=$out/baseline-$head
+# Keyed by the code and the tests, not the commit: a commit that changes
+# only bench/ or docs/ keeps the baseline.
+base=$out/baseline-$(git rev-parse "$head:src" "$head:tests" "$head:Cargo.toml" \
+  "$head:Cargo.lock" | sha1sum | cut -c1-12)
 if [ -z "${ONLY:-}" ] && [ ! -s "$base.secs" ]; then
   t0=$(date +%s)
   (cd "$src" && BASELINE=1 TARGET_DIR=$tdir bench/mutants.sh "${files[@]}") > "$base.log" 2>&1 || {

@@ -98,7 +98,9 @@ if [ -n "${LIST:-}" ]; then
 fi
 out=${OUT:-/tmp/tmpfsctl-mutants}
 mkdir -p "$out"
-args=(--jobs "${JOBS:-1}" --output "$out" --cargo-arg=--locked)
+args=(--output "$out" --cargo-arg=--locked)
+# cargo-mutants refuses --jobs with --in-place (one tree, one mutant).
+[ -n "${IN_PLACE:-}" ] || args+=(--jobs "${JOBS:-1}")
 # PROFILE (default `mutants`: the test profile without debug info, see
 # Cargo.toml) and TARGET_DIR: one target directory kept between runs, so
 # dependencies are built once, not copied with target/ into every copy
