@@ -11,6 +11,8 @@
 #                          # (one clone runs one mutant at a time); the
 #                          # outcomes go to $OUT/reruns.tsv, not the sample's
 #   TABLE=1 bench/mutants-sample.sh          # the table of what has run
+#   PART=1/2 SRC=/tmp/y TARGET_DIR=/tmp/t2 bench/mutants-sample.sh
+#                          # a second run beside the first (PART=0/2)
 #
 # The draw: each file's mutants (less `|` -> `^` between distinct flag bits,
 # equivalent, see bench/mutants.sh) in an order shuffled with SEED; round r
@@ -139,7 +141,11 @@ timeout=${TIMEOUT:-$timeout}
 
 stop=${STOP_AT:+$(date -d "$STOP_AT" +%s)}
 n=0
-tail -n +2 "$plan" | while IFS=$'\t' read -r round file name; do
+# PART=k/n: this run takes the plan's k-th of every n mutants (n runs side
+# by side, each with its own SRC and TARGET_DIR).
+part=${PART:-0/1}
+tail -n +2 "$plan" | awk -F'\t' -v k="${part%/*}" -v n="${part#*/}" '(NR - 1) % n == k' |
+  while IFS=$'\t' read -r round file name; do
   if [ -n "${ONLY:-}" ]; then
     grep -qE -- "$ONLY" <<< "$name" || continue
   elif cut -f3 "$results" | grep -qxF -- "$name"; then
