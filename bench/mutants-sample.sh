@@ -27,6 +27,9 @@
 # the baseline skipped per mutant, a failing suite would call every mutant
 # caught. Rerunning the script resumes: a mutant with an outcome is skipped.
 #
+# SCREEN=1 runs each mutant first against the quicker FAST set of
+# bench/mutants.sh and only a mutant that set misses against the whole set.
+#
 # The table gives per file the caught share of viable mutants (a timeout
 # counts as caught) with a 95 % Wilson interval: it is a sample.
 set -euo pipefail
@@ -167,16 +170,29 @@ tail -n +2 "$plan" | awk -F'\t' -v k="${part%/*}" -v n="${part#*/}" '(NR - 1) % 
     case $file in "$u" | "$u"/*) unit=$u ;; esac
   done
   t0=$(date +%s)
-  (cd "$src" && OUT=$out/m$i IN_PLACE=1 TARGET_DIR=$tdir TIMEOUT=$timeout \
-    RE=$re bench/mutants.sh "$unit") > "$out/m$i.log" 2>&1 || true
-  kind=$(python3 - "$out/m$i/mutants.out/outcomes.json" <<'PY' 2>/dev/null || echo error
+  run_one() { # OUT-suffix, extra env
+    (cd "$src" && env "$@" OUT="$out/m$i$sfx" IN_PLACE=1 TARGET_DIR="$tdir" TIMEOUT="$timeout" \
+      RE="$re" bench/mutants.sh "$unit") > "$out/m$i$sfx.log" 2>&1 || true
+    python3 - "$out/m$i$sfx/mutants.out/outcomes.json" <<'PY' 2>/dev/null || echo error
 import json, sys
 o = [o for o in json.load(open(sys.argv[1]))["outcomes"]
      if isinstance(o["scenario"], dict) and "Mutant" in o["scenario"]]
 print({"CaughtMutant": "caught", "MissedMutant": "missed", "Timeout": "timeout",
        "Unviable": "unviable"}.get(o[0]["summary"], o[0]["summary"]) if len(o) == 1 else "error")
 PY
-  )
+  }
+  # SCREEN=1: first against the FAST set of bench/mutants.sh; a miss
+  # there is run again against the whole set, whose verdict stands.
+  sfx=
+  if [ -n "${SCREEN:-}" ]; then
+    kind=$(run_one FAST=1)
+    if [ "$kind" = missed ]; then
+      sfx=-full
+      kind=$(run_one FAST=)
+    fi
+  else
+    kind=$(run_one FAST="${FAST:-}")
+  fi
   # A killed run can leave the mutant in the clone: put it back.
   git -C "$src" checkout -q --force "$head"
   printf '%s\t%s\t%s\t%s\t%s\n' "$i" "$file" "$name" "$kind" $(($(date +%s) - t0)) >> "$results"
