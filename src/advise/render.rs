@@ -172,10 +172,15 @@ fn huge_line(r: &super::HugeRow) -> String {
 }
 
 impl Report for Advice {
+    type Document<'a> = &'a Self;
+
+    fn document(&self) -> Option<&Self> {
+        Some(self)
+    }
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
             Format::TEXT => command::text(text(self)),
-            Format::JSON => Some(command::json(self)),
             Format::HTML => command::text(html(self)),
             _ => None,
         }

@@ -2,15 +2,24 @@
 //! renderer per format, apart from the renderers so that they (the table,
 //! the HTML page, the A/B comparison) need not know each other.
 
-use super::{BenchOutcome, compare, html, notes, render};
-use crate::command::{self, Format, Report, json, text};
+use super::{BenchOutcome, BenchReport, compare, html, notes, render};
+use crate::command::{self, Format, Report, text};
 
 impl Report for BenchOutcome {
+    type Document<'a> = &'a BenchReport;
+
+    /// An A/B comparison has no document of its own: each side has one.
+    fn document(&self) -> Option<&BenchReport> {
+        match self {
+            BenchOutcome::Measured(r) => Some(r),
+            BenchOutcome::Compared { .. } => None,
+        }
+    }
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match self {
             BenchOutcome::Measured(r) => match f {
                 Format::TEXT => text(render::table(r)),
-                Format::JSON => Some(json(r)),
                 Format::CSV => text(render::csv(r)),
                 Format::MARKDOWN => text(render::markdown(r)),
                 Format::HTML => text(html::html(r)),

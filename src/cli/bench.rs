@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::output::{Structured, json_help};
 use crate::bench::target::TargetSpec;
 use crate::bench::{
     BenchRequest, CacheWant, Measure, Op, Options, Preset, Scale, Sync, Workload, preset,
@@ -128,10 +129,10 @@ pub struct CustomArgs {
 // Where the report goes besides (or instead of) the terminal table. (A plain
 // comment: as a doc comment it would replace the about of `bench`.)
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(mut_args(json_help("Print the JSON report (schema_version 2) on stdout instead of the table", &[])))]
 pub struct OutputArgs {
-    /// Print the JSON report (schema_version 2) on stdout instead of the table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
     /// Write the JSON report to FILE, - (stdout) or fd:N
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
@@ -341,14 +342,12 @@ impl BenchArgs {
         if self.compare.is_some() {
             return Output::stdout(Format::TEXT).export("--html", Format::HTML, o.html.as_ref());
         }
-        Output::stdout(Format::TEXT)
-            .or_when(o.json, "--json", Format::JSON)
-            .report_files(
-                o.export_json.as_ref(),
-                o.export_csv.as_ref(),
-                o.export_markdown.as_ref(),
-                o.html.as_ref(),
-            )
+        o.structured.on(Output::stdout(Format::TEXT)).report_files(
+            o.export_json.as_ref(),
+            o.export_csv.as_ref(),
+            o.export_markdown.as_ref(),
+            o.html.as_ref(),
+        )
     }
 }
 

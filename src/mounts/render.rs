@@ -10,10 +10,15 @@ use crate::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
 impl Report for Plan {
+    type Document<'a> = &'a Self;
+
+    fn document(&self) -> Option<&Self> {
+        Some(self)
+    }
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
             Format::TEXT => command::text(plan_text(self)),
-            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }
@@ -25,21 +30,31 @@ impl Report for Plan {
 }
 
 impl Report for ApplyReport {
+    type Document<'a> = &'a Self;
+
+    fn document(&self) -> Option<&Self> {
+        Some(self)
+    }
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
             Format::TEXT => command::text(apply_text(self)),
-            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }
 }
 
 impl Report for RevertReport {
+    type Document<'a> = &'a Self;
+
+    fn document(&self) -> Option<&Self> {
+        Some(self)
+    }
+
     /// The text is what changed, a line each.
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
             Format::TEXT => command::text(self.changes.iter().map(|c| format!("{c}\n")).collect()),
-            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }

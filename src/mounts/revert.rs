@@ -16,6 +16,7 @@ use super::{RevertRequest, boot, live, plan};
 use crate::command::{self, Context};
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::copy;
+use crate::sys::knockout::durable;
 use crate::sys::resolve::{OpenedDir, open_target};
 use crate::sys::signals::{Interrupt, Interrupted};
 use crate::sys::unmount::{At, Busy, How, UnmountError, unmount};
@@ -282,8 +283,12 @@ fn keep_data(
     // disk before the tmpfs, the last other copy, is let go: without this a
     // power cut in the next writeback interval loses what revert reported
     // as kept.
-    rustix::fs::syncfs(back.under.dir.as_fd())
-        .with_context(|| format!("flushing {} on disk (syncfs)", dir.display()))?;
+    durable!(
+        "revert-syncfs-end",
+        "",
+        rustix::fs::syncfs(back.under.dir.as_fd())
+    )
+    .with_context(|| format!("flushing {} on disk (syncfs)", dir.display()))?;
     journal.step("caught-up", |_| {})?;
     back.staging.hold(false);
     drop(back);
@@ -360,7 +365,7 @@ fn copy_back(
     };
     // The copy is durable before the old entries go: a power cut from here
     // on finds the copy whole on disk, not files renamed in but still empty.
-    rustix::fs::syncfs(u)
+    durable!("revert-syncfs-copy", "", rustix::fs::syncfs(u))
         .with_context(|| format!("flushing {} on disk (syncfs)", dir.display()))?;
     // From here on only renames on one filesystem.
     rustix::fs::mkdirat(u, &trash, Mode::RWXU)

@@ -116,10 +116,15 @@ fn mounts_table(r: &StatusReport, layout: Layout) -> String {
 }
 
 impl Report for StatusReport {
+    type Document<'a> = &'a Self;
+
+    fn document(&self) -> Option<&Self> {
+        Some(self)
+    }
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
             Format::TEXT => command::text(text(self)),
-            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }
