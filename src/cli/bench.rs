@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::output::{Structured, json_help};
-use crate::bench::target::TargetSpec;
+use crate::bench::target::{self, TargetSpec};
 use crate::bench::{
     BenchRequest, CacheWant, Measure, Op, Options, Preset, Scale, Sync, Workload, preset,
 };
@@ -34,7 +34,7 @@ memory bandwidth moved. Free space and inodes are checked before anything is wri
 )]
 pub struct BenchArgs {
     // The help line lists the kinds of target bench can make (bench::KINDS).
-    #[arg(value_name = "TARGET", help = crate::bench::target::help())]
+    #[arg(value_name = "TARGET", help = target::help())]
     pub targets: Vec<PathBuf>,
 
     /// Workload set
