@@ -55,6 +55,8 @@ pub enum BenchRequest {
     Measure(Box<Measure>),
     /// Show two saved `--json` reports side by side.
     Compare { a: PathBuf, b: PathBuf },
+    /// Render one saved `--json` report again, in any format a run writes.
+    Show(PathBuf),
 }
 
 /// A measuring run: where, what and how.
@@ -103,18 +105,17 @@ pub enum BenchOutcome {
     },
 }
 
-fn load(p: &Path) -> Result<BenchReport> {
-    let text =
-        std::fs::read(p).with_context(|| format!("--compare {}: cannot read", p.display()))?;
+fn load(flag: &str, p: &Path) -> Result<BenchReport> {
+    let text = std::fs::read(p).with_context(|| format!("{flag} {}: cannot read", p.display()))?;
     let r: BenchReport = serde_json::from_slice(&text).with_context(|| {
         format!(
-            "--compare {}: not a `tmpfsctl bench --json` report (schema_version {SCHEMA_VERSION})",
+            "{flag} {}: not a `tmpfsctl bench --json` report (schema_version {SCHEMA_VERSION})",
             p.display()
         )
     })?;
     anyhow::ensure!(
         r.schema_version == SCHEMA_VERSION,
-        "--compare {}: schema_version {} is not {SCHEMA_VERSION}; rerun the benchmark with this tmpfsctl",
+        "{flag} {}: schema_version {} is not {SCHEMA_VERSION}; rerun the benchmark with this tmpfsctl",
         p.display(),
         r.schema_version
     );
@@ -133,11 +134,12 @@ impl Request for BenchRequest {
 fn run(ctx: &Context, req: &BenchRequest) -> Result<BenchOutcome> {
     match req {
         BenchRequest::Compare { a, b } => Ok(BenchOutcome::Compared {
-            a: Box::new(load(a)?),
-            b: Box::new(load(b)?),
+            a: Box::new(load("--compare", a)?),
+            b: Box::new(load("--compare", b)?),
             a_path: a.clone(),
             b_path: b.clone(),
         }),
+        BenchRequest::Show(p) => Ok(BenchOutcome::Measured(Box::new(load("--show", p)?))),
         BenchRequest::Measure(m) => measure(ctx, m).map(|r| BenchOutcome::Measured(Box::new(r))),
     }
 }
