@@ -27,8 +27,10 @@
 # the baseline skipped per mutant, a failing suite would call every mutant
 # caught. Rerunning the script resumes: a mutant with an outcome is skipped.
 #
-# SCREEN=1 runs each mutant first against the quicker FAST set of
-# bench/mutants.sh and only a mutant that set misses against the whole set.
+# SCREEN=1 runs each mutant first against the library's unit tests alone
+# (one build of the crate, seconds of tests), a mutant they miss against the
+# FAST set of bench/mutants.sh, and only one that set misses against the
+# whole set: each stage runs a subset of the next, so a catch is final.
 #
 # The table gives per file the caught share of viable mutants (a timeout
 # counts as caught) with a 95 % Wilson interval: it is a sample.
@@ -185,7 +187,11 @@ PY
   # there is run again against the whole set, whose verdict stands.
   sfx=
   if [ -n "${SCREEN:-}" ]; then
-    kind=$(run_one FAST=1)
+    kind=$(run_one LIB_ONLY=1)
+    if [ "$kind" = missed ]; then
+      sfx=-fast
+      kind=$(run_one FAST=1)
+    fi
     if [ "$kind" = missed ]; then
       sfx=-full
       kind=$(run_one FAST=)
