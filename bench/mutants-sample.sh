@@ -81,9 +81,9 @@ command -v cargo-mutants >/dev/null || {
   exit 2
 }
 
-# The scratch clone, at this tree's HEAD (commit first: changes not
-# committed are not in it).
-head=$(git rev-parse HEAD)
+# The scratch clone, at this tree's HEAD or COMMIT (commit first: changes
+# not committed are not in it).
+head=$(git rev-parse "${COMMIT:-HEAD}")
 src=${SRC:-$out/src}
 if [ ! -d "$src/.git" ]; then
   git clone -q --no-checkout . "$src"
