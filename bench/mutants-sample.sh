@@ -11,6 +11,8 @@
 #                          # (one clone runs one mutant at a time); the
 #                          # outcomes go to $OUT/reruns.tsv, not the sample's
 #   TABLE=1 bench/mutants-sample.sh          # the table of what has run
+#   PART=1/2 SRC=/tmp/y TARGET_DIR=/tmp/t2 bench/mutants-sample.sh
+#                          # a second run beside the first (PART=0/2)
 #
 # The draw: each file's mutants (less `|` -> `^` between distinct flag bits,
 # equivalent, see bench/mutants.sh) in an order shuffled with SEED; round r
@@ -24,6 +26,9 @@
 # between mutants and runs. The tests are run once unmutated first: with
 # the baseline skipped per mutant, a failing suite would call every mutant
 # caught. Rerunning the script resumes: a mutant with an outcome is skipped.
+#
+# SCREEN=1 runs each mutant first against the quicker FAST set of
+# bench/mutants.sh and only a mutant that set misses against the whole set.
 #
 # The table gives per file the caught share of viable mutants (a timeout
 # counts as caught) with a 95 % Wilson interval: it is a sample.
@@ -85,12 +90,15 @@ git -C "$src" fetch -q "$PWD" "$head"
 git -C "$src" checkout -q --force --detach "$head"
 git -C "$src" clean -qfd
 
-# The plan: every mutant in scope, drawn per file.
-if [ ! -s "$out/plan.tsv" ] || [ "$(head -1 "$out/plan.tsv" | cut -f1)" != "#$head $seed" ]; then
+# The plan: every mutant in scope, drawn per file (a rerun's apart: a
+# sample running meanwhile reads its own; written whole, then renamed).
+plan=$out/plan.tsv
+[ -z "${ONLY:-}" ] || plan=$out/plan-rerun.tsv
+if [ ! -s "$plan" ] || [ "$(head -1 "$plan" | cut -f1)" != "#$head $seed" ]; then
   (cd "$src" && cargo mutants --list --json $(for f in "${files[@]}"; do
     if [ -d "$f" ]; then echo "--file=$f/**/*.rs"; else echo "--file=$f"; fi
-  done)) > "$out/list.json"
-  python3 - "$seed" "$head" "$out/list.json" > "$out/plan.tsv" <<'PY'
+  done)) > "$plan.json"
+  python3 - "$seed" "$head" "$plan.json" > "$plan.new" <<'PY'
 import collections, json, random, sys
 seed, head = int(sys.argv[1]), sys.argv[2]
 by_file = collections.defaultdict(list)
@@ -109,14 +117,18 @@ plan.sort(key=lambda p: (p[0], p[1]))
 for r, f, n in plan:
     print(f"{r}\t{f}\t{n}")
 PY
+  mv "$plan.new" "$plan"
 fi
-echo "bench/mutants-sample.sh: $(head -1 "$out/plan.tsv" | cut -f2) at $head, seed $seed"
+echo "bench/mutants-sample.sh: $(head -1 "$plan" | cut -f2) at $head, seed $seed"
 results=$out/results.tsv
 [ -z "${ONLY:-}" ] || results=$out/reruns.tsv
 touch "$results"
 
 tdir=${TARGET_DIR:-$out/target}
-base=$out/baseline-$head
+# Keyed by the code and the tests, not the commit: a commit that changes
+# only bench/ or docs/ keeps the baseline.
+base=$out/baseline-$(git rev-parse "$head:src" "$head:tests" "$head:Cargo.toml" \
+  "$head:Cargo.lock" | sha1sum | cut -c1-12)
 if [ -z "${ONLY:-}" ] && [ ! -s "$base.secs" ]; then
   t0=$(date +%s)
   (cd "$src" && BASELINE=1 TARGET_DIR=$tdir bench/mutants.sh "${files[@]}") > "$base.log" 2>&1 || {
@@ -132,7 +144,11 @@ timeout=${TIMEOUT:-$timeout}
 
 stop=${STOP_AT:+$(date -d "$STOP_AT" +%s)}
 n=0
-tail -n +2 "$out/plan.tsv" | while IFS=$'\t' read -r round file name; do
+# PART=k/n: this run takes the plan's k-th of every n mutants (n runs side
+# by side, each with its own SRC and TARGET_DIR).
+part=${PART:-0/1}
+tail -n +2 "$plan" | awk -F'\t' -v k="${part%/*}" -v n="${part#*/}" '(NR - 1) % n == k' |
+  while IFS=$'\t' read -r round file name; do
   if [ -n "${ONLY:-}" ]; then
     grep -qE -- "$ONLY" <<< "$name" || continue
   elif cut -f3 "$results" | grep -qxF -- "$name"; then
@@ -154,16 +170,29 @@ tail -n +2 "$out/plan.tsv" | while IFS=$'\t' read -r round file name; do
     case $file in "$u" | "$u"/*) unit=$u ;; esac
   done
   t0=$(date +%s)
-  (cd "$src" && OUT=$out/m$i IN_PLACE=1 TARGET_DIR=$tdir TIMEOUT=$timeout \
-    RE=$re bench/mutants.sh "$unit") > "$out/m$i.log" 2>&1 || true
-  kind=$(python3 - "$out/m$i/mutants.out/outcomes.json" <<'PY' 2>/dev/null || echo error
+  run_one() { # OUT-suffix, extra env
+    (cd "$src" && env "$@" OUT="$out/m$i$sfx" IN_PLACE=1 TARGET_DIR="$tdir" TIMEOUT="$timeout" \
+      RE="$re" bench/mutants.sh "$unit") > "$out/m$i$sfx.log" 2>&1 || true
+    python3 - "$out/m$i$sfx/mutants.out/outcomes.json" <<'PY' 2>/dev/null || echo error
 import json, sys
 o = [o for o in json.load(open(sys.argv[1]))["outcomes"]
      if isinstance(o["scenario"], dict) and "Mutant" in o["scenario"]]
 print({"CaughtMutant": "caught", "MissedMutant": "missed", "Timeout": "timeout",
        "Unviable": "unviable"}.get(o[0]["summary"], o[0]["summary"]) if len(o) == 1 else "error")
 PY
-  )
+  }
+  # SCREEN=1: first against the FAST set of bench/mutants.sh; a miss
+  # there is run again against the whole set, whose verdict stands.
+  sfx=
+  if [ -n "${SCREEN:-}" ]; then
+    kind=$(run_one FAST=1)
+    if [ "$kind" = missed ]; then
+      sfx=-full
+      kind=$(run_one FAST=)
+    fi
+  else
+    kind=$(run_one FAST="${FAST:-}")
+  fi
   # A killed run can leave the mutant in the clone: put it back.
   git -C "$src" checkout -q --force "$head"
   printf '%s\t%s\t%s\t%s\t%s\n' "$i" "$file" "$name" "$kind" $(($(date +%s) - t0)) >> "$results"

@@ -243,6 +243,19 @@ pub trait Report {
     }
 }
 
+/// The two items of a [`Report`] that is its own document (most are):
+/// `impl Report for X { its_own_document!(); … }`.
+macro_rules! its_own_document {
+    () => {
+        type Document<'a> = &'a Self;
+
+        fn document(&self) -> Option<&Self> {
+            Some(self)
+        }
+    };
+}
+pub(crate) use its_own_document;
+
 /// What a command is asked, as a plain value: `run` does the work and hands
 /// back the report, printing nothing of it (what shows and where is the
 /// [`Output`]'s business). Another command, a test or a future API can run

@@ -427,6 +427,16 @@ pub fn html(r: &BenchReport) -> String {
     page("tmpfsctl bench", &s)
 }
 
+/// A bar chart per workload, side by side, for another command's page.
+pub fn charts(r: &BenchReport) -> String {
+    let mut s = String::from(r#"<div class="grid">"#);
+    for w in &r.workloads {
+        s.push_str(&bar_chart(r, w));
+    }
+    s.push_str("</div>");
+    s
+}
+
 /// Each chart as its own SVG file in `dir` (created if missing).
 pub fn write_svgs(r: &BenchReport, dir: &Path) -> Result<usize> {
     std::fs::create_dir_all(dir)

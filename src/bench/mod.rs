@@ -12,13 +12,16 @@ mod ceiling;
 mod chart;
 pub mod compare;
 mod engine;
-pub mod html;
+mod html;
 mod html_table;
 mod leftover;
-pub mod notes;
+mod notes;
 mod output;
+pub use notes::{SMALL_PAGES_WHY, large_folios};
+pub use output::CHARTS;
+pub use render::QUICK_NOTE;
 mod ratio;
-pub mod render;
+mod render;
 pub mod report;
 pub mod stats;
 mod stock;
@@ -142,14 +145,18 @@ fn run(ctx: &Context, req: &BenchRequest) -> Result<BenchOutcome> {
     }
 }
 
-/// What a run mounted for itself: held until the run ends, then unmounted
-/// (and, for zram, the device removed) by drop.
-type Held = (Vec<target::PrivateTmpfs>, Vec<zram::PrivateZram>);
+/// The kinds of target bench makes for a run, as TARGET names them: the
+/// one list that parsing, making, the root check and the help line read.
+pub const KINDS: &[&dyn target::TargetKind] = &[&target::TmpfsKind, &zram::ZramKind];
 
-/// The target directories, mounting the private tmpfs and zram ones (the
-/// default pair when none is named), and what describes each mount made.
-/// Called on the main thread before any benchmark thread starts, as the
-/// private mount namespace needs.
+/// What a run made for itself: held until the run ends, then taken away
+/// (unmounted; for zram, the device removed) by drop.
+type Held = Vec<Box<dyn Send>>;
+
+/// The target directories, making the targets of the kinds (the default
+/// pair when none is named), and what describes each one made. Called on
+/// the main thread before any benchmark thread starts, as the private
+/// mount namespace needs.
 fn mount_targets(
     ctx: &Context,
     specs: &[target::TargetSpec],
@@ -158,21 +165,20 @@ fn mount_targets(
     let (mem, _) = ctx.sysroot.meminfo()?;
     let size = alternation::private_bytes(workloads, mem.mem_available_bytes);
     let root = rustix::process::geteuid().is_root();
-    let mut held: Held = (Vec::new(), Vec::new());
+    let mut held: Held = Vec::new();
     let mut private = Vec::new();
     let mut targets = Vec::new();
-    let tmpfs_spec = |t: &target::PrivateTmpfs, options: Option<String>| target::PrivateSpec {
-        path: t.path.clone(),
-        options,
-        zram: None,
-    };
     if specs.is_empty() {
         let disk = target::default_disk_dir(ctx)?;
         if root {
             let t = target::PrivateTmpfs::mount(size)?;
             targets.push(t.path.clone());
-            private.push(tmpfs_spec(&t, None));
-            held.0.push(t);
+            private.push(target::PrivateSpec {
+                path: t.path.clone(),
+                options: None,
+                zram: None,
+            });
+            held.push(Box::new(t));
         } else {
             targets.push(PathBuf::from("/dev/shm"));
         }
@@ -180,38 +186,25 @@ fn mount_targets(
         return Ok((targets, private, held));
     }
     // Checked before anything is mounted or made.
-    if let Some(s) = specs
+    if let Some(target::TargetSpec::Made(m)) = specs
         .iter()
-        .find(|s| !matches!(s, target::TargetSpec::Dir(_)))
+        .find(|s| matches!(s, target::TargetSpec::Made(_)))
         && !root
     {
         anyhow::bail!(
-            "target {}: mounting a private tmpfs or making a zram device needs root; run with sudo, or name a directory",
-            match s {
-                target::TargetSpec::Tmpfs(o) => format!("tmpfs:{}", o.text),
-                target::TargetSpec::Zram(Some(a)) => format!("zram:{a}"),
-                _ => "zram".into(),
-            }
+            "target {}: {} needs root; run with sudo, or name a directory",
+            m.shown(),
+            target::doings()
         );
     }
     for spec in specs {
         match spec {
             target::TargetSpec::Dir(d) => targets.push(d.clone()),
-            target::TargetSpec::Tmpfs(o) => {
-                let t = target::PrivateTmpfs::mount_with(size, Some(o))?;
-                targets.push(t.path.clone());
-                private.push(tmpfs_spec(&t, Some(o.text.clone())));
-                held.0.push(t);
-            }
-            target::TargetSpec::Zram(alg) => {
-                let z = zram::PrivateZram::make(ctx, alg.as_deref(), size)?;
-                targets.push(z.path.clone());
-                private.push(target::PrivateSpec {
-                    path: z.path.clone(),
-                    options: None,
-                    zram: Some(z.info.clone()),
-                });
-                held.1.push(z);
+            target::TargetSpec::Made(m) => {
+                let (made, guard) = m.make(ctx, size)?;
+                targets.push(made.path.clone());
+                private.push(made);
+                held.push(guard);
             }
         }
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::output::{Structured, json_help};
-use crate::bench::target::TargetSpec;
+use crate::bench::target::{self, TargetSpec};
 use crate::bench::{
     BenchRequest, CacheWant, Measure, Op, Options, Preset, Scale, Sync, Workload, preset,
 };
@@ -33,8 +33,8 @@ figure is compared with memcpy measured in the same run, and memcpy is measured 
 memory bandwidth moved. Free space and inodes are checked before anything is written. Units are binary (MiB = 2^20)."
 )]
 pub struct BenchArgs {
-    /// Directories to compare, or tmpfs:OPTIONS for a private tmpfs mounted for the run with the kernel's options (root; e.g. tmpfs:huge=within_size tmpfs:huge=never), or zram[:ALG] for a zram device made for the run (root; ext4 without a journal, mounted with discard, removed at the end; ALG one of /sys/block/zram*/comp_algorithm, e.g. zram:lz4; its RAM cost is reported as mem_used_total) (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)
-    #[arg(value_name = "TARGET")]
+    // The help line lists the kinds of target bench can make (bench::KINDS).
+    #[arg(value_name = "TARGET", help = target::help())]
     pub targets: Vec<PathBuf>,
 
     /// Workload set

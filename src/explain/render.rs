@@ -15,11 +15,7 @@ fn prose(s: &mut String, indent: &str, tone: Option<Tone>, text: &str) {
 }
 
 impl Report for ExplainReport {
-    type Document<'a> = &'a Self;
-
-    fn document(&self) -> Option<&Self> {
-        Some(self)
-    }
+    command::its_own_document!();
 
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {

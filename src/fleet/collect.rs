@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
-use crate::command::{Format, Report};
+use crate::command::{self, Format, Report};
 use crate::render::exposition::Exposition;
 use crate::sys::{self, MemInfo, Sysroot};
 
@@ -222,13 +222,9 @@ pub const KIRKLAND: Format = Format::new("kirkland");
 /// A snapshot as `collect` writes it: one JSON line (what `fleet analyze`
 /// reads), the Kirkland TSV, or node_exporter textfile metrics.
 impl Report for Snapshot {
-    type Document<'a> = &'a Self;
+    command::its_own_document!();
 
     const ONE_LINE: bool = true;
-
-    fn document(&self) -> Option<&Self> {
-        Some(self)
-    }
 
     fn render(&self, f: Format) -> Option<Result<Vec<u8>>> {
         match f {
@@ -327,7 +323,6 @@ pub fn render_prom(s: &Snapshot) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command;
     use crate::fleet::{Fleet, HostRecord};
 
     fn snap() -> Snapshot {

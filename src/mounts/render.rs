@@ -10,11 +10,7 @@ use crate::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
 impl Report for Plan {
-    type Document<'a> = &'a Self;
-
-    fn document(&self) -> Option<&Self> {
-        Some(self)
-    }
+    command::its_own_document!();
 
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
@@ -30,11 +26,7 @@ impl Report for Plan {
 }
 
 impl Report for ApplyReport {
-    type Document<'a> = &'a Self;
-
-    fn document(&self) -> Option<&Self> {
-        Some(self)
-    }
+    command::its_own_document!();
 
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
@@ -45,11 +37,7 @@ impl Report for ApplyReport {
 }
 
 impl Report for RevertReport {
-    type Document<'a> = &'a Self;
-
-    fn document(&self) -> Option<&Self> {
-        Some(self)
-    }
+    command::its_own_document!();
 
     /// The text is what changed, a line each.
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {

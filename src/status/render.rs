@@ -116,11 +116,7 @@ fn mounts_table(r: &StatusReport, layout: Layout) -> String {
 }
 
 impl Report for StatusReport {
-    type Document<'a> = &'a Self;
-
-    fn document(&self) -> Option<&Self> {
-        Some(self)
-    }
+    command::its_own_document!();
 
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::scratch::{DEFAULT_SIZE_TEXT, Mode};
-use crate::command::{ExitCode, Format, Report};
+use crate::command::{self, ExitCode, Format, Report};
 use crate::units::{fmt_bytes, fmt_ns};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -57,11 +57,7 @@ pub struct RunSummary {
 /// written where `--json` says by the command's `Output`; the exit code is
 /// CMD's.
 impl Report for RunSummary {
-    type Document<'a> = &'a Self;
-
-    fn document(&self) -> Option<&Self> {
-        Some(self)
-    }
+    command::its_own_document!();
 
     /// Only the document: the text was the summary line on stderr.
     fn render(&self, _format: Format) -> Option<Result<Vec<u8>>> {
