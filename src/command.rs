@@ -12,8 +12,11 @@
 //! stdout, no file named twice, files replaced atomically (`sys::atomic`),
 //! all checked before any work.
 //!
-//! A new format is one arm in a report's `render` (its text next to it in
-//! the capability's render code) and its flag in the command's `cli/` file.
+//! Structured formats (JSON) are written here, once, for every report,
+//! from the document the report hands over ([`Report::document`]); a new
+//! one is a [`Format`] const and an arm in [`structured`] here, plus its
+//! flag in `cli/output.rs`. A format only some reports have (a table, CSV,
+//! HTML) is an arm in those reports' `render`, next to their render code.
 //!
 //! This module sits below every capability: capabilities import it, never
 //! the crate root, so data and imports flow one way (cli -> capability ->
@@ -182,12 +185,48 @@ impl Format {
     pub fn name(self) -> &'static str {
         self.0
     }
+
+    /// Whether the format is written from the report's document by
+    /// [`structured`], not by the report's own `render`.
+    pub fn is_structured(self) -> bool {
+        STRUCTURED.contains(&self)
+    }
+}
+
+/// The formats written from a report's document, for every report alike.
+const STRUCTURED: &[Format] = &[Format::JSON];
+
+/// `doc` in the structured `format`; `one_line`: as a record in a stream
+/// (JSON on one line) rather than a document for a person to read too.
+fn structured<T: Serialize>(format: Format, doc: &T, one_line: bool) -> Option<Result<Vec<u8>>> {
+    match format {
+        Format::JSON if one_line => Some(json_line(doc)),
+        Format::JSON => Some(json(doc)),
+        _ => None,
+    }
 }
 
 /// What a command found or did, able to show itself in each format the
 /// command offers.
 pub trait Report {
-    /// The report in `format`; `None` when the command has no such format.
+    /// What the structured formats (JSON, …) are written from: the report
+    /// itself, or a view of it (a `schema_version` put first).
+    type Document<'a>: Serialize
+    where
+        Self: 'a;
+
+    /// Structured formats write one record a line (`collect`'s snapshot,
+    /// appended to a file `fleet analyze` reads) rather than an indented
+    /// document.
+    const ONE_LINE: bool = false;
+
+    /// The document, or `None` when this report has none: then the
+    /// structured formats are asked of [`Report::render`] like any other.
+    fn document(&self) -> Option<Self::Document<'_>>;
+
+    /// The report in `format`, for the formats that are not written from
+    /// the document (text, Markdown, CSV, HTML, metrics); `None` when the
+    /// command has no such format.
     fn render(&self, format: Format) -> Option<Result<Vec<u8>>>;
 
     /// How the command ends: 0, or 1 when it found the problem asked about.
@@ -203,6 +242,19 @@ pub trait Report {
         String::new()
     }
 }
+
+/// The two items of a [`Report`] that is its own document (most are):
+/// `impl Report for X { its_own_document!(); … }`.
+macro_rules! its_own_document {
+    () => {
+        type Document<'a> = &'a Self;
+
+        fn document(&self) -> Option<&Self> {
+            Some(self)
+        }
+    };
+}
+pub(crate) use its_own_document;
 
 /// What a command is asked, as a plain value: `run` does the work and hands
 /// back the report, printing nothing of it (what shows and where is the
@@ -220,6 +272,12 @@ pub trait Request {
 pub struct Shown(pub ExitCode);
 
 impl Report for Shown {
+    type Document<'a> = ();
+
+    fn document(&self) -> Option<()> {
+        None
+    }
+
     /// Nothing more to show, in any format.
     fn render(&self, _format: Format) -> Option<Result<Vec<u8>>> {
         Some(Ok(Vec::new()))
@@ -231,8 +289,15 @@ impl Report for Shown {
 }
 
 /// The JSON form of every report: pretty, with a trailing newline.
-pub fn json<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+fn json<T: Serialize>(value: &T) -> Result<Vec<u8>> {
     let mut v = serde_json::to_vec_pretty(value)?;
+    v.push(b'\n');
+    Ok(v)
+}
+
+/// Compact JSON, one line, newline-terminated.
+fn json_line<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    let mut v = serde_json::to_vec(value)?;
     v.push(b'\n');
     Ok(v)
 }
@@ -444,7 +509,7 @@ impl Output {
     /// Write `report` everywhere asked: the files (each replaced whole,
     /// readable by others: reports are for sharing) and descriptors, then
     /// stdout, then what the report has to say on stderr.
-    pub fn write(&self, report: &dyn Report) -> Result<()> {
+    pub fn write<R: Report>(&self, report: &R) -> Result<()> {
         for e in &self.exports {
             let dest = e.dest()?;
             if dest == Dest::Stdout {
@@ -480,8 +545,19 @@ impl Output {
     }
 }
 
-fn rendered(report: &dyn Report, flag: &str, format: Format) -> Result<Vec<u8>> {
-    match report.render(format) {
+/// `report` in `format`, as [`Output::write`] writes it: the structured
+/// formats from its document, here for every report; the rest (and the
+/// structured ones of a report with no document) from its own `render`.
+/// `None`: the report has no such form.
+pub fn render<R: Report>(report: &R, format: Format) -> Option<Result<Vec<u8>>> {
+    report
+        .document()
+        .and_then(|doc| structured(format, &doc, R::ONE_LINE))
+        .or_else(|| report.render(format))
+}
+
+fn rendered<R: Report>(report: &R, flag: &str, format: Format) -> Result<Vec<u8>> {
+    match render(report, format) {
         Some(r) => r,
         None => bail!("{flag}: this report has no {} form", format.name()),
     }
@@ -518,6 +594,10 @@ mod tests {
 
     struct Two;
     impl Report for Two {
+        type Document<'a> = ();
+        fn document(&self) -> Option<()> {
+            None
+        }
         fn render(&self, f: Format) -> Option<Result<Vec<u8>>> {
             match f {
                 Format::TEXT => text("t\n".into()),
@@ -525,6 +605,49 @@ mod tests {
                 _ => None,
             }
         }
+    }
+
+    /// A report with a document: JSON comes from it, here, for every
+    /// report; the report's own `render` is not asked.
+    #[derive(Serialize)]
+    struct Doc {
+        b: u8,
+        a: &'static str,
+    }
+    impl Report for Doc {
+        type Document<'a> = &'a Self;
+        fn document(&self) -> Option<&Self> {
+            Some(self)
+        }
+        fn render(&self, f: Format) -> Option<Result<Vec<u8>>> {
+            (f == Format::TEXT).then(|| Ok(b"t\n".to_vec()))
+        }
+    }
+    struct Line(Doc);
+    impl Report for Line {
+        type Document<'a> = &'a Doc;
+        const ONE_LINE: bool = true;
+        fn document(&self) -> Option<&Doc> {
+            Some(&self.0)
+        }
+        fn render(&self, _f: Format) -> Option<Result<Vec<u8>>> {
+            None
+        }
+    }
+
+    #[test]
+    fn structured_formats_come_from_the_document_in_its_field_order() {
+        let d = Doc { b: 1, a: "x" };
+        let json = render(&d, Format::JSON).unwrap().unwrap();
+        assert_eq!(json, b"{\n  \"b\": 1,\n  \"a\": \"x\"\n}\n");
+        assert_eq!(render(&d, Format::TEXT).unwrap().unwrap(), b"t\n");
+        assert!(render(&d, Format::CSV).is_none());
+        let line = render(&Line(d), Format::JSON).unwrap().unwrap();
+        assert_eq!(line, b"{\"b\":1,\"a\":\"x\"}\n");
+        // No document: the structured formats are the report's to refuse.
+        let e = Output::stdout(Format::JSON).write(&Two).unwrap_err();
+        assert_eq!(e.to_string(), "stdout: this report has no json form");
+        assert!(Format::JSON.is_structured() && !Format::TEXT.is_structured());
     }
 
     #[test]

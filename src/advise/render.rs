@@ -3,8 +3,7 @@
 use std::fmt::Write;
 
 use super::Advice;
-use crate::bench::html::bar_chart;
-use crate::bench::render;
+use crate::bench::{self, BenchReport};
 use crate::command::{self, ExitCode, Format, Report};
 use crate::render::color::{self, Tone};
 use crate::render::html::page;
@@ -172,10 +171,11 @@ fn huge_line(r: &super::HugeRow) -> String {
 }
 
 impl Report for Advice {
+    command::its_own_document!();
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
             Format::TEXT => command::text(text(self)),
-            Format::JSON => Some(command::json(self)),
             Format::HTML => command::text(html(self)),
             _ => None,
         }
@@ -183,6 +183,15 @@ impl Report for Advice {
 
     fn exit_code(&self) -> ExitCode {
         self.verdict.kind.exit_code()
+    }
+}
+
+/// The measurement advise ran, as bench shows it in `format` (text and
+/// HTML renderers cannot fail; a format bench lacked would show nothing).
+fn shown(r: &BenchReport, format: Format) -> String {
+    match command::render(r, format) {
+        Some(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
+        _ => String::new(),
     }
 }
 
@@ -210,7 +219,7 @@ pub fn text(a: &Advice) -> String {
             && let Some(r) = &a.bench
         {
             let _ = writeln!(s, "Measured side by side (same run; higher is better)");
-            let _ = writeln!(s, "{}", render::table(r));
+            let _ = writeln!(s, "{}", shown(r, Format::TEXT));
         }
     }
     let _ = writeln!(s, "(sizes in binary units: KiB, MiB, GiB)");
@@ -245,11 +254,8 @@ pub fn html(a: &Advice) -> String {
         s.push_str("</ul>");
     }
     if let Some(r) = &a.bench {
-        s.push_str(r#"<h2>Measured side by side</h2><div class="grid">"#);
-        for w in &r.workloads {
-            s.push_str(&bar_chart(r, w));
-        }
-        s.push_str("</div>");
+        s.push_str("<h2>Measured side by side</h2>");
+        s.push_str(&shown(r, bench::CHARTS));
     }
     page("tmpfsctl advise", &s)
 }

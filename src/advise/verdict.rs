@@ -1,7 +1,7 @@
 //! The verdict of `advise`, as a pure function of what was measured, so every
 //! rule is tested table-driven without a machine.
 
-use crate::bench::{notes, render};
+use crate::bench::{self, QUICK_NOTE};
 use crate::sys::resolve;
 use crate::units::fmt_bytes;
 use serde::Serialize;
@@ -170,7 +170,7 @@ fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, 
     if f.quick && !f.speedups.is_empty() {
         reasons.push(format!(
             "{}: the speeds below come from --quick; run without it to measure",
-            render::QUICK_NOTE
+            QUICK_NOTE
         ));
     }
     for (op, r, interval) in &f.speedups {
@@ -185,12 +185,12 @@ fn common_reasons_and_risks(dir: &str, f: &Facts, which: &str) -> (Vec<String>, 
     if f.speedups
         .iter()
         .any(|(op, r, _)| op.starts_with("seq write") && *r < 1.0)
-        && notes::large_folios(&f.fstype)
+        && bench::large_folios(&f.fstype)
     {
         reasons.push(format!(
             "{} beat tmpfs at sequential writes: {}",
             f.fstype,
-            notes::SMALL_PAGES_WHY
+            bench::SMALL_PAGES_WHY
         ));
     }
     option_advice(dir, f, &mut reasons, &mut risks);
@@ -401,7 +401,6 @@ fn decide_on_disk(dir: &str, f: &Facts) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::render::QUICK_NOTE;
 
     const M: u64 = 1 << 20;
     const G: u64 = 1 << 30;

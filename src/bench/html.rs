@@ -77,9 +77,10 @@ pub fn bar_chart(r: &BenchReport, w: &Workload) -> String {
         }
     };
     let mut s = String::new();
+    let mut label_end: f64 = 0.0;
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-workload="{id}" data-scale="{scale}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{label}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-workload="{id}" data-scale="{scale}" width="@W@" height="{height}" viewBox="0 0 @W@ {height}" role="img" aria-label="{label}">"#,
         id = esc(&w.id),
         label = esc(&w.label),
         scale = if log { "log" } else { "linear" },
@@ -133,18 +134,19 @@ pub fn bar_chart(r: &BenchReport, w: &Workload) -> String {
         if res.cache_state == "warm" {
             label.push_str(" (warm)");
         }
-        // Right of the whisker when it fits; a label too long for that
-        // ("... (above ceiling!)" on a long bar) goes inside the bar in white.
+        // Right of the whisker, or right of the ceiling line when the label
+        // would sit across it: never inside the bar, where the whisker runs.
+        // The chart widens for a label that ends past its right edge.
         let est = label.chars().count() as f64 * 12.0 * 0.62 + 4.0;
-        let after = x(res.max.max(res.median)) + 6.0;
-        let bar_end = x(res.median);
-        let (lx, anchor, fill) = if after + est <= width - 4.0 {
-            (after, "start", "#212529")
-        } else if bar_end - left - 12.0 >= est {
-            (bar_end - 6.0, "end", "#fff")
-        } else {
-            (width - 4.0, "end", "#212529")
-        };
+        let mut lx = x(res.max.max(res.median)) + 6.0;
+        if let Some(cx) = ceiling_on_scale.map(x)
+            && cx > lx - 3.0
+            && cx < lx + est + 3.0
+        {
+            lx = cx + 6.0;
+        }
+        let (anchor, fill) = ("start", "#212529");
+        label_end = label_end.max(lx + est);
         let _ = write!(
             s,
             r#"<text x="{lx:.1}" y="{:.1}" text-anchor="{anchor}" style="fill:{fill}">{}</text>"#,
@@ -174,16 +176,17 @@ pub fn bar_chart(r: &BenchReport, w: &Workload) -> String {
         }
         _ => {}
     }
+    let full = width.max((label_end + 4.0).ceil());
     if let Some(rt) = r.ratios.iter().find(|x| x.workload == w.id) {
         let _ = write!(
             s,
             r#"<text x="{:.1}" y="18" text-anchor="end">{}</text>"#,
-            width - 4.0,
+            full - 4.0,
             esc(&fmt_ratio(rt.ratio))
         );
     }
     s.push_str("</svg>");
-    s
+    s.replace("@W@", &format!("{full}"))
 }
 
 /// The iozone operations, in the order the heat maps show them.
@@ -422,6 +425,16 @@ pub fn html(r: &BenchReport) -> String {
         let _ = write!(s, "<figure>{}</figure>", bar_chart(r, w));
     }
     page("tmpfsctl bench", &s)
+}
+
+/// A bar chart per workload, side by side, for another command's page.
+pub fn charts(r: &BenchReport) -> String {
+    let mut s = String::from(r#"<div class="grid">"#);
+    for w in &r.workloads {
+        s.push_str(&bar_chart(r, w));
+    }
+    s.push_str("</div>");
+    s
 }
 
 /// Each chart as its own SVG file in `dir` (created if missing).

@@ -11,13 +11,16 @@ mod ceiling;
 mod chart;
 pub mod compare;
 mod engine;
-pub mod html;
+mod html;
 mod html_table;
 mod leftover;
-pub mod notes;
+mod notes;
 mod output;
+pub use notes::{SMALL_PAGES_WHY, large_folios};
+pub use output::CHARTS;
+pub use render::QUICK_NOTE;
 mod ratio;
-pub mod render;
+mod render;
 pub mod report;
 pub mod stats;
 mod stock;
@@ -52,6 +55,8 @@ pub enum BenchRequest {
     Measure(Box<Measure>),
     /// Show two saved `--json` reports side by side.
     Compare { a: PathBuf, b: PathBuf },
+    /// Render one saved `--json` report again, in any format a run writes.
+    Show(PathBuf),
 }
 
 /// A measuring run: where, what and how.
@@ -100,18 +105,17 @@ pub enum BenchOutcome {
     },
 }
 
-fn load(p: &Path) -> Result<BenchReport> {
-    let text =
-        std::fs::read(p).with_context(|| format!("--compare {}: cannot read", p.display()))?;
+fn load(flag: &str, p: &Path) -> Result<BenchReport> {
+    let text = std::fs::read(p).with_context(|| format!("{flag} {}: cannot read", p.display()))?;
     let r: BenchReport = serde_json::from_slice(&text).with_context(|| {
         format!(
-            "--compare {}: not a `tmpfsctl bench --json` report (schema_version {SCHEMA_VERSION})",
+            "{flag} {}: not a `tmpfsctl bench --json` report (schema_version {SCHEMA_VERSION})",
             p.display()
         )
     })?;
     anyhow::ensure!(
         r.schema_version == SCHEMA_VERSION,
-        "--compare {}: schema_version {} is not {SCHEMA_VERSION}; rerun the benchmark with this tmpfsctl",
+        "{flag} {}: schema_version {} is not {SCHEMA_VERSION}; rerun the benchmark with this tmpfsctl",
         p.display(),
         r.schema_version
     );
@@ -130,23 +134,28 @@ impl Request for BenchRequest {
 fn run(ctx: &Context, req: &BenchRequest) -> Result<BenchOutcome> {
     match req {
         BenchRequest::Compare { a, b } => Ok(BenchOutcome::Compared {
-            a: Box::new(load(a)?),
-            b: Box::new(load(b)?),
+            a: Box::new(load("--compare", a)?),
+            b: Box::new(load("--compare", b)?),
             a_path: a.clone(),
             b_path: b.clone(),
         }),
+        BenchRequest::Show(p) => Ok(BenchOutcome::Measured(Box::new(load("--show", p)?))),
         BenchRequest::Measure(m) => measure(ctx, m).map(|r| BenchOutcome::Measured(Box::new(r))),
     }
 }
 
-/// What a run mounted for itself: held until the run ends, then unmounted
-/// (and, for zram, the device removed) by drop.
-type Held = (Vec<target::PrivateTmpfs>, Vec<zram::PrivateZram>);
+/// The kinds of target bench makes for a run, as TARGET names them: the
+/// one list that parsing, making, the root check and the help line read.
+pub const KINDS: &[&dyn target::TargetKind] = &[&target::TmpfsKind, &zram::ZramKind];
 
-/// The target directories, mounting the private tmpfs and zram ones (the
-/// default pair when none is named), and what describes each mount made.
-/// Called on the main thread before any benchmark thread starts, as the
-/// private mount namespace needs.
+/// What a run made for itself: held until the run ends, then taken away
+/// (unmounted; for zram, the device removed) by drop.
+type Held = Vec<Box<dyn Send>>;
+
+/// The target directories, making the targets of the kinds (the default
+/// pair when none is named), and what describes each one made. Called on
+/// the main thread before any benchmark thread starts, as the private
+/// mount namespace needs.
 fn mount_targets(
     ctx: &Context,
     specs: &[target::TargetSpec],
@@ -155,21 +164,20 @@ fn mount_targets(
     let (nb, _) = need(workloads);
     let size = nb + target::margin_bytes(nb) + (8 << 20);
     let root = rustix::process::geteuid().is_root();
-    let mut held: Held = (Vec::new(), Vec::new());
+    let mut held: Held = Vec::new();
     let mut private = Vec::new();
     let mut targets = Vec::new();
-    let tmpfs_spec = |t: &target::PrivateTmpfs, options: Option<String>| target::PrivateSpec {
-        path: t.path.clone(),
-        options,
-        zram: None,
-    };
     if specs.is_empty() {
         let disk = target::default_disk_dir(ctx)?;
         if root {
             let t = target::PrivateTmpfs::mount(size)?;
             targets.push(t.path.clone());
-            private.push(tmpfs_spec(&t, None));
-            held.0.push(t);
+            private.push(target::PrivateSpec {
+                path: t.path.clone(),
+                options: None,
+                zram: None,
+            });
+            held.push(Box::new(t));
         } else {
             targets.push(PathBuf::from("/dev/shm"));
         }
@@ -177,38 +185,25 @@ fn mount_targets(
         return Ok((targets, private, held));
     }
     // Checked before anything is mounted or made.
-    if let Some(s) = specs
+    if let Some(target::TargetSpec::Made(m)) = specs
         .iter()
-        .find(|s| !matches!(s, target::TargetSpec::Dir(_)))
+        .find(|s| matches!(s, target::TargetSpec::Made(_)))
         && !root
     {
         anyhow::bail!(
-            "target {}: mounting a private tmpfs or making a zram device needs root; run with sudo, or name a directory",
-            match s {
-                target::TargetSpec::Tmpfs(o) => format!("tmpfs:{}", o.text),
-                target::TargetSpec::Zram(Some(a)) => format!("zram:{a}"),
-                _ => "zram".into(),
-            }
+            "target {}: {} needs root; run with sudo, or name a directory",
+            m.shown(),
+            target::doings()
         );
     }
     for spec in specs {
         match spec {
             target::TargetSpec::Dir(d) => targets.push(d.clone()),
-            target::TargetSpec::Tmpfs(o) => {
-                let t = target::PrivateTmpfs::mount_with(size, Some(o))?;
-                targets.push(t.path.clone());
-                private.push(tmpfs_spec(&t, Some(o.text.clone())));
-                held.0.push(t);
-            }
-            target::TargetSpec::Zram(alg) => {
-                let z = zram::PrivateZram::make(ctx, alg.as_deref(), size)?;
-                targets.push(z.path.clone());
-                private.push(target::PrivateSpec {
-                    path: z.path.clone(),
-                    options: None,
-                    zram: Some(z.info.clone()),
-                });
-                held.1.push(z);
+            target::TargetSpec::Made(m) => {
+                let (made, guard) = m.make(ctx, size)?;
+                targets.push(made.path.clone());
+                private.push(made);
+                held.push(guard);
             }
         }
     }

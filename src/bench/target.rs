@@ -6,6 +6,7 @@
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use rustix::fs::{Mode, OFlags};
@@ -365,43 +366,125 @@ impl Drop for PrivateTmpfs {
     }
 }
 
-/// What a command-line target names: a directory, a private tmpfs
-/// mounted for the run with the kernel's options (`tmpfs:huge=within_size`),
-/// or a zram device made for the run (`zram`, `zram:lz4`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a command-line target names: a directory, or a target one of
+/// bench's kinds ([`super::KINDS`]) makes for the run (`tmpfs:huge=never`,
+/// `zram:lz4`).
+#[derive(Debug, Clone)]
 pub enum TargetSpec {
     Dir(PathBuf),
-    Tmpfs(TmpfsOptions),
-    /// The back end, or None for the kernel's default.
-    Zram(Option<String>),
+    Made(Arc<dyn MakeSpec>),
+}
+
+/// A kind of target made for the run, named `NAME` or `NAME:ARG` on the
+/// command line. Parsing, making, the root check and TARGET's help line all
+/// come from the registry of kinds, [`super::KINDS`]: a new kind is its own
+/// file and its line there.
+pub trait TargetKind: Sync {
+    /// The name before the colon.
+    fn name(&self) -> &'static str;
+    /// Its part of TARGET's help line: `NAME:ARG for …`.
+    fn help(&self) -> &'static str;
+    /// What making it takes, for the refusal without root ("mounting a
+    /// private tmpfs").
+    fn doing(&self) -> &'static str;
+    /// What follows `NAME:` (`None`: the bare name), checked before
+    /// anything is made; `Ok(None)`: the bare name is a directory.
+    fn parse(&self, arg: Option<&str>) -> Result<Option<Arc<dyn MakeSpec>>>;
+}
+
+/// A target to make, checked. Made on the main thread before any benchmark
+/// thread starts (the private mount namespace needs it); taken away when
+/// what `make` hands back is dropped.
+pub trait MakeSpec: std::fmt::Debug + Send + Sync {
+    /// As the user wrote it (`tmpfs:huge=never`, `zram:lz4`).
+    fn shown(&self) -> String;
+    fn make(
+        &self,
+        ctx: &crate::command::Context,
+        size_bytes: u64,
+    ) -> Result<(PrivateSpec, Box<dyn Send>)>;
+}
+
+/// TARGET's help line, from the kinds.
+pub fn help() -> String {
+    let mut s = String::from("Directories to compare");
+    for k in super::KINDS {
+        s.push_str(", or ");
+        s.push_str(k.help());
+    }
+    s.push_str(
+        " (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)",
+    );
+    s
+}
+
+/// What making any kind takes, for the refusal without root.
+pub fn doings() -> String {
+    let d: Vec<&str> = super::KINDS.iter().map(|k| k.doing()).collect();
+    d.join(" or ")
 }
 
 impl TargetSpec {
-    /// `tmpfs:OPTIONS` is a private tmpfs, `zram[:ALG]` a zram device;
-    /// anything else a directory (write `./tmpfs:x` or `./zram` for a
+    /// `NAME:ARG` (or a bare `NAME` its kind takes) is made by that kind;
+    /// anything else is a directory (write `./tmpfs:x` or `./zram` for a
     /// directory of that name).
     pub fn parse(arg: &Path) -> Result<TargetSpec> {
-        let s = arg.to_str();
-        if let Some(opts) = s.and_then(|s| s.strip_prefix("tmpfs:")) {
-            return Ok(TargetSpec::Tmpfs(TmpfsOptions::parse(opts)?));
-        }
-        match s {
-            Some("zram") => Ok(TargetSpec::Zram(None)),
-            Some(z) if z.starts_with("zram:") => {
-                let alg = &z[5..];
-                anyhow::ensure!(
-                    !alg.is_empty()
-                        && alg.len() <= 32
-                        && alg
-                            .bytes()
-                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
-                    "target {}: not a zram algorithm name; write zram or zram:ALG with ALG one of the names in /sys/block/zram*/comp_algorithm (e.g. zram:lz4)",
-                    crate::term::safe(z)
-                );
-                Ok(TargetSpec::Zram(Some(alg.to_string())))
+        if let Some(s) = arg.to_str() {
+            let (name, rest) = match s.split_once(':') {
+                Some((n, r)) => (n, Some(r)),
+                None => (s, None),
+            };
+            if let Some(k) = super::KINDS.iter().find(|k| k.name() == name)
+                && let Some(m) = k.parse(rest)?
+            {
+                return Ok(TargetSpec::Made(m));
             }
-            _ => Ok(TargetSpec::Dir(arg.to_path_buf())),
         }
+        Ok(TargetSpec::Dir(arg.to_path_buf()))
+    }
+}
+
+/// The private tmpfs kind: `tmpfs:OPTIONS`.
+pub struct TmpfsKind;
+
+impl TargetKind for TmpfsKind {
+    fn name(&self) -> &'static str {
+        "tmpfs"
+    }
+
+    fn help(&self) -> &'static str {
+        "tmpfs:OPTIONS for a private tmpfs mounted for the run with the kernel's options (root; e.g. tmpfs:huge=within_size tmpfs:huge=never)"
+    }
+
+    fn doing(&self) -> &'static str {
+        "mounting a private tmpfs"
+    }
+
+    fn parse(&self, arg: Option<&str>) -> Result<Option<Arc<dyn MakeSpec>>> {
+        match arg {
+            Some(opts) => Ok(Some(Arc::new(TmpfsOptions::parse(opts)?))),
+            None => Ok(None),
+        }
+    }
+}
+
+impl MakeSpec for TmpfsOptions {
+    fn shown(&self) -> String {
+        format!("tmpfs:{}", self.text)
+    }
+
+    fn make(
+        &self,
+        _ctx: &crate::command::Context,
+        size_bytes: u64,
+    ) -> Result<(PrivateSpec, Box<dyn Send>)> {
+        let t = PrivateTmpfs::mount_with(size_bytes, Some(self))?;
+        let spec = PrivateSpec {
+            path: t.path.clone(),
+            options: Some(self.text.clone()),
+            zram: None,
+        };
+        Ok((spec, Box::new(t)))
     }
 }
 
@@ -493,26 +576,30 @@ mod tests {
     use super::*;
     use crate::sys::Sysroot;
 
+    /// How a made target was written back, or `None` for a directory.
+    fn made(s: TargetSpec) -> Option<String> {
+        match s {
+            TargetSpec::Made(m) => Some(m.shown()),
+            TargetSpec::Dir(_) => None,
+        }
+    }
+
     #[test]
     fn tmpfs_targets_take_the_kernels_options_and_name_a_bad_one() {
         let spec = |s: &str| TargetSpec::parse(Path::new(s));
         assert_eq!(
-            spec("tmpfs:huge=never,noswap").unwrap(),
-            TargetSpec::Tmpfs(TmpfsOptions {
-                text: "huge=never,noswap".into()
-            })
+            made(spec("tmpfs:huge=never,noswap").unwrap()).as_deref(),
+            Some("tmpfs:huge=never,noswap")
         );
-        assert!(matches!(
-            spec("./tmpfs:huge=never").unwrap(),
-            TargetSpec::Dir(_)
-        ));
-        assert!(matches!(spec("/var/tmp").unwrap(), TargetSpec::Dir(_)));
-        assert_eq!(spec("zram").unwrap(), TargetSpec::Zram(None));
+        assert_eq!(made(spec("./tmpfs:huge=never").unwrap()), None);
+        assert_eq!(made(spec("tmpfs").unwrap()), None, "a directory");
+        assert_eq!(made(spec("/var/tmp").unwrap()), None);
+        assert_eq!(made(spec("zram").unwrap()).as_deref(), Some("zram"));
         assert_eq!(
-            spec("zram:lzo-rle").unwrap(),
-            TargetSpec::Zram(Some("lzo-rle".into()))
+            made(spec("zram:lzo-rle").unwrap()).as_deref(),
+            Some("zram:lzo-rle")
         );
-        assert!(matches!(spec("./zram").unwrap(), TargetSpec::Dir(_)));
+        assert_eq!(made(spec("./zram").unwrap()), None);
         for bad in ["zram:", "zram:LZ4", "zram:lz4;rm", "zram:a/b"] {
             let e = spec(bad).unwrap_err().to_string();
             assert!(e.contains("not a zram algorithm"), "{bad}: {e}");

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::output::{Structured, json_help};
 use crate::advise::AdviseRequest;
 use crate::command::{Format, Output};
 
@@ -12,7 +13,8 @@ use crate::command::{Format, Output};
 tmpfsctl advise --quick /var/tmp\n  tmpfsctl advise --history /var/log/tmpfsctl/*.jsonl\n  \
 tmpfsctl advise --prometheus http://prometheus:9090 --host web1:9100\n\n\
 Reads the machine and measures in private scratch directories; it never changes the system.\n\
-Exit codes: 0 nothing to change, 1 a change is recommended, 2 error."
+Exit codes: 0 nothing to change, 1 a change is recommended, 2 error.",
+    mut_args(json_help("Print a JSON document (schema_version 1) instead of text", &[])),
 )]
 pub struct AdviseArgs {
     /// The directory to advise about
@@ -41,9 +43,8 @@ pub struct AdviseArgs {
     /// This host's name in --history / its instance label in --prometheus (default: the hostname)
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
-    /// Print a JSON document (schema_version 1) instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
     /// DIR holds secrets: advise noswap where there is swap (never without this flag)
     #[arg(long)]
     pub secrets: bool,
@@ -69,8 +70,10 @@ impl AdviseArgs {
 
     /// The answer as text or `--json`; with `--html FILE` the page too.
     pub fn output(&self) -> Output {
-        Output::stdout(Format::TEXT)
-            .or_when(self.json, "--json", Format::JSON)
-            .export("--html", Format::HTML, self.html.as_ref())
+        self.structured.on(Output::stdout(Format::TEXT)).export(
+            "--html",
+            Format::HTML,
+            self.html.as_ref(),
+        )
     }
 }

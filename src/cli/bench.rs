@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::bench::target::TargetSpec;
+use super::output::{Structured, json_help};
+use crate::bench::target::{self, TargetSpec};
 use crate::bench::{
     BenchRequest, CacheWant, Measure, Op, Options, Preset, Scale, Sync, Workload, preset,
 };
@@ -21,7 +22,8 @@ tmpfsctl bench tmpfs:huge=never zram:lz4 /var/tmp   # tmpfs, zram and disk side 
 tmpfsctl bench --preset dd            # dd done right: buffered vs conv=fsync vs oflag=dsync\n  \
 tmpfsctl bench --rw rand-read --bs 4k --size 1G /dev/shm /var/tmp\n  \
 tmpfsctl bench --json > run.json       # or --export-json run.json --export-markdown run.md\n  \
-tmpfsctl bench --compare before.json after.json\n\n\
+tmpfsctl bench --compare before.json after.json\n  \
+tmpfsctl bench --show run.json --html run.html   # a saved run as a page\n\n\
 Methodology: data is random; writes include fsync/O_DSYNC when the label says so; disk reads labelled \
 cold are evicted (posix_fadvise, checked with mincore) or O_DIRECT, else labelled warm; the targets run in \
 alternation (A B, B A, ...), >= --min-runs runs each and >= --min-time on the slowest (op-counted runs last about --min-time / 10, \
@@ -31,8 +33,8 @@ figure is compared with memcpy measured in the same run, and memcpy is measured 
 memory bandwidth moved. Free space and inodes are checked before anything is written. Units are binary (MiB = 2^20)."
 )]
 pub struct BenchArgs {
-    /// Directories to compare, or tmpfs:OPTIONS for a private tmpfs mounted for the run with the kernel's options (root; e.g. tmpfs:huge=within_size tmpfs:huge=never), or zram[:ALG] for a zram device made for the run (root; ext4 without a journal, mounted with discard, removed at the end; ALG one of /sys/block/zram*/comp_algorithm, e.g. zram:lz4; its RAM cost is reported as mem_used_total) (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)
-    #[arg(value_name = "TARGET")]
+    // The help line lists the kinds of target bench can make (bench::KINDS).
+    #[arg(value_name = "TARGET", help = target::help())]
     pub targets: Vec<PathBuf>,
 
     /// Workload set
@@ -88,6 +90,10 @@ pub struct BenchArgs {
     /// Show two saved JSON reports side by side instead of measuring (with --html FILE: also as a page)
     #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["targets", "rw", "quick", "json", "export_json", "export_csv", "export_markdown", "svg"])]
     pub compare: Option<Vec<PathBuf>>,
+
+    /// Show a saved JSON report again instead of measuring: the table, or with --html/--export-* the files (e.g. a page from a run saved with --json)
+    #[arg(long, value_name = "REPORT.json", conflicts_with_all = ["targets", "rw", "quick", "json", "svg", "compare"])]
+    pub show: Option<PathBuf>,
 }
 
 // fio-like knobs for one custom workload (`--rw` and friends). (A plain
@@ -123,10 +129,10 @@ pub struct CustomArgs {
 // Where the report goes besides (or instead of) the terminal table. (A plain
 // comment: as a doc comment it would replace the about of `bench`.)
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(mut_args(json_help("Print the JSON report (schema_version 2) on stdout instead of the table", &[])))]
 pub struct OutputArgs {
-    /// Print the JSON report (schema_version 2) on stdout instead of the table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
     /// Write the JSON report to FILE, - (stdout) or fd:N
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
@@ -312,6 +318,9 @@ impl BenchArgs {
                 b: b.clone(),
             });
         }
+        if let Some(saved) = &self.show {
+            return Ok(BenchRequest::Show(saved.clone()));
+        }
         let targets: Vec<TargetSpec> = self
             .targets
             .iter()
@@ -333,14 +342,12 @@ impl BenchArgs {
         if self.compare.is_some() {
             return Output::stdout(Format::TEXT).export("--html", Format::HTML, o.html.as_ref());
         }
-        Output::stdout(Format::TEXT)
-            .or_when(o.json, "--json", Format::JSON)
-            .report_files(
-                o.export_json.as_ref(),
-                o.export_csv.as_ref(),
-                o.export_markdown.as_ref(),
-                o.html.as_ref(),
-            )
+        o.structured.on(Output::stdout(Format::TEXT)).report_files(
+            o.export_json.as_ref(),
+            o.export_csv.as_ref(),
+            o.export_markdown.as_ref(),
+            o.html.as_ref(),
+        )
     }
 }
 

@@ -1,5 +1,6 @@
 //! `tmpfsctl explain` arguments.
 
+use super::output::{Structured, json_help};
 use crate::command::{Format, Output};
 use std::path::PathBuf;
 
@@ -12,7 +13,8 @@ use crate::explain::{ExplainQuery, Writer};
          {}\n\
          Exit codes: 0 nothing binds, 1 something binds, 2 error.",
         crate::explain::help_list()
-    )
+    ),
+    mut_args(json_help("Print a JSON document (schema_version 3)", &[])),
 )]
 pub struct ExplainArgs {
     /// The file or directory a write fails at (or would be made in)
@@ -27,9 +29,8 @@ pub struct ExplainArgs {
     /// Read tmpfiles.d rules from DIR instead of /etc, /run, /usr/local/lib and /usr/lib tmpfiles.d (repeat; first wins by name)
     #[arg(long = "tmpfiles-dir", value_name = "DIR")]
     pub tmpfiles_dirs: Vec<PathBuf>,
-    /// Print a JSON document (schema_version 3)
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
 }
 
 impl ExplainArgs {
@@ -46,6 +47,6 @@ impl ExplainArgs {
     }
 
     pub fn output(&self) -> Output {
-        Output::stdout(Format::TEXT).or_when(self.json, "--json", Format::JSON)
+        self.structured.on(Output::stdout(Format::TEXT))
     }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
+use super::output::{Structured, json_help};
 use crate::command::{Format, Output};
 use crate::fleet::analyze::{AnalyzeOptions, DEFAULT_BUCKETS};
 use crate::fleet::collect::{self, HostName};
@@ -44,7 +45,8 @@ tmpfsctl collect --anonymize --path /tmp --path /var/tmp\n\n\
 Usage is counted like `du -s -x -B1` (allocated blocks, hard links once, other mounts not crossed); \
 when the path is its own mount point, from statfs (which also sees files in unreadable directories). \
 Runs unprivileged: unreadable directories are counted and reported, not fatal.\n\
-examples/systemd/ has a service and timer that refresh the textfile every 5 minutes."
+examples/systemd/ has a service and timer that refresh the textfile every 5 minutes.",
+    mut_args(json_help("The snapshot as one JSON line (what `fleet analyze` reads); the same as `--format json`, the default, spelled as on every other command", &["format"])),
 )]
 pub struct CollectArgs {
     /// Directory to measure (repeat for several)
@@ -53,10 +55,8 @@ pub struct CollectArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = CollectFormatArg::Json)]
     pub format: CollectFormatArg,
-    /// The snapshot as one JSON line (what `fleet analyze` reads); the same
-    /// as `--format json`, the default, spelled as on every other command
-    #[arg(long, conflicts_with = "format")]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
     /// Write the snapshot to FILE, - (stdout) or fd:N (a FILE is replaced atomically: temp file, fsync, rename)
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -149,7 +149,8 @@ Input: JSON lines from `tmpfsctl collect`, the 12-column /tmp survey TSV (Kirkla
 free's six columns, swap's three, inodes; or CSV with a header (host, tmp_used_bytes, mem_total_bytes, optional tmp_inodes, mem_available_bytes, \
 swap_total_bytes, swap_free_bytes, timestamp_unix_s; `_kb` variants accepted). A host seen twice \
 keeps its newest snapshot.\n\
-Exit codes: 0 the tmpfs size fits at least --target of the hosts, 1 it fits fewer, 2 error.")]
+Exit codes: 0 the tmpfs size fits at least --target of the hosts, 1 it fits fewer, 2 error.",
+    mut_args(json_help("Print the JSON document (schema_version 2) on stdout instead of the text report", &["markdown"])))]
 pub struct AnalyzeArgs {
     /// Input files (`-` for stdin); formats may be mixed
     #[arg(value_name = "FILE")]
@@ -199,9 +200,8 @@ pub struct AnalyzeArgs {
     /// Threads to read and analyze on (default: the cores this process may use); the report is the same for any count
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
-    /// Print the JSON document (schema_version 2) on stdout instead of the text report
-    #[arg(long, conflicts_with = "markdown")]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
     /// Print the report as Markdown instead of text
     #[arg(long)]
     pub markdown: bool,
@@ -220,9 +220,16 @@ pub struct AnalyzeArgs {
 }
 
 impl CollectArgs {
+    /// The format `--format` or a structured format's flag names.
+    fn format(&self) -> Format {
+        self.structured
+            .chosen()
+            .map_or_else(|| self.format.format(), |(_, f)| f)
+    }
+
     /// The request, once the paths and the host name suit the format.
     pub fn request(&self) -> Result<CollectRequest> {
-        let format = self.format.format();
+        let format = self.format();
         if format == collect::KIRKLAND && self.paths.len() != 1 {
             bail!("--format kirkland has a single /tmp column; give exactly one --path");
         }
@@ -254,7 +261,7 @@ impl CollectArgs {
 
     /// The snapshot in its format, on stdout or (`--output FILE`) only in FILE.
     pub fn output(&self) -> Output {
-        let format = self.format.format();
+        let format = self.format();
         match &self.output {
             Some(f) => Output::nothing().export("--output", format, Some(f)),
             None => Output::stdout(format),
@@ -300,8 +307,8 @@ impl AnalyzeArgs {
     /// The report (text, `--json` or `--markdown`) on stdout, and the files
     /// named besides.
     pub fn output(&self) -> Output {
-        Output::stdout(Format::TEXT)
-            .or_when(self.json, "--json", Format::JSON)
+        self.structured
+            .on(Output::stdout(Format::TEXT))
             .or_when(self.markdown, "--markdown", Format::MARKDOWN)
             .report_files(
                 self.export_json.as_ref(),

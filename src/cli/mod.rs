@@ -8,6 +8,7 @@ pub(crate) mod explain;
 pub(crate) mod fleet;
 mod manpage;
 pub(crate) mod mounts;
+mod output;
 pub(crate) mod persist;
 pub(crate) mod status;
 pub(crate) mod top;

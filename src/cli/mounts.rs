@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::output::{Structured, json_help};
 use crate::command::{Format, Output};
 use crate::mounts::plan::{self, Request};
 use crate::mounts::{ApplyRequest, PlanRequest, RevertRequest, Target};
@@ -29,6 +30,7 @@ fn parse_inodes(s: &str) -> Result<u64, String> {
 // The directory and where its configuration lives. (A plain comment: as a
 // doc comment it would replace the about of the commands that flatten it.)
 #[derive(Debug, Clone, clap::Args)]
+#[command(mut_args(json_help("Print a JSON document (schema_version 1) instead of text", &[])))]
 pub struct TargetArgs {
     /// The directory to put on tmpfs, e.g. /tmp
     #[arg(value_name = "DIR")]
@@ -39,9 +41,8 @@ pub struct TargetArgs {
     /// Look for mount units and write drop-ins here instead of /etc/systemd/system
     #[arg(long, value_name = "PATH")]
     pub unit_dir: Option<PathBuf>,
-    /// Print a JSON document (schema_version 1) instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
 }
 
 // Mount options (all optional: plan recommends what is not given). (A plain
@@ -216,7 +217,7 @@ impl TargetArgs {
             fstab: self.fstab.clone(),
             unit_dir: self.unit_dir.clone(),
             // The JSON document holds what the text would say on stderr.
-            quiet: self.json,
+            quiet: self.structured.any(),
         }
     }
 }
@@ -224,7 +225,7 @@ impl TargetArgs {
 impl TargetArgs {
     /// The report as text, or `--json`; prose about the steps goes to stderr.
     fn output(&self) -> Output {
-        Output::stdout(Format::TEXT).or_when(self.json, "--json", Format::JSON)
+        self.structured.on(Output::stdout(Format::TEXT))
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use super::output::Structured;
 use crate::command::{Format, Output};
 use crate::persist::admin::{EnableRequest, On};
 use crate::persist::disable::DisableRequest;
@@ -121,9 +122,8 @@ pub struct EnableArgs {
     /// Do not ask for confirmation
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Print a JSON document instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
 }
 
 #[derive(Debug, clap::Args)]
@@ -139,9 +139,8 @@ pub struct SyncArgs {
     /// Sync even when DIR is empty and the store is not
     #[arg(long)]
     pub allow_empty: bool,
-    /// Print a JSON document instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
 }
 
 #[derive(Debug, clap::Args)]
@@ -160,9 +159,8 @@ pub struct RestoreArgs {
     /// Load generation N (see `persist verify`) instead of the newest that verifies
     #[arg(long, value_name = "N")]
     pub generation: Option<u64>,
-    /// Print a JSON document instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
 }
 
 #[derive(Debug, clap::Args)]
@@ -178,9 +176,8 @@ pub struct StatusArgs {
     /// Also write node_exporter textfile metrics to FILE, - (stdout) or fd:N (a FILE is replaced atomically)
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
-    /// Print a JSON document instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
 }
 
 #[derive(Debug, clap::Args)]
@@ -196,9 +193,8 @@ pub struct VerifyArgs {
     /// The store [default: DIR's, from the registry]
     #[arg(long, value_name = "STORE")]
     pub store: Option<PathBuf>,
-    /// Print a JSON document instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
 }
 
 #[derive(Debug, clap::Args)]
@@ -208,9 +204,8 @@ pub struct DisableArgs {
     /// Do not ask for confirmation
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Print a JSON document instead of text
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
 }
 
 fn size_text(s: Size) -> String {
@@ -224,16 +219,16 @@ impl PersistArgs {
     /// What the subcommand did, as text or `--json`; `status --prom FILE`
     /// writes its metrics too (`-` or `fd:1`: on stdout instead).
     pub fn output(&self) -> Output {
-        let (json, prom) = match &self.cmd {
-            PersistCmd::Enable(a) => (a.json, None),
-            PersistCmd::Sync(a) => (a.json, None),
-            PersistCmd::Restore(a) => (a.json, None),
-            PersistCmd::Status(a) => (a.json, a.prom.as_ref()),
-            PersistCmd::Verify(a) => (a.json, None),
-            PersistCmd::Disable(a) => (a.json, None),
+        let (structured, prom) = match &self.cmd {
+            PersistCmd::Enable(a) => (a.structured, None),
+            PersistCmd::Sync(a) => (a.structured, None),
+            PersistCmd::Restore(a) => (a.structured, None),
+            PersistCmd::Status(a) => (a.structured, a.prom.as_ref()),
+            PersistCmd::Verify(a) => (a.structured, None),
+            PersistCmd::Disable(a) => (a.structured, None),
         };
-        Output::stdout(Format::TEXT)
-            .or_when(json, "--json", Format::JSON)
+        structured
+            .on(Output::stdout(Format::TEXT))
             .export("--prom", Format::PROM, prom)
     }
 
@@ -282,7 +277,7 @@ impl PersistArgs {
                 force: a.force,
                 generation: a.generation,
                 registry,
-                quiet: a.json,
+                quiet: a.structured.any(),
             }),
             PersistCmd::Status(a) => PersistRequest::Status(StatusRequest {
                 dir: a.dir.clone(),

@@ -1,5 +1,6 @@
 //! `tmpfsctl status` arguments.
 
+use super::output::{Structured, json_help};
 use crate::command::{Format, Output};
 use std::path::PathBuf;
 
@@ -13,7 +14,8 @@ tmpfs size limits may add up to more than RAM + swap (a stock systemd machine ha
 /run at 20%, each /run/user/UID at 10%): limits are not reservations, so that alone is no warning. \
 tmpfs_overcommit warns when one mount filling up, on top of what RAM filesystems hold now, would not fit in \
 RAM + swap (the OOM killer would run before the writer gets ENOSPC); read-only and kernel-interface tmpfs \
-(under /sys, /proc) are not counted. tmpfs_nearly_full is above 90% used, and says when writes already fail."
+(under /sys, /proc) are not counted. tmpfs_nearly_full is above 90% used, and says when writes already fail.",
+    mut_args(json_help("Print a JSON document (schema_version 3) instead of tables", &[])),
 )]
 pub struct StatusArgs {
     /// Extra directories to report on, besides /tmp, /var/tmp and $TMPDIR
@@ -27,9 +29,8 @@ pub struct StatusArgs {
     /// such a directory's data is "not counted")
     #[arg(long)]
     pub du: bool,
-    /// Print a JSON document (schema_version 3) instead of tables
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
 }
 
 impl StatusArgs {
@@ -42,6 +43,6 @@ impl StatusArgs {
     }
 
     pub fn output(&self) -> Output {
-        Output::stdout(Format::TEXT).or_when(self.json, "--json", Format::JSON)
+        self.structured.on(Output::stdout(Format::TEXT))
     }
 }

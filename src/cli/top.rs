@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::output::{Structured, json_help};
 use crate::command::{Format, Output};
 use crate::top::{Mode, TopQuery};
 
@@ -19,7 +20,8 @@ ExecStart=/usr/bin/tmpfsctl top --prom /var/lib/prometheus/node-exporter/tmpfsct
 OnUnitActiveSec=1min\n\
 with node_exporter started with --collector.textfile.directory=/var/lib/prometheus/node-exporter. Growth is not \
 written (one snapshot has no rate): Prometheus has it as deriv(tmpfsctl_mount_used_bytes[15m]). Alerting rules: \
-examples/prometheus/tmpfsctl-alerts.yml."
+examples/prometheus/tmpfsctl-alerts.yml.",
+    mut_args(json_help("Print one snapshot as JSON (schema_version 3); implies --once", &["prom"])),
 )]
 pub struct TopArgs {
     /// Only the mounts holding these paths (default: every tmpfs and ramfs)
@@ -28,9 +30,8 @@ pub struct TopArgs {
     /// Print one snapshot and exit (the default when output is not a terminal)
     #[arg(long)]
     pub once: bool,
-    /// Print one snapshot as JSON (schema_version 3); implies --once
-    #[arg(long, conflicts_with = "prom")]
-    pub json: bool,
+    #[command(flatten)]
+    pub structured: Structured,
     /// Write one snapshot as node_exporter textfile-collector metrics to FILE, - (stdout) or fd:N
     /// (a FILE is replaced atomically) and exit
     #[arg(long, value_name = "FILE")]
@@ -59,7 +60,7 @@ impl TopArgs {
             paths: self.paths.clone(),
             top_n: usize::from(self.top),
             interval: self.delay,
-            mode: if self.json || self.once || self.prom.is_some() {
+            mode: if self.structured.any() || self.once || self.prom.is_some() {
                 Mode::Once
             } else {
                 Mode::Live
@@ -72,7 +73,7 @@ impl TopArgs {
     pub fn output(&self) -> Output {
         match &self.prom {
             Some(p) => Output::nothing().export("--prom", Format::PROM, Some(p)),
-            None => Output::stdout(Format::TEXT).or_when(self.json, "--json", Format::JSON),
+            None => self.structured.on(Output::stdout(Format::TEXT)),
         }
     }
 }

@@ -15,10 +15,11 @@ fn prose(s: &mut String, indent: &str, tone: Option<Tone>, text: &str) {
 }
 
 impl Report for ExplainReport {
+    command::its_own_document!();
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
             Format::TEXT => command::text(text(self)),
-            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }

@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
-use crate::command::{Format, Report};
+use crate::command::{self, Format, Report};
 use crate::render::exposition::Exposition;
 use crate::sys::{self, MemInfo, Sysroot};
 
@@ -222,21 +222,17 @@ pub const KIRKLAND: Format = Format::new("kirkland");
 /// A snapshot as `collect` writes it: one JSON line (what `fleet analyze`
 /// reads), the Kirkland TSV, or node_exporter textfile metrics.
 impl Report for Snapshot {
+    command::its_own_document!();
+
+    const ONE_LINE: bool = true;
+
     fn render(&self, f: Format) -> Option<Result<Vec<u8>>> {
         match f {
-            Format::JSON => Some(render_json_line(self)),
             KIRKLAND => Some(render_kirkland(self)),
             Format::PROM => Some(render_prom(self)),
             _ => None,
         }
     }
-}
-
-/// Compact JSON, one line, newline-terminated.
-pub fn render_json_line(s: &Snapshot) -> Result<Vec<u8>> {
-    let mut v = serde_json::to_vec(s)?;
-    v.push(b'\n');
-    Ok(v)
 }
 
 fn kib_ceil(b: u64) -> u64 {
@@ -400,7 +396,7 @@ mod tests {
     #[test]
     fn json_line_round_trips() {
         let s = snap();
-        let l = render_json_line(&s).unwrap();
+        let l = command::render(&s, Format::JSON).unwrap().unwrap();
         assert_eq!(l.iter().filter(|&&b| b == b'\n').count(), 1);
         let back: Snapshot = serde_json::from_slice(&l).unwrap();
         assert_eq!(back, s);
@@ -496,7 +492,7 @@ tmpfsctl_collect_timestamp_seconds 1700000123
     #[test]
     fn outputs_match_the_pinned_schema() {
         let s = golden_snapshot();
-        let json = String::from_utf8(render_json_line(&s).unwrap()).unwrap();
+        let json = String::from_utf8(command::render(&s, Format::JSON).unwrap().unwrap()).unwrap();
         assert_eq!(json, GOLDEN_JSON);
         let back: Snapshot = serde_json::from_str(GOLDEN_JSON).unwrap();
         assert_eq!(

@@ -13,6 +13,7 @@ pub(crate) mod export;
 pub(crate) mod fit;
 pub(crate) mod ingest;
 pub(crate) mod prom;
+mod prom_answer;
 pub(crate) mod render;
 pub(crate) mod stats;
 mod svg;

@@ -10,10 +10,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
-use serde::Deserialize;
+use anyhow::Result;
 
 use super::ingest::{Fleet, HostRecord, IngestReport};
+use super::prom_answer::{self, Fold};
 use crate::command;
 use crate::term::{excerpt, safe};
 
@@ -28,30 +28,6 @@ pub struct PromOptions {
     pub path: String,
     pub timeout_s: u64,
     pub verbose: bool,
-}
-
-#[derive(Deserialize)]
-struct ApiResponse {
-    status: String,
-    #[serde(default)]
-    data: Option<ApiData>,
-    #[serde(default, rename = "errorType")]
-    error_type: Option<String>,
-    #[serde(default)]
-    error: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ApiData {
-    #[serde(rename = "resultType")]
-    result_type: String,
-    result: serde_json::Value,
-}
-
-#[derive(Deserialize)]
-struct VectorSample {
-    metric: HashMap<String, String>,
-    value: (f64, String),
 }
 
 /// PromQL string literal (double-quoted, Go escapes).
@@ -124,8 +100,9 @@ impl Client {
         })
     }
 
-    /// Run one instant query; returns (labels, value) per series.
-    fn query(&self, q: &str) -> Result<Vec<(HashMap<String, String>, f64)>> {
+    /// Run one instant query; its series folded per host (see [`Fold`]) as
+    /// the answer is read.
+    fn query(&self, q: &str, fold: &mut Fold<'_>) -> Result<()> {
         if self.verbose {
             command::say(&format!("PromQL: {}", safe(q)));
         }
@@ -138,11 +115,27 @@ impl Client {
             )
         })?;
         let status = resp.status().as_u16();
-        let body = read_bounded(resp.body_mut(), &url)?;
-        let parsed: Result<ApiResponse, _> = serde_json::from_slice(&body);
+        let mut body = std::io::BufReader::with_capacity(
+            64 << 10,
+            Bounded {
+                inner: resp.body_mut().with_config().reader(),
+                read: 0,
+                start: Vec::new(),
+            },
+        );
+        let parsed = prom_answer::parse(&mut body, fold);
+        let body = body.into_inner();
+        if body.read > MAX_ANSWER_BYTES {
+            anyhow::bail!(
+                "the answer of {} is larger than {} once decompressed; stopped reading \
+                 (an instant query over 500 000 hosts answers less): check what answers at that URL",
+                safe(&url),
+                crate::units::fmt_bytes(MAX_ANSWER_BYTES)
+            );
+        }
         // The body is shown short and escaped: any server (or a proxy's
         // binary error page) can be at that URL.
-        let snippet = excerpt(&body, 200);
+        let snippet = excerpt(&body.start, 200);
         let api = match parsed {
             Ok(a) => a,
             Err(_) if !(200..300).contains(&status) => anyhow::bail!(
@@ -150,12 +143,13 @@ impl Client {
                  (without /api/v1), e.g. http://prometheus:9090",
                 self.base
             ),
+            Err(e) if e.is_io() => anyhow::bail!("reading the answer of {}: {e}", safe(&url)),
             Err(e) => anyhow::bail!(
                 "{url} did not answer with Prometheus API JSON ({e}): {snippet}; is {} a Prometheus-compatible server?",
                 self.base
             ),
         };
-        if api.status != "success" {
+        if api.status.as_deref() != Some("success") {
             anyhow::bail!(
                 "Prometheus at {} rejected the query (HTTP {status}, {}): {}\n  query: {q}",
                 self.base,
@@ -163,74 +157,53 @@ impl Client {
                 safe(&api.error.unwrap_or_default())
             );
         }
-        let Some(data) = api.data else {
+        if !api.has_data {
             anyhow::bail!("Prometheus at {} answered without data to: {q}", self.base);
-        };
-        if data.result_type != "vector" {
+        }
+        let rt = api.result_type.unwrap_or_default();
+        if rt != "vector" {
             anyhow::bail!(
                 "Prometheus at {} answered a {} to an instant query, expected a vector: {q}",
                 self.base,
-                safe(&data.result_type)
+                safe(&rt)
             );
         }
-        let samples: Vec<VectorSample> = serde_json::from_value(data.result)
-            .with_context(|| format!("unexpected result shape from {url}"))?;
-        Ok(samples
-            .into_iter()
-            .filter_map(|s| {
-                let v: f64 = s.value.1.parse().ok()?;
-                v.is_finite().then_some((s.metric, v))
-            })
-            .collect())
+        if fold.not_series > 0 {
+            anyhow::bail!(
+                "unexpected result shape from {url}: {} elements of its vector are not {{metric, value}} series",
+                fold.not_series
+            );
+        }
+        Ok(())
     }
 }
 
-/// The most of one answer kept, counted after decompression: ureq's own
+/// The most of one answer read, counted after decompression: ureq's own
 /// limit counts the bytes on the wire, so a 2 MiB gzip answer could grow to
-/// gigabytes. An instant vector for 500 000 hosts is under 150 MiB.
+/// gigabytes. Memory does not follow this figure (the answer is folded per
+/// host as it is read); it bounds the time a server can keep us reading. An
+/// instant vector for 500 000 hosts is under 150 MiB.
 pub const MAX_ANSWER_BYTES: u64 = 256 << 20;
 
-/// The answer's body, decoded (gzip, brotli), refused past
-/// [`MAX_ANSWER_BYTES`] before more is held.
-fn read_bounded(body: &mut ureq::Body, url: &str) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let mut buf = Vec::new();
-    let mut r = body.with_config().reader();
-    let more = (&mut r)
-        .take(MAX_ANSWER_BYTES)
-        .read_to_end(&mut buf)
-        .and_then(|_| r.read(&mut [0u8; 1]))
-        .with_context(|| format!("reading the answer of {}", safe(url)))?;
-    if more > 0 {
-        anyhow::bail!(
-            "the answer of {} is larger than {} once decompressed; stopped reading \
-             (an instant query over 500 000 hosts answers less): check what answers at that URL",
-            safe(url),
-            crate::units::fmt_bytes(MAX_ANSWER_BYTES)
-        );
-    }
-    Ok(buf)
+/// The decoded body (gzip, brotli), which ends early once more than
+/// [`MAX_ANSWER_BYTES`] came; it keeps its first bytes for error messages.
+struct Bounded<R> {
+    inner: R,
+    read: u64,
+    start: Vec<u8>,
 }
 
-/// Per host, one figure from a query; several series for one host combine with `pick`.
-fn by_host(
-    rows: Vec<(HashMap<String, String>, f64)>,
-    label: &str,
-    pick: fn(u64, u64) -> u64,
-    unlabeled: &mut u64,
-) -> HashMap<String, u64> {
-    let mut m: HashMap<String, u64> = HashMap::new();
-    for (labels, v) in rows {
-        let Some(h) = labels.get(label) else {
-            *unlabeled += 1;
-            continue;
-        };
-        let v = v.max(0.0).round() as u64;
-        m.entry(h.clone())
-            .and_modify(|o| *o = pick(*o, v))
-            .or_insert(v);
+impl<R: std::io::Read> std::io::Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.read > MAX_ANSWER_BYTES {
+            return Err(std::io::Error::other("answer too large"));
+        }
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        let keep = 256usize.saturating_sub(self.start.len()).min(n);
+        self.start.extend_from_slice(&buf[..keep]);
+        Ok(n)
     }
-    m
 }
 
 /// Fetch every host's figures. Returns the fleet, an input report (hosts
@@ -246,7 +219,10 @@ pub fn fetch(o: &PromOptions) -> Result<(Fleet, IngestReport, Vec<String>)> {
         } else {
             u64::max
         };
-        res.push(by_host(c.query(q)?, &o.host_label, pick, &mut unlabeled));
+        let mut fold = Fold::new(&o.host_label, pick);
+        c.query(q, &mut fold)?;
+        unlabeled += fold.unlabeled;
+        res.push(fold.hosts);
     }
     let what = if o.window_s.is_some() {
         "peak"

@@ -293,11 +293,16 @@ pub fn fmt_secs(s: u64) -> String {
 }
 
 impl Report for Analyzed {
+    type Document<'a> = &'a FleetReport;
+
+    fn document(&self) -> Option<&FleetReport> {
+        Some(&self.report)
+    }
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         let r = &self.report;
         match f {
             Format::TEXT => command::text(text(r)),
-            Format::JSON => Some(command::json(r)),
             Format::MARKDOWN => command::text(markdown(r)),
             Format::HTML => command::text(html(r)),
             Format::CSV => Some(super::export::hosts_csv(

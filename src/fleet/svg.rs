@@ -75,8 +75,6 @@ impl LogAxis {
     }
     /// Tick values: powers of 1024, or of 2 when the range is narrow.
     fn ticks(&self) -> Vec<u64> {
-        let mut v = Vec::new();
-        let mut x = 1u64;
         let span = self.hi / self.lo;
         let mult = if span > 1024.0 * 64.0 {
             1024
@@ -85,6 +83,27 @@ impl LogAxis {
         } else {
             2
         };
+        self.ticks_every(mult)
+    }
+    /// The densest ticks (powers of 2, 4, 16 or 1024) whose labels, as
+    /// `fmt_bytes` writes them, fit side by side: a column of dots per RAM
+    /// size wants a label under each, not two for nine.
+    fn ticks_labelled(&self) -> Vec<u64> {
+        for mult in [2, 4, 16, 1024] {
+            let t = self.ticks_every(mult);
+            let fits = t.windows(2).all(|p| {
+                let gap = self.at(p[1]) - self.at(p[0]);
+                gap >= (text_w(&fmt_bytes(p[0])) + text_w(&fmt_bytes(p[1]))) / 2.0 + 8.0
+            });
+            if fits {
+                return t;
+            }
+        }
+        self.ticks()
+    }
+    fn ticks_every(&self, mult: u64) -> Vec<u64> {
+        let mut v = Vec::new();
+        let mut x = 1u64;
         while (x as f64) <= self.hi {
             if (x as f64) >= self.lo {
                 v.push(x);
@@ -128,8 +147,18 @@ fn svg_close(o: &mut String, ml: f64, title: &str) {
     );
 }
 
-fn x_ticks(o: &mut String, ax: &LogAxis) {
-    for tk in ax.ticks() {
+/// A y axis title, turned to run up the left edge.
+fn y_title(o: &mut String, title: &str) {
+    let y = (MT + H - MB) / 2.0;
+    let _ = write!(
+        o,
+        "<text class=\"axis-title\" x=\"14\" y=\"{y:.1}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {y:.1})\">{}</text>",
+        esc(title)
+    );
+}
+
+fn x_ticks(o: &mut String, ax: &LogAxis, ticks: &[u64]) {
+    for &tk in ticks {
         let x = ax.at(tk);
         let _ = write!(
             o,
@@ -142,7 +171,7 @@ fn x_ticks(o: &mut String, ax: &LogAxis) {
 
 /// Where a threshold's label goes: the first spot, right or left of its
 /// line, that stays inside the plot and clear of the curve, the other
-/// labels and (when possible) the other thresholds' lines. Rows near the
+/// labels, the other thresholds' lines and the grid lines. Rows near the
 /// empty corner of the CDF are tried first: above the curve where few hosts
 /// are under the threshold, below it where most are.
 fn place_label(
@@ -163,21 +192,20 @@ fn place_label(
     if !upper_first {
         rows.reverse();
     }
-    for strict in [true, false] {
-        for &base in &rows {
-            for right in [true, false] {
-                let l = if right { x + 4.0 } else { x - 4.0 - w };
-                let r = Rect(l, base - 13.0, l + w, base + 4.0);
-                let inside = r.0 >= plot.0 + 2.0 && r.2 <= plot.2 - 2.0;
-                if !inside
-                    || curve.iter().any(|&(cx, cy)| r.holds(cx, cy))
-                    || taken.iter().any(|t| t.hits(&r))
-                    || (strict && lines.iter().any(|&lx| lx > r.0 - 1.0 && lx < r.2 + 1.0))
-                {
-                    continue;
-                }
-                return Some((l, base, right));
+    // Never across another line: a label that fits nowhere is left out.
+    for &base in &rows {
+        for right in [true, false] {
+            let l = if right { x + 4.0 } else { x - 4.0 - w };
+            let r = Rect(l, base - 13.0, l + w, base + 4.0);
+            let inside = r.0 >= plot.0 + 2.0 && r.2 <= plot.2 - 2.0;
+            if !inside
+                || curve.iter().any(|&(cx, cy)| r.holds(cx, cy))
+                || taken.iter().any(|t| t.hits(&r))
+                || lines.iter().any(|&lx| lx > r.0 - 1.0 && lx < r.2 + 1.0)
+            {
+                continue;
             }
+            return Some((l, base, right));
         }
     }
     None
@@ -201,7 +229,8 @@ fn dense(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
 pub fn cdf(r: &FleetReport) -> String {
     let mut o = String::new();
     let shares = [0.0, 0.25, 0.5, 0.75, 0.9, 1.0];
-    let ml = margin_left(&["100%".to_string()]);
+    // Room for the tick labels and, left of them, the axis title.
+    let ml = margin_left(&["100%".to_string()]) + 18.0;
     svg_open(
         &mut o,
         "cdf",
@@ -218,7 +247,9 @@ pub fn cdf(r: &FleetReport) -> String {
         .max()
         .unwrap_or(1);
     let ax = LogAxis::new(1024, max.max(bmax), ml, W - MR);
-    x_ticks(&mut o, &ax);
+    let ticks = ax.ticks();
+    x_ticks(&mut o, &ax, &ticks);
+    y_title(&mut o, "hosts at or below x (%)");
     let y = |s: f64| H - MB - s * (H - MT - MB);
     for s in shares {
         let _ = write!(
@@ -255,6 +286,7 @@ pub fn cdf(r: &FleetReport) -> String {
         .iter()
         .map(|b| ax.at(b.under_bytes))
         .collect();
+    let grid: Vec<f64> = ticks.iter().map(|t| ax.at(*t)).collect();
     let mut taken = Vec::new();
     for (i, b) in r.tmp_used_buckets.iter().enumerate() {
         let x = lines[i];
@@ -270,6 +302,7 @@ pub fn cdf(r: &FleetReport) -> String {
             .enumerate()
             .filter(|(j, _)| *j != i)
             .map(|(_, l)| *l)
+            .chain(grid.iter().copied())
             .collect();
         let w = text_w(&label);
         // A label that fits nowhere is left out: the table above has the figure.
@@ -284,7 +317,7 @@ pub fn cdf(r: &FleetReport) -> String {
             );
         }
     }
-    svg_close(&mut o, ml, "/tmp used (log scale)");
+    svg_close(&mut o, ml, "/tmp used (bytes, log scale)");
     o
 }
 
@@ -300,7 +333,7 @@ pub fn scatter(r: &FleetReport) -> String {
         .into_iter()
         .map(|t| (ay.at(t), fmt_bytes(t)))
         .collect();
-    let ml = margin_left(&ylabels.iter().map(|l| l.1.clone()).collect::<Vec<_>>());
+    let ml = margin_left(&ylabels.iter().map(|l| l.1.clone()).collect::<Vec<_>>()) + 18.0;
     svg_open(
         &mut o,
         "scatter",
@@ -309,7 +342,8 @@ pub fn scatter(r: &FleetReport) -> String {
         ml,
     );
     let ax = LogAxis::new(rmin, rmax, ml, W - MR);
-    x_ticks(&mut o, &ax);
+    x_ticks(&mut o, &ax, &ax.ticks_labelled());
+    y_title(&mut o, "/tmp used (bytes, log scale)");
     for (yy, l) in &ylabels {
         let _ = write!(
             o,
@@ -330,7 +364,8 @@ pub fn scatter(r: &FleetReport) -> String {
         ax.at(x1),
         ay.at(x1 / 2),
         ax.at(x1) - 4.0,
-        (ay.at(x1 / 2) + 18.0).min(H - MB - 6.0)
+        // Above the line's right end: the line falls away to the left.
+        ay.at(x1 / 2) - 6.0
     );
     for (ram, used) in pts {
         let c = if *used > ram / 2 { "#c33" } else { "#1f6fb4" };
@@ -344,14 +379,14 @@ pub fn scatter(r: &FleetReport) -> String {
     svg_close(
         &mut o,
         ml,
-        "RAM (MemTotal, log scale); /tmp below 1 KiB drawn at 1 KiB",
+        "RAM (MemTotal, bytes, log scale); /tmp below 1 KiB drawn at 1 KiB",
     );
     o
 }
 
 pub fn ram_hist(r: &FleetReport) -> String {
     let mut o = String::new();
-    let ml = 24.0;
+    let ml = 36.0;
     svg_open(
         &mut o,
         "ram-hist",
@@ -406,6 +441,11 @@ pub fn ram_hist(r: &FleetReport) -> String {
             );
         }
     }
-    svg_close(&mut o, ml, "RAM (MemTotal)");
+    y_title(&mut o, "hosts");
+    svg_close(
+        &mut o,
+        ml,
+        "RAM (MemTotal, bytes, rounded up to a power of two)",
+    );
     o
 }

@@ -12,12 +12,12 @@ use anyhow::{Context as _, Result, bail};
 use super::facts::{gather_facts_at, mount_at, read_fstab};
 use super::outcome::{ApplyReport, PersistResult};
 use super::plan::{self, Facts, Plan};
-use super::ui::{confirm, copy_bar, require_root, sparse_note};
+use super::ui::{confirm, copy_bar, finished_first, require_root, sparse_note};
 use super::{ApplyRequest, boot, journal, render};
 use crate::command::{self, Context};
 use crate::sys::atomic::{AtomicWrite, check_writable};
 use crate::sys::resolve::OpenedDir;
-use crate::sys::signals::{Interrupt, Interrupted};
+use crate::sys::signals::{self, Interrupt, Interrupted};
 use crate::sys::{Sysroot, copy, procfd, tmpfs};
 
 fn persist_step(p: &Plan, dir: &Path, fragment: Option<&Path>) -> Result<PersistResult> {
@@ -208,6 +208,9 @@ fn apply_until(ctx: &Context, args: &ApplyRequest, stop: &Arc<AtomicBool>) -> Re
         follow_up: args.target.follow_up(),
         undo: None,
     };
+    // A signal after the last point apply stops at (the boot entry being
+    // written): it finished, and ends as interrupted, saying what it did.
+    signals::check_finished(|| finished_first("apply", &report.changes))?;
     Ok(report)
 }
 

@@ -10,10 +10,11 @@ use crate::term::safe;
 use crate::units::{fmt_bytes, fmt_count};
 
 impl Report for Plan {
+    command::its_own_document!();
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
             Format::TEXT => command::text(plan_text(self)),
-            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }
@@ -25,21 +26,23 @@ impl Report for Plan {
 }
 
 impl Report for ApplyReport {
+    command::its_own_document!();
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
             Format::TEXT => command::text(apply_text(self)),
-            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }
 }
 
 impl Report for RevertReport {
+    command::its_own_document!();
+
     /// The text is what changed, a line each.
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
             Format::TEXT => command::text(self.changes.iter().map(|c| format!("{c}\n")).collect()),
-            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }

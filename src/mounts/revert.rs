@@ -11,13 +11,14 @@ use serde::Serialize;
 
 use super::facts::{fstab_file, mount_at, read_fstab, unit_dir};
 use super::outcome::PersistResult;
-use super::ui::{confirm, copy_bar, require_root, sparse_note};
+use super::ui::{confirm, copy_bar, finished_first, require_root, sparse_note};
 use super::{RevertRequest, boot, live, plan};
 use crate::command::{self, Context};
 use crate::sys::atomic::AtomicWrite;
 use crate::sys::copy;
+use crate::sys::knockout::durable;
 use crate::sys::resolve::{OpenedDir, open_target};
-use crate::sys::signals::{Interrupt, Interrupted};
+use crate::sys::signals::{self, Interrupt, Interrupted};
 use crate::sys::unmount::{At, Busy, How, UnmountError, unmount};
 use crate::sys::{self, MountInfo, fs, hidden, statfs, systemd};
 use crate::term::{safe, safe_path};
@@ -173,6 +174,9 @@ pub fn revert(ctx: &Context, args: &RevertRequest) -> Result<RevertReport> {
         busy,
         changes,
     };
+    // A signal after the last point revert stops at (the flush of the copy
+    // back): it finished, and ends as interrupted, saying what it did.
+    signals::check_finished(|| finished_first("revert", &report.changes))?;
     Ok(report)
 }
 
@@ -282,8 +286,12 @@ fn keep_data(
     // disk before the tmpfs, the last other copy, is let go: without this a
     // power cut in the next writeback interval loses what revert reported
     // as kept.
-    rustix::fs::syncfs(back.under.dir.as_fd())
-        .with_context(|| format!("flushing {} on disk (syncfs)", dir.display()))?;
+    durable!(
+        "revert-syncfs-end",
+        "",
+        rustix::fs::syncfs(back.under.dir.as_fd())
+    )
+    .with_context(|| format!("flushing {} on disk (syncfs)", dir.display()))?;
     journal.step("caught-up", |_| {})?;
     back.staging.hold(false);
     drop(back);
@@ -360,7 +368,7 @@ fn copy_back(
     };
     // The copy is durable before the old entries go: a power cut from here
     // on finds the copy whole on disk, not files renamed in but still empty.
-    rustix::fs::syncfs(u)
+    durable!("revert-syncfs-copy", "", rustix::fs::syncfs(u))
         .with_context(|| format!("flushing {} on disk (syncfs)", dir.display()))?;
     // From here on only renames on one filesystem.
     rustix::fs::mkdirat(u, &trash, Mode::RWXU)

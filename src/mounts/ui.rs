@@ -43,6 +43,15 @@ pub(crate) fn copy_bar(show: bool, total: u64, what: &str) -> indicatif::Progres
     pb
 }
 
+/// What a command that finished despite a signal says it did.
+pub(super) fn finished_first(cmd: &str, changes: &[String]) -> String {
+    if changes.is_empty() {
+        format!("{cmd} finished first; nothing needed changing")
+    } else {
+        format!("{cmd} finished first: {}", changes.join("; "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ use super::registry::Registry;
 use super::store::{Store, gen_name};
 use super::{load, mount, open_dir, resolve_dir, store, sync, units};
 use crate::command::{Context, confirm, warn};
+use crate::sys::knockout::durable;
 use crate::sys::procfd::{self, ProcUse};
 use crate::sys::unmount::{At, How, holders_line, unmount};
 use crate::term::safe_path;
@@ -158,7 +159,7 @@ fn sync_detach_catch_up(
         }
     }
     copy::copy_root_meta(src.as_fd(), u).context("copying DIR's own owner, mode and times")?;
-    rustix::fs::syncfs(u).context("flushing DIR on disk")?;
+    durable!("disable-syncfs-live", "", rustix::fs::syncfs(u)).context("flushing DIR on disk")?;
     let fin = if brought.is_empty() {
         rep.generation
     } else {
@@ -248,7 +249,8 @@ pub fn disable_cmd(ctx: &Context, req: &DisableRequest) -> Result<DisableReport>
         fs::clear_dir(dfd.as_fd())
             .with_context(|| format!("clearing {} on disk", safe_path(&dir)))?;
         load::load(&*store, g, dfd.as_fd())?;
-        rustix::fs::syncfs(&dfd).context("flushing DIR on disk")?;
+        durable!("disable-syncfs-load", "", rustix::fs::syncfs(&dfd))
+            .context("flushing DIR on disk")?;
     }
     store.drop_live_index();
     let mut removed = Vec::new();

@@ -13,7 +13,7 @@ use super::restore::{self, RestoreReport};
 use super::status::{self, StatusReport};
 use super::sync::SyncReport;
 use super::verify::{self, VerifyReport};
-use crate::command::{ExitCode, Format, Report, json, text};
+use crate::command::{ExitCode, Format, Report, text};
 
 /// The version of the JSON documents of enable, sync, restore and disable
 /// (status and verify carry theirs in their own reports).
@@ -39,36 +39,57 @@ pub enum PersistReport {
 
 /// A report that has no `schema_version` of its own, with it first.
 #[derive(Serialize)]
-struct Versioned<'a, T: Serialize> {
+pub struct Versioned<'a, T: Serialize> {
     schema_version: u32,
     #[serde(flatten)]
     report: &'a T,
 }
 
-fn versioned<T: Serialize>(report: &T) -> Result<Vec<u8>> {
-    json(&Versioned {
+fn versioned<T: Serialize>(report: &T) -> Versioned<'_, T> {
+    Versioned {
         schema_version: SCHEMA_VERSION,
         report,
-    })
+    }
+}
+
+/// The document of each subcommand's report, written as the report itself.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum PersistDocument<'a> {
+    Enabled(Versioned<'a, EnableReport>),
+    Synced(Versioned<'a, SyncReport>),
+    Restored(Versioned<'a, RestoreReport>),
+    Status(&'a StatusReport),
+    Verified(&'a VerifyReport),
+    Disabled(Versioned<'a, DisableReport>),
 }
 
 impl Report for PersistReport {
+    type Document<'a> = PersistDocument<'a>;
+
+    fn document(&self) -> Option<PersistDocument<'_>> {
+        use PersistDocument as D;
+        use PersistReport as R;
+        Some(match self {
+            R::Enabled(r) => D::Enabled(versioned(r)),
+            R::Synced(s) => D::Synced(versioned(&s.report)),
+            R::Restored(r) => D::Restored(versioned(r)),
+            R::Status(r) => D::Status(r),
+            R::Verified(r) => D::Verified(r),
+            R::Disabled(r) => D::Disabled(versioned(r)),
+        })
+    }
+
     fn render(&self, f: Format) -> Option<Result<Vec<u8>>> {
         use PersistReport as R;
         match (self, f) {
             (R::Enabled(r), Format::TEXT) => text(enable_text(r)),
-            (R::Enabled(r), Format::JSON) => Some(versioned(r)),
             (R::Synced(s), Format::TEXT) => text(super::sync_text(&s.dir, &s.store, &s.report)),
-            (R::Synced(s), Format::JSON) => Some(versioned(&s.report)),
             (R::Restored(r), Format::TEXT) => text(restore::text(r)),
-            (R::Restored(r), Format::JSON) => Some(versioned(r)),
             (R::Status(r), Format::TEXT) => text(status::text(r)),
-            (R::Status(r), Format::JSON) => Some(json(r)),
             (R::Status(r), Format::PROM) => text(status::prom_text(r)),
             (R::Verified(r), Format::TEXT) => text(verify::text(r)),
-            (R::Verified(r), Format::JSON) => Some(json(r)),
             (R::Disabled(r), Format::TEXT) => text(disable_text(r)),
-            (R::Disabled(r), Format::JSON) => Some(versioned(r)),
             _ => None,
         }
     }
@@ -88,10 +109,10 @@ impl Report for PersistReport {
         }
     }
 
-    /// A sync's notes follow its line on stderr; the JSON holds them.
+    /// A sync's notes follow its line on stderr; the document holds them.
     fn after(&self, stdout: Option<Format>) -> String {
         match self {
-            PersistReport::Synced(s) if stdout != Some(Format::JSON) => {
+            PersistReport::Synced(s) if !stdout.is_some_and(Format::is_structured) => {
                 super::sync_after(&s.report)
             }
             _ => String::new(),

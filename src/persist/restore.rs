@@ -55,13 +55,7 @@ fn order(store: &dyn Store, asked: Option<u64>) -> Result<(Vec<u64>, Vec<String>
         }
         return Ok((vec![g], Vec::new()));
     }
-    let mut notes = Vec::new();
-    if store.current().unwrap_or(None).is_none() && !store.generations()?.is_empty() {
-        notes.push(format!(
-            "store {}: `current` is missing; looking for the newest generation that verifies",
-            store.path().display()
-        ));
-    }
+    let notes = store.pointer_problem()?.into_iter().collect();
     Ok((store.candidates()?, notes))
 }
 

@@ -116,10 +116,11 @@ fn mounts_table(r: &StatusReport, layout: Layout) -> String {
 }
 
 impl Report for StatusReport {
+    command::its_own_document!();
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         match f {
             Format::TEXT => command::text(text(self)),
-            Format::JSON => Some(command::json(self)),
             _ => None,
         }
     }

@@ -16,6 +16,7 @@ use anyhow::{Context, Result, bail};
 use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
+use super::knockout::durable;
 use super::outdir::{AtName, OutDir};
 use super::signals::SignalsHeld;
 use crate::term::safe_path;
@@ -160,7 +161,7 @@ impl<'a> AtomicWrite<'a> {
                 f.set_permissions(std::fs::Permissions::from_mode(mode))?
             }
         }
-        f.sync_all()
+        durable!("atomic-file-fsync", what, f.sync_all())
             .with_context(|| format!("{what} {}: fsync", safe_path(dest)))?;
         check(&dir.path.join(&tmp.name))?;
         rustix::fs::renameat(&dir.fd, &tmp.name, &dir.fd, name).with_context(|| {
@@ -170,7 +171,7 @@ impl<'a> AtomicWrite<'a> {
             )
         })?;
         tmp.keep();
-        rustix::fs::fsync(&dir.fd).with_context(|| {
+        durable!("atomic-dir-fsync", what, rustix::fs::fsync(&dir.fd)).with_context(|| {
             format!(
                 "{what} {}: fsync of {}",
                 safe_path(dest),
@@ -319,7 +320,7 @@ impl AtomicWrite<'_> {
                     .with_context(|| format!("{what} {}: cannot remove", safe_path(dest)));
             }
         }
-        rustix::fs::fsync(&dir.fd).with_context(|| {
+        durable!("remove-dir-fsync", what, rustix::fs::fsync(&dir.fd)).with_context(|| {
             format!(
                 "{what} {}: fsync of {}",
                 safe_path(dest),

@@ -17,6 +17,7 @@ pub(crate) mod fs;
 pub mod fstab;
 pub(crate) mod hidden;
 pub(crate) mod journal;
+pub(crate) mod knockout;
 pub mod meminfo;
 pub mod mountinfo;
 pub(crate) mod outdir;

@@ -24,12 +24,44 @@ pub struct Allow {
     pub dev: bool,
 }
 
+impl Allow {
+    /// The mount attributes of the guards left on.
+    pub fn attrs(self) -> MountAttrFlags {
+        let mut attrs = MountAttrFlags::empty();
+        if !self.suid {
+            attrs |= MountAttrFlags::MOUNT_ATTR_NOSUID;
+        }
+        if !self.dev {
+            attrs |= MountAttrFlags::MOUNT_ATTR_NODEV;
+        }
+        attrs
+    }
+}
+
 /// A tmpfs that exists only as a file descriptor: no path, so no other process
 /// can see or write into it, and if we die it vanishes with the fd.
 pub struct Detached {
     pub mount: OwnedFd,
     /// The root directory of the new filesystem, for copying into.
     pub root: OwnedFd,
+}
+
+impl Detached {
+    /// The mount of a file system context already created
+    /// (`fsconfig_create`), with `attrs`, and its root opened; `what` names
+    /// the file system in the error.
+    pub fn from_fs(fs: &OwnedFd, attrs: MountAttrFlags, what: &str) -> Result<Detached> {
+        let mount = rustix::mount::fsmount(fs, FsMountFlags::FSMOUNT_CLOEXEC, attrs)
+            .context("fsmount failed")?;
+        let root = rustix::fs::openat(
+            &mount,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .with_context(|| format!("cannot open the new {what}"))?;
+        Ok(Detached { mount, root })
+    }
 }
 
 /// `mount -t tmpfs -o OPTIONS`, but detached. Flags (nosuid, nodev, noexec)
@@ -40,13 +72,7 @@ pub fn mount_detached(options: &str, allow: Allow) -> Result<Detached> {
     let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC)
         .context("fsopen(tmpfs) failed; this needs Linux 5.2+ and CAP_SYS_ADMIN")?;
     rustix::mount::fsconfig_set_string(&fs, "source", "tmpfs").context("fsconfig source")?;
-    let mut attrs = MountAttrFlags::empty();
-    if !allow.suid {
-        attrs |= MountAttrFlags::MOUNT_ATTR_NOSUID;
-    }
-    if !allow.dev {
-        attrs |= MountAttrFlags::MOUNT_ATTR_NODEV;
-    }
+    let mut attrs = allow.attrs();
     for o in options.split(',').filter(|o| !o.is_empty()) {
         match o {
             "nosuid" => attrs |= MountAttrFlags::MOUNT_ATTR_NOSUID,
@@ -63,16 +89,7 @@ pub fn mount_detached(options: &str, allow: Allow) -> Result<Detached> {
         }
     }
     rustix::mount::fsconfig_create(&fs).context("creating the tmpfs failed")?;
-    let mount = rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attrs)
-        .context("fsmount failed")?;
-    let root = rustix::fs::openat(
-        &mount,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .context("cannot open the new tmpfs")?;
-    Ok(Detached { mount, root })
+    Detached::from_fs(&fs, attrs, "tmpfs")
 }
 
 /// Attach a detached mount at `dir`, hiding what is there (MS_MOVE semantics:

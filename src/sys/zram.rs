@@ -591,31 +591,14 @@ pub fn mm_stat_of(name: &str) -> Option<MmStat> {
 /// deleted file's blocks are freed in zram at once (else they keep holding
 /// RAM until overwritten), and `nosuid,nodev` unless `allow` lifts them.
 pub fn mount_detached(dev: &Path, allow: super::tmpfs::Allow) -> Result<super::tmpfs::Detached> {
-    use rustix::fs::{Mode, OFlags};
-    use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags};
+    use rustix::mount::FsOpenFlags;
     let fs = rustix::mount::fsopen("ext4", FsOpenFlags::FSOPEN_CLOEXEC)
         .context("fsopen(ext4) failed; this needs Linux 5.2+, ext4 and CAP_SYS_ADMIN")?;
     rustix::mount::fsconfig_set_string(&fs, "source", dev).context("fsconfig source")?;
     rustix::mount::fsconfig_set_flag(&fs, "discard").context("ext4 rejected `discard`")?;
     rustix::mount::fsconfig_create(&fs)
         .with_context(|| format!("mounting the ext4 on {} failed", dev.display()))?;
-    let mut attrs = MountAttrFlags::empty();
-    if !allow.suid {
-        attrs |= MountAttrFlags::MOUNT_ATTR_NOSUID;
-    }
-    if !allow.dev {
-        attrs |= MountAttrFlags::MOUNT_ATTR_NODEV;
-    }
-    let mount = rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attrs)
-        .context("fsmount failed")?;
-    let root = rustix::fs::openat(
-        &mount,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .context("cannot open the new file system")?;
-    Ok(super::tmpfs::Detached { mount, root })
+    super::tmpfs::Detached::from_fs(&fs, allow.attrs(), "file system")
 }
 
 /// Remove the devices tmpfsctl made whose maker is gone, and their notes.

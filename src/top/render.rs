@@ -549,6 +549,16 @@ fn detail(s: &mut String, r: &TopReport, mounts: &[&MountTop], view: &View) {
 }
 
 impl Report for TopOutcome {
+    type Document<'a> = &'a TopReport;
+
+    /// The live view drew its own screens: no document.
+    fn document(&self) -> Option<&TopReport> {
+        match self {
+            TopOutcome::Snapshot(r) => Some(r),
+            TopOutcome::Live(_) => None,
+        }
+    }
+
     fn render(&self, f: Format) -> Option<anyhow::Result<Vec<u8>>> {
         let TopOutcome::Snapshot(r) = self else {
             // The live view drew its own screens.
@@ -556,7 +566,6 @@ impl Report for TopOutcome {
         };
         match f {
             Format::TEXT => command::text(text(r)),
-            Format::JSON => Some(command::json(r)),
             Format::PROM => command::text(super::prom::text(r)),
             _ => None,
         }

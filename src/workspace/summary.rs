@@ -57,8 +57,11 @@ pub struct RunSummary {
 /// written where `--json` says by the command's `Output`; the exit code is
 /// CMD's.
 impl Report for RunSummary {
-    fn render(&self, format: Format) -> Option<Result<Vec<u8>>> {
-        (format == Format::JSON).then(|| command::json(self))
+    command::its_own_document!();
+
+    /// Only the document: the text was the summary line on stderr.
+    fn render(&self, _format: Format) -> Option<Result<Vec<u8>>> {
+        None
     }
 
     fn exit_code(&self) -> ExitCode {

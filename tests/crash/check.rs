@@ -90,11 +90,21 @@ struct Ctx<'a> {
 fn run_scenario<'a>(fs: &'static str, w: &'a Path, disk: &Path, logf: &Path) -> (Ctx<'a>, f64) {
     let t = Instant::now();
     let exe = std::env::current_exe().unwrap();
+    let knockout = knockout();
+    let script = match &knockout {
+        // Single-quoted for the guest's shell.
+        Some(k) => format!(
+            "export TMPFSCTL_KNOCKOUT='{}'\n{}\n",
+            k.replace('\'', r"'\''"),
+            scenario::SCRIPT
+        ),
+        None => format!("{}\n", scenario::SCRIPT),
+    };
     let run = {
         let _one = guest::one_at_a_time();
         guest::qemu_with(
             &format!("crash-{fs}"),
-            &format!("{}\n", scenario::SCRIPT),
+            &script,
             1,
             &guest::Extra {
                 files: vec![(exe.as_path(), "crash")],
@@ -112,6 +122,21 @@ fn run_scenario<'a>(fs: &'static str, w: &'a Path, disk: &Path, logf: &Path) -> 
         "the {fs} scenario did not run through:\n{}",
         run.context()
     );
+    if let Some(k) = &knockout {
+        // The call was reached and skipped, or this row removes nothing.
+        let skips: Vec<String> = (1..=STEPS)
+            .map(|s| {
+                let out = run.try_read(&format!("step-{s}.txt")).unwrap_or_default();
+                let n = out.matches("tmpfsctl: knockout: skipped").count();
+                format!("{s}:{n}")
+            })
+            .collect();
+        eprintln!("{fs}: knockout {k}: skips per step {}", skips.join(" "));
+        assert!(
+            skips.iter().any(|s| !s.ends_with(":0")),
+            "TMPFSCTL_CRASH_KNOCKOUT={k}: no step skipped a call (a build without the crash-knockout feature, or a WHAT no call is made for)"
+        );
+    }
     let mut trees = vec![String::new()];
     for s in 1..=STEPS {
         let t = run.read(&format!("tree-{s}"));
@@ -143,6 +168,16 @@ fn run_scenario<'a>(fs: &'static str, w: &'a Path, disk: &Path, logf: &Path) -> 
         end.begun
     );
     (ctx, boot_s)
+}
+
+/// The durability calls the guest's tmpfsctl skips (a build with the
+/// crash-knockout feature, run by bench/crash-mutants.sh): passed on as
+/// its TMPFSCTL_KNOCKOUT, and only in the guest, so the host's checks run
+/// with every call in place.
+fn knockout() -> Option<String> {
+    std::env::var("TMPFSCTL_CRASH_KNOCKOUT")
+        .ok()
+        .filter(|k| !k.is_empty())
 }
 
 pub fn run_fs(fs: &'static str) -> Row {

@@ -17,6 +17,9 @@
 //! tree with the same code. TMPFSCTL_CRASH_FULL=1 checks every prefix and 50
 //! subsets between every two flushes (long); TMPFSCTL_CRASH_FS names the file
 //! systems, a comma-separated list of ext4, xfs and btrfs (default ext4,xfs).
+//! TMPFSCTL_CRASH_KNOCKOUT (with a build that has the crash-knockout
+//! feature, see bench/crash-mutants.sh) names durability calls the guest's
+//! tmpfsctl skips.
 
 // Tests fail by panicking: unwrap/expect are how they say so.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

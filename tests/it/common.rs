@@ -215,8 +215,8 @@ pub fn chromium_layout(html: &Path, width: u32) -> Option<serde_json::Value> {
 }
 
 /// Every layout fault in `findings`, each naming the chart and its labels:
-/// clipped text, overlapping text, text on a curve, empty charts, text
-/// shrunk below `min_text_px`, a page wider than the window.
+/// clipped text, overlapping text, text on a curve or crossed by a line,
+/// empty charts, text shrunk below `min_text_px`, a page wider than the window.
 pub fn layout_faults(findings: &serde_json::Value, min_text_px: f64) -> Vec<String> {
     let mut faults = Vec::new();
     let width = &findings["width"];
@@ -235,6 +235,12 @@ pub fn layout_faults(findings: &serde_json::Value, min_text_px: f64) -> Vec<Stri
         }
         for t in c["on_curve"].as_array().unwrap() {
             faults.push(format!("{name} at {width}px: label {t} sits on the curve"));
+        }
+        for x in c["crossed"].as_array().unwrap() {
+            faults.push(format!(
+                "{name} at {width}px: label {} is crossed by a {} line",
+                x[0], x[1]
+            ));
         }
         if c["texts"].as_u64() == Some(0) || c["shapes"].as_u64() == Some(0) {
             faults.push(format!("{name} at {width}px: empty chart {c}"));

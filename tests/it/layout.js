@@ -22,7 +22,7 @@
     const c = {
       name: chartName(svg, i), width: sb.r - sb.l, height: sb.b - sb.t,
       texts: 0, shapes: svg.querySelectorAll('rect,circle,path,line').length,
-      min_font_px: null, clipped: [], overlaps: [], on_curve: []
+      min_font_px: null, clipped: [], overlaps: [], on_curve: [], crossed: []
     };
     const texts = [];
     svg.querySelectorAll('text').forEach(function (t) {
@@ -53,6 +53,25 @@
         });
       }
       hit.forEach(function (s) { c.on_curve.push(s); });
+    });
+    /* No label crossed by a straight line (a ceiling, a whisker, a threshold, */
+    /* a grid line): walk each <line> in half-pixel steps through the text boxes. */
+    svg.querySelectorAll('line').forEach(function (ln) {
+      const m = ln.getScreenCTM();
+      if (!m) return;
+      const p = function (x, y) { return [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]; };
+      const a = p(ln.x1.baseVal.value, ln.y1.baseVal.value);
+      const b = p(ln.x2.baseVal.value, ln.y2.baseVal.value);
+      const steps = Math.max(1, Math.ceil(Math.hypot(b[0] - a[0], b[1] - a[1]) * 2));
+      const hit = new Set();
+      for (let i = 0; i <= steps; i++) {
+        const x = a[0] + (b[0] - a[0]) * i / steps, y = a[1] + (b[1] - a[1]) * i / steps;
+        texts.forEach(function (t) {
+          if (x > t.b.l + TOL && x < t.b.r - TOL && y > t.b.t + TOL && y < t.b.b - TOL) hit.add(t.s);
+        });
+      }
+      const what = ln.getAttribute('class') || 'line';
+      hit.forEach(function (s) { c.crossed.push([s, what]); });
     });
     out.charts.push(c);
   });

@@ -62,21 +62,55 @@ pub(crate) fn apply_live(dir: &Path, size: &str) {
     ]));
 }
 
-/// Unmounts whatever is still at `path` when a test fails half way.
+/// Unmounts whatever is still at `path` when a test fails half way, and
+/// what an apply or revert of it stopped part way left: the staging mount
+/// its progress note names, and the note.
 pub(crate) struct Cleanup(pub(crate) PathBuf);
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        while findmnt_fstype(&self.0).is_some() {
-            if !Command::new("umount")
-                .arg("-l")
-                .arg(&self.0)
-                .status()
-                .is_ok_and(|s| s.success())
-            {
-                break;
+        let notes = progress_notes(&self.0);
+        for (note, stage) in &notes {
+            if let Some(stage) = stage {
+                unmount_all(stage);
+                let _ = std::fs::remove_dir(stage);
             }
+            let _ = std::fs::remove_file(note);
+        }
+        unmount_all(&self.0);
+    }
+}
+
+/// Lazily unmount every mount stacked at `p`.
+fn unmount_all(p: &Path) {
+    while findmnt_fstype(p).is_some() {
+        if !Command::new("umount")
+            .arg("-l")
+            .arg(p)
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            break;
         }
     }
+}
+
+/// The progress notes (under /run/tmpfsctl-journal) of runs on `dir`, each
+/// with the staging mount it names, if any.
+pub(crate) fn progress_notes(dir: &Path) -> Vec<(PathBuf, Option<PathBuf>)> {
+    let Ok(rd) = std::fs::read_dir("/run/tmpfsctl-journal") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| e.path().extension() == Some(OsStr::new("json")))
+        .filter_map(|e| {
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+            (v["dir"].as_str() == Some(s(dir))).then(|| {
+                let stage = v["stage"].as_str().map(PathBuf::from);
+                (e.path(), stage)
+            })
+        })
+        .collect()
 }
 
 /// No mount of ours under `root` is left (tests clean up after failures too).

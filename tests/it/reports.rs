@@ -97,6 +97,24 @@ fn fleet_report_labels_are_never_clipped_or_overprinted() {
             "{name}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        // Both axes titled, and the byte axes say they are bytes.
+        let page = std::fs::read_to_string(&html).unwrap();
+        for (i, svg) in page.split("<svg").skip(1).enumerate() {
+            let titles: Vec<&str> = svg
+                .split("<text")
+                .filter(|t| t.contains("axis-title") || t.contains("text-anchor=\"middle\">"))
+                .filter_map(|t| t.split('>').nth(1))
+                .map(|t| t.trim_end_matches("</text"))
+                .collect();
+            assert!(
+                svg.contains("class=\"axis-title\"") && svg.contains("rotate(-90"),
+                "{name}: chart {i} has no y axis title: {titles:?}"
+            );
+            assert!(
+                titles.iter().filter(|t| t.contains("bytes")).count() >= 1,
+                "{name}: chart {i} names no unit on its byte axis: {titles:?}"
+            );
+        }
         let Some(findings) = assert_clean_layout(&html, &format!("fleet report, {name} fleet"))
         else {
             return;
@@ -198,6 +216,48 @@ fn bench_report_labels_are_never_clipped_or_overprinted() {
             // 6 operations × 2 targets heat maps + 6 bar charts.
             assert_eq!(charts.len(), 12 + 6, "{what}");
         }
+    }
+}
+
+/// A saved `bench --quick` run from the shared test VM (load ~15): figures
+/// above the memcpy ceiling, whiskers wider than their bars, a 3000× ratio.
+/// Rendered by `bench --show` as `bench --html` renders a run, so the layout
+/// is the same on every machine; advise draws the same bar charts.
+const BENCH_FIXTURE: &str = "tests/fixtures/bench-quick-report.json";
+
+#[test]
+fn bench_report_from_a_saved_run_has_no_label_crossed_by_a_line() {
+    let saved = Path::new(env!("CARGO_MANIFEST_DIR")).join(BENCH_FIXTURE);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("bench.html");
+    let out = tmpfsctl(&[
+        "bench",
+        "--show",
+        saved.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Some(findings) = assert_clean_layout(&html, "bench report from the saved run") else {
+        return;
+    };
+    let workloads = r["workloads"].as_array().unwrap().len();
+    for f in &findings {
+        // One chart per workload: none may be lost while labels are moved.
+        let bars = f["charts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["shapes"].as_u64().unwrap_or(0) >= 2 * 4)
+            .count();
+        assert!(bars >= workloads, "{bars} bar charts: {f}");
     }
 }
 

@@ -21,6 +21,7 @@ mod signals;
 mod usage;
 
 mod pidns;
+mod seccomp;
 mod secure;
 mod squat;
 

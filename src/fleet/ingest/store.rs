@@ -482,16 +482,29 @@ impl Fleet {
                     .iter()
                     .map(|&i| (hashes[i as usize], i)),
             );
-            keys.sort_unstable_by(|a, b| {
-                a.0.cmp(&b.0).then_with(|| {
-                    let (ra, rb) = (&self.rows[a.1 as usize], &self.rows[b.1 as usize]);
-                    let (ta, tb) = (self.ts_of(a.1 as usize), self.ts_of(b.1 as usize));
-                    self.name_bytes(ra)
-                        .cmp(self.name_bytes(rb))
-                        .then(ta.cmp(&tb))
-                        .then(a.1.cmp(&b.1))
-                })
-            });
+            // By (hash, read order) first: plain integers, no name looked
+            // at (the comparison sort that read names on every tie of a
+            // closure was most of deduplication's time). Only where hashes
+            // tie (the same name, or rarely a collision) is that run put in
+            // full order: name, timestamp, read order. The result is the
+            // order the full comparison gives.
+            keys.sort_unstable();
+            let mut a = 0;
+            while a < keys.len() {
+                let h = keys[a].0;
+                let b = a + keys[a..].iter().take_while(|k| k.0 == h).count();
+                if b - a > 1 {
+                    keys[a..b].sort_unstable_by(|x, y| {
+                        let (rx, ry) = (&self.rows[x.1 as usize], &self.rows[y.1 as usize]);
+                        let (tx, ty) = (self.ts_of(x.1 as usize), self.ts_of(y.1 as usize));
+                        self.name_bytes(rx)
+                            .cmp(self.name_bytes(ry))
+                            .then(tx.cmp(&ty))
+                            .then(x.1.cmp(&y.1))
+                    });
+                }
+                a = b;
+            }
             // Each run of equal names ends with its keeper.
             let mut pairs = Vec::new();
             let mut run = 0;

@@ -25,6 +25,7 @@ use rustix::io::Errno;
 
 use super::{Id, Leftovers, NewGeneration, NewObject, Pruned, Store, StoreDir, gen_name};
 use crate::persist::manifest::{self, Entry, hex, unhex};
+use crate::sys::knockout::durable;
 use crate::sys::{atomic, fs};
 
 const CURRENT: &str = "current";
@@ -294,7 +295,7 @@ impl Store for GenStore {
             .context("creating the new `current` pointer")?;
         rustix::fs::renameat(fd, CURRENT_TMP, fd, CURRENT)
             .context("renaming the new `current` pointer into place")?;
-        self.fsync_dir()
+        durable!("current-dir-fsync", "", self.fsync_dir())
     }
 
     fn prune(&self, keep: usize, full: bool) -> Result<Pruned> {
@@ -470,7 +471,8 @@ impl NewGeneration for GenWriter<'_> {
         // (one fsync per file costs a flush each), and since Linux 5.8 it
         // reports any writeback error on that filesystem since the store was
         // opened, so an EIO is never missed.
-        rustix::fs::syncfs(self.store.fd()).context("flushing the store (syncfs)")?;
+        durable!("store-syncfs", "", rustix::fs::syncfs(self.store.fd()))
+            .context("flushing the store (syncfs)")?;
         Ok(())
     }
 

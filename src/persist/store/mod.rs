@@ -237,7 +237,10 @@ pub trait Store {
     /// the pointer's.
     fn next_gen(&self) -> Result<u64> {
         let max_dir = self.generations()?.last().copied().unwrap_or(0);
-        Ok(max_dir.max(self.current()?.unwrap_or(0)) + 1)
+        // A pointer that names no generation (see `pointer_problem`) is
+        // replaced by the sync's switch, not a reason to refuse the sync
+        // that repairs the store.
+        Ok(max_dir.max(self.current().unwrap_or(None).unwrap_or(0)) + 1)
     }
 
     /// The newest complete generation: the one the pointer names when its
@@ -262,27 +265,34 @@ pub trait Store {
         Ok(v)
     }
 
+    /// Why the pointer cannot be followed, when it cannot: missing (with
+    /// generations present), not naming a generation, or naming one that
+    /// is not there. Said by sync and restore before they fall back to the
+    /// newest generation that verifies.
+    fn pointer_problem(&self) -> Result<Option<String>> {
+        let gens = self.generations()?;
+        let what = match self.current() {
+            Err(e) => format!("{e:#}"),
+            Ok(None) if gens.is_empty() => return Ok(None),
+            Ok(None) => format!("store {}: `current` is missing", self.path().display()),
+            Ok(Some(c)) if gens.contains(&c) => return Ok(None),
+            Ok(Some(c)) => format!(
+                "store {}: `current` names {}, which is not there",
+                self.path().display(),
+                gen_name(c)
+            ),
+        };
+        Ok(Some(format!(
+            "{what}; looking for the newest generation that verifies"
+        )))
+    }
+
     /// [`newest_complete`](Self::newest_complete), with what was skipped on
     /// the way and why, naming the damaged paths in the store.
     fn resolve(&self) -> Result<Resolved> {
-        let cur = match self.current() {
-            Ok(c) => c,
-            Err(e) => {
-                return Ok(Resolved {
-                    notes: vec![format!("{e:#}")],
-                    ..self.resolve_from(None)?
-                });
-            }
-        };
-        let mut r = self.resolve_from(cur)?;
-        if cur.is_none() && !self.generations()?.is_empty() {
-            r.notes.insert(
-                0,
-                format!(
-                    "store {}: `current` is missing; looking for the newest generation that verifies",
-                    self.path().display()
-                ),
-            );
+        let mut r = self.resolve_from(self.current().unwrap_or(None))?;
+        if let Some(n) = self.pointer_problem()? {
+            r.notes.insert(0, n);
         }
         Ok(r)
     }
@@ -309,13 +319,12 @@ pub trait Store {
                     ));
                     continue;
                 }
-                if !notes.is_empty() || cur.is_none() {
-                    notes.push(format!(
-                        "using {} of {}, the newest generation that verifies",
-                        gen_name(g),
-                        self.path().display()
-                    ));
-                }
+                // Not the pointer's generation: say which one is used.
+                notes.push(format!(
+                    "using {} of {}, the newest generation that verifies",
+                    gen_name(g),
+                    self.path().display()
+                ));
             }
             return Ok(Resolved {
                 generation: Some(g),

@@ -175,32 +175,106 @@ fn one_host_is_one_host_not_one_hosts() {
 
 /// A gzip answer of 1 MiB that decodes to 1 GiB: the body limit counts
 /// decoded bytes, so tmpfsctl stops at 256 MiB of them (exit 2, saying so)
-/// instead of holding the whole gigabyte.
+/// instead of reading the whole gigabyte.
 #[test]
 fn a_gzip_bomb_from_prometheus_stops_at_the_decoded_limit() {
-    // One gzip member of 64 MiB of zeros; 16 members in a row are one gzip
+    // One gzip member of 64 MiB of blanks (JSON whitespace, so a parser
+    // reading as it goes keeps reading); 16 members in a row are one gzip
     // stream of 1 GiB (RFC 1952: members are concatenated).
     let member = Command::new("sh")
-        .args(["-c", "head -c 67108864 /dev/zero | gzip -1 -c"])
+        .args([
+            "-c",
+            "head -c 67108864 /dev/zero | tr '\\0' ' ' | gzip -1 -c",
+        ])
         .output()
         .unwrap();
     assert!(member.status.success() && member.stdout.len() < 1 << 20);
     let body = member.stdout.repeat(16);
+    let (_, e, code, peak_mib) = analyze_against(gzip_answer(&body));
+    assert_eq!(code, 2, "{e}");
+    assert!(e.contains("larger than 256 MiB once decompressed"), "{e}");
+    // Past 256 MiB of decoded body it stopped reading.
+    assert!(peak_mib < 600, "peak RSS {peak_mib} MiB");
+}
+
+/// An answer of about 100 MiB (decoded) in which each of 1,000 hosts has
+/// 300 series, each with a dozen labels: what tmpfsctl keeps is one figure a
+/// host, so its peak RSS stays far below the answer's size (it held the body
+/// and a parsed tree of it before: 2.1 GiB for an answer of 165 MiB).
+#[test]
+fn a_large_prometheus_answer_costs_memory_by_host_not_by_series() {
+    use std::io::Write;
+    let mut gz = Command::new("gzip")
+        .args(["-1", "-c"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = gz.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let mut w = std::io::BufWriter::new(&mut input);
+        w.write_all(br#"{"status":"success","data":{"resultType":"vector","result":["#)
+            .unwrap();
+        let mut first = true;
+        for series in 0..300u64 {
+            for h in 0..1000 {
+                if !first {
+                    w.write_all(b",").unwrap();
+                }
+                first = false;
+                write!(
+                    w,
+                    r#"{{"metric":{{"__name__":"node_filesystem_size_bytes","instance":"host-{h:04}.example.net:9100","job":"node","device":"/dev/mapper/vg{series}-lv{series}","fstype":"ext4","mountpoint":"/srv/data/{series}","datacenter":"eu-west-{}","rack":"r{}","team":"storage-platform","env":"production","kernel":"6.12.0-amd64","os":"debian-13"}},"value":[1764000000.123,"{}"]}}"#,
+                    h % 7,
+                    h % 40,
+                    (1u64 << 30) + series
+                )
+                .unwrap();
+            }
+        }
+        w.write_all(b"]}}").unwrap();
+    });
+    let out = gz.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success());
+    let (o, e, code, peak_mib) = analyze_against(gzip_answer(&out.stdout));
+    // Every query got the same answer: 1,000 hosts, each with 1 GiB + 299
+    // bytes at its largest series (its /tmp as big as its RAM: exit 1).
+    assert_eq!(code, 1, "{e}");
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(v["hosts"], 1000, "{e}");
+    assert_eq!(v["tmp_used_bytes"]["max"], (1u64 << 30) + 299);
+    assert!(
+        peak_mib < 100,
+        "peak RSS {peak_mib} MiB for an answer of ~100 MiB"
+    );
+}
+
+/// An HTTP answer carrying a gzip body, for [`fake_http_bytes`].
+fn gzip_answer(body: &[u8]) -> Vec<u8> {
     let mut resp = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     )
     .into_bytes();
-    resp.extend_from_slice(&body);
+    resp.extend_from_slice(body);
+    resp
+}
+
+/// `fleet analyze --prometheus` against a server answering `resp` to every
+/// request, with `--json`: its stdout, stderr, exit code and own peak RSS
+/// in MiB.
+fn analyze_against(resp: Vec<u8>) -> (String, String, i32, i64) {
     let p = fake_http_bytes(resp);
-    let err = tempfile::tempfile().unwrap();
+    let (out, err) = (tempfile::tempfile().unwrap(), tempfile::tempfile().unwrap());
     // Waited for below with wait4, which std's Child cannot do.
     let pid = bin()
         .args(["fleet", "analyze", "--prometheus"])
         .arg(format!("http://127.0.0.1:{p}"))
+        .arg("--json")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(out.try_clone().unwrap())
         .stderr(err.try_clone().unwrap())
         .spawn()
         .unwrap()
@@ -214,14 +288,14 @@ fn a_gzip_bomb_from_prometheus_stops_at_the_decoded_limit() {
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
     assert_eq!(r, pid);
     assert!(libc::WIFEXITED(status));
-    let mut e = String::new();
     use std::io::{Read, Seek};
-    let mut err = err;
-    err.rewind().unwrap();
-    err.read_to_string(&mut e).unwrap();
-    assert_eq!(libc::WEXITSTATUS(status), 2, "{e}");
-    assert!(e.contains("larger than 256 MiB once decompressed"), "{e}");
-    // ru_maxrss is in KiB. Past 256 MiB of decoded body it stopped reading.
-    let peak_mib = ru.ru_maxrss / 1024;
-    assert!(peak_mib < 600, "peak RSS {peak_mib} MiB");
+    let [o, e] = [out, err].map(|mut f| {
+        let mut s = String::new();
+        f.rewind().unwrap();
+        f.read_to_string(&mut s).unwrap();
+        s
+    });
+    // ru_maxrss is in KiB.
+    eprintln!("fleet analyze --prometheus: peak RSS {} KiB", ru.ru_maxrss);
+    (o, e, libc::WEXITSTATUS(status), ru.ru_maxrss / 1024)
 }

@@ -119,11 +119,16 @@ fn revert_keep(dir: &Path, fstab: &Path) -> Output {
 /// apply, `move_mount` is the switch onto DIR; for revert, `umount2` is the
 /// detach from DIR.
 fn signal_at_syscall(syscall: &str, sig: &str, args: &[&str]) -> Output {
+    signal_at_nth_syscall(syscall, 1, sig, args)
+}
+
+/// As [`signal_at_syscall`], at the `nth` call of `syscall`.
+fn signal_at_nth_syscall(syscall: &str, nth: u32, sig: &str, args: &[&str]) -> Output {
     Command::new("strace")
         .args(["-f", "-qq", "-o", "/dev/null", "-e"])
         .arg(format!("trace={syscall}"))
         .arg("-e")
-        .arg(format!("inject={syscall}:signal={sig}:when=1"))
+        .arg(format!("inject={syscall}:signal={sig}:when={nth}"))
         .arg(env!("CARGO_BIN_EXE_tmpfsctl"))
         .args(args)
         .output()
@@ -262,4 +267,122 @@ fn a_signal_just_after_reverts_switch_says_what_is_left_and_a_rerun_finishes() {
             format!("{i}")
         );
     }
+}
+
+/// A signal while apply writes the boot entry (after its last stopping
+/// point): apply finishes, says what it did, and exits 143, not 0, so a
+/// `systemctl stop` or a script sees that a signal came.
+#[test]
+fn a_signal_while_apply_writes_fstab_finishes_it_says_so_and_exits_143() {
+    require_root!();
+    let t = scratch("mounts-late-signal");
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("f"), b"kept").unwrap();
+    let fstab = t.path().join("fstab");
+    std::fs::write(&fstab, b"").unwrap();
+    let _cleanup = Cleanup(dir.clone());
+    // The renames, in order: the progress note made, its "switched" and
+    // "caught-up" steps, then (the 4th) the fstab backup, after the last
+    // point apply stops at.
+    let o = signal_at_nth_syscall(
+        "renameat",
+        4,
+        "SIGTERM",
+        &[
+            "apply",
+            s(&dir),
+            "--fstab",
+            s(&fstab),
+            "--size",
+            "16M",
+            "--yes",
+        ],
+    );
+    let err = stderr(&o);
+    assert!(has_tmpfs_line(&fstab, &dir), "apply finished: {err}");
+    assert_eq!(findmnt_fstype(&dir).as_deref(), Some("tmpfs"));
+    assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"kept");
+    assert_eq!(shell_status(o.status), 143, "{err}");
+    assert!(err.contains("apply finished first"), "{err}");
+    assert!(err.contains(&format!("added to {}", s(&fstab))), "{err}");
+    assert!(!err.contains("failed"), "a signal is no failure: {err}");
+}
+
+/// A signal while revert flushes the copy back (after its last stopping
+/// point): revert finishes, says so, and exits 130.
+#[test]
+fn a_signal_while_revert_flushes_finishes_it_says_so_and_exits_130() {
+    require_root!();
+    let t = scratch("mounts-late-unsignal");
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let fstab = t.path().join("fstab");
+    std::fs::write(&fstab, b"").unwrap();
+    let _cleanup = Cleanup(dir.clone());
+    apply_json(&dir, &fstab, "16M");
+    std::fs::write(dir.join("f"), b"written on tmpfs").unwrap();
+    // The first syncfs flushes the copy back before the switch; the second,
+    // after the catch-up, is past the last point revert stops at.
+    let o = signal_at_nth_syscall(
+        "syncfs",
+        2,
+        "SIGINT",
+        &[
+            "revert",
+            s(&dir),
+            "--fstab",
+            s(&fstab),
+            "--keep-data",
+            "--yes",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(findmnt_fstype(&dir), None, "the tmpfs is off DIR: {err}");
+    assert!(!has_tmpfs_line(&fstab, &dir), "revert finished: {err}");
+    assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"written on tmpfs");
+    assert_eq!(shell_status(o.status), 130, "{err}");
+    assert!(err.contains("revert finished first"), "{err}");
+    assert!(err.contains("copied 1 file"), "{err}");
+    assert!(!err.contains("failed"), "a signal is no failure: {err}");
+}
+
+/// A test that fails half way leaves no mount behind: [`Cleanup`] takes
+/// the staging mount a stopped revert holds (and its note), not only DIR.
+#[test]
+fn cleanup_after_a_stopped_revert_leaves_no_staging_mount() {
+    require_root!();
+    let t = scratch("mounts-cleanup-stage");
+    let dir = t.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let fstab = t.path().join("fstab");
+    std::fs::write(&fstab, b"").unwrap();
+    let cleanup = Cleanup(dir.clone());
+    apply_json(&dir, &fstab, "16M");
+    std::fs::write(dir.join("f"), b"x").unwrap();
+    let o = signal_at_syscall(
+        "umount2",
+        "SIGTERM",
+        &[
+            "revert",
+            s(&dir),
+            "--fstab",
+            s(&fstab),
+            "--keep-data",
+            "--yes",
+        ],
+    );
+    assert_eq!(shell_status(o.status), 143, "{}", stderr(&o));
+    let notes = super::progress_notes(&dir);
+    let stage = notes
+        .iter()
+        .find_map(|(_, st)| st.clone())
+        .unwrap_or_else(|| panic!("no note naming a stage: {notes:?}"));
+    assert_eq!(findmnt_fstype(&stage).as_deref(), Some("tmpfs"));
+    // What a test that failed here would leave: its Cleanup runs.
+    drop(cleanup);
+    assert_eq!(findmnt_fstype(&stage), None, "{} still mounted", s(&stage));
+    assert!(!stage.exists(), "{}", s(&stage));
+    assert!(super::progress_notes(&dir).is_empty());
+    assert_eq!(findmnt_fstype(&dir), None);
 }

@@ -162,6 +162,66 @@ fn a_lost_current_is_never_treated_as_an_empty_store() {
     assert_eq!(stored(&w.store, "b"), b"b, second version");
 }
 
+/// A `current` that names no generation (a name that is not a generation's,
+/// or one that is not there) is said by verify, restore and sync, which use
+/// the newest generation that verifies; that sync's switch repairs it.
+#[test]
+fn a_current_that_names_no_generation_is_said_and_the_newest_sound_one_used() {
+    require_root!();
+    for (target, said, next) in [
+        ("not-a-generation", "not a generation", "gen-000003"),
+        (
+            "gen-000009",
+            "`current` names gen-000009, which is not there",
+            "gen-000010",
+        ),
+    ] {
+        let w = two_generations();
+        let cur = w.store.join("current");
+        std::fs::remove_file(&cur).unwrap();
+        std::os::unix::fs::symlink(target, &cur).unwrap();
+        let v = w.run(&["persist", "verify", s(&w.dir), "--json"]);
+        assert_eq!(v.status.code(), Some(1), "{target}: {}", show(&v));
+        let j = &json(&v)["stores"][0];
+        assert!(
+            j["problems"][0].as_str().unwrap().contains("current"),
+            "{target}: {j}"
+        );
+        assert_eq!(j["sound_generations"], serde_json::json!([1, 2]), "{j}");
+        lose_tmpfs(&w.dir);
+        let o = w.ok(&["persist", "restore", s(&w.dir)]);
+        says(&o.stderr, said, &o);
+        says(&o.stdout, "gen-000002", &o);
+        assert_eq!(
+            std::fs::read(w.dir.join("b")).unwrap(),
+            b"b, second version"
+        );
+        std::fs::write(w.dir.join("c"), b"after the restore").unwrap();
+        let o = w.sync();
+        assert_eq!(o.status.code(), Some(0), "{target}: {}", show(&o));
+        says(&o.stderr, said, &o);
+        says(&o.stderr, "using gen-000002", &o);
+        assert_eq!(
+            std::fs::read_link(&cur).unwrap().to_str(),
+            Some(next),
+            "{target}: the switch replaced the pointer"
+        );
+        assert_eq!(stored(&w.store, "b"), b"b, second version");
+        assert_eq!(stored(&w.store, "c"), b"after the restore");
+        // Repaired: the next sync builds on the pointer and says nothing.
+        let o = w.sync();
+        assert_eq!(o.status.code(), Some(0), "{target}: {}", show(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !err.contains("current") && !err.contains("using gen-"),
+            "{target}: {}",
+            show(&o)
+        );
+        let v = w.run(&["persist", "verify", s(&w.dir)]);
+        assert_eq!(v.status.code(), Some(0), "{target}: {}", show(&v));
+    }
+}
+
 #[test]
 fn a_damaged_current_manifest_falls_back_to_the_previous_generation() {
     require_root!();
