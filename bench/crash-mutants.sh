@@ -116,8 +116,9 @@ for name in $names; do
   echo "$name|${calls:--}|${states:--}${acks:+ (after ACKs $acks)}|${skips:--}|$verdict, $(($(date +%s) - t0)) s" >> "$results"
   echo "$name: ${states:--} $verdict" >&2
   # What broke: the rule each violation names, counted.
-  grep '^VIOLATION' "$log" | sed 's/^VIOLATION [a-z0-9]* [^(]*(after ACK \([0-9]*\)): /ACK \1: /' |
-    cut -c1-160 | sort | uniq -c | sort -rn | head -8 > "$work/$name.why" || true
+  # (Where the crash point was is left out, so like violations count as one.)
+  grep '^VIOLATION' "$log" | sed 's/^VIOLATION [a-z0-9]* .*(after ACK \([0-9]*\)): /after ACK \1: /' |
+    cut -c1-120 | sort | uniq -c | sort -rn | head -8 > "$work/$name.why" || true
 done
 echo
 echo "crash-state mutants: tree $rev (+$dirty locally changed files), ${TMPFSCTL_CRASH_FS:-ext4 and xfs}, $((($(date +%s) - started) / 60)) min"
