@@ -6,6 +6,7 @@
 //! [`temp_file_workloads`], then call [`run_suite`] with [`Options`]; it
 //! returns a [`BenchReport`] and writes nothing but its scratch directories.
 
+mod alternation;
 mod bimodal;
 mod ceiling;
 mod chart;
@@ -168,8 +169,8 @@ fn mount_targets(
     specs: &[target::TargetSpec],
     workloads: &[Workload],
 ) -> Result<(Vec<PathBuf>, Vec<target::PrivateSpec>, Held)> {
-    let (nb, _) = need(workloads);
-    let size = nb + target::margin_bytes(nb) + (8 << 20);
+    let (mem, _) = ctx.sysroot.meminfo()?;
+    let size = alternation::private_bytes(workloads, mem.mem_available_bytes);
     let root = rustix::process::geteuid().is_root();
     let mut held = Held::default();
     let mut private = Vec::new();
