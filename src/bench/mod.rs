@@ -147,7 +147,7 @@ fn run(ctx: &Context, req: &BenchRequest) -> Result<BenchOutcome> {
 
 /// The kinds of target bench makes for a run, as TARGET names them: the
 /// one list that parsing, making, the root check and the help line read.
-pub const KINDS: &[&dyn target::TargetKind] = &[&target::TmpfsKind, &zram::ZramKind];
+pub const KINDS: &[target::TargetKind] = &[target::TMPFS, zram::ZRAM];
 
 /// What a run made for itself: held until the run ends, then taken away
 /// (unmounted; for zram, the device removed) by drop.
