@@ -111,6 +111,9 @@ pub struct ZramEnabled {
     /// None: the kernel's default back end.
     pub algorithm: Option<String>,
     pub disksize_bytes: u64,
+    /// The device was already on DIR, left by an enable killed before it
+    /// finished, and this enable finished with it.
+    pub taken_over: bool,
 }
 
 /// The directories above `path` that do not exist, top first: what creating
@@ -243,11 +246,12 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
     super::trust::check_placement(&store_path, &dir)?;
     let (mounts, _) = ctx.sysroot.mountinfo()?;
     let (mem, _) = ctx.sysroot.meminfo()?;
-    let zram = match &req.on {
-        On::Tmpfs => None,
-        On::Zram(a) => Some(plan_zram(ctx, req, &dir, &mounts, &mem, a.as_deref())?),
+    let (zram, taken_over) = match &req.on {
+        On::Tmpfs => (None, None),
+        On::Zram(a) => plan_zram(ctx, req, &dir, &mounts, &mem, a.as_deref())?,
     };
-    let already_tmpfs = zram.is_none() && mount::tmpfs_at(&mounts, &dir).is_some();
+    let already_tmpfs =
+        taken_over.is_some() || (zram.is_none() && mount::tmpfs_at(&mounts, &dir).is_some());
     if let Some(s) = req.size.filter(|_| zram.is_none()) {
         let given = size_option(s);
         crate::units::check_tmpfs_cap(
@@ -331,7 +335,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
         Err(e) => {
             // The tmpfs holds exactly generation 1 (nothing has written to it
             // yet): unmounting it loses nothing and leaves DIR as it was.
-            if let Some(z) = &zram {
+            if let Some(z) = zram.as_ref().filter(|_| taken_over.is_none()) {
                 let _ = release_zram(&dir, z);
             } else if !already_tmpfs {
                 let _ = unmount(At::Dir(&dir), How::Checked);
@@ -345,6 +349,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
             return Err(e.context("enable failed; DIR is back as it was (the store is kept)"));
         }
     };
+    take_over(taken_over.as_deref(), zram.as_ref())?;
     // Only now: the restore unit just started compares DIR with the store
     // and must find it as loaded.
     if let Some(j) = journal.as_mut() {
@@ -363,6 +368,7 @@ pub fn enable_cmd(ctx: &Context, req: &EnableRequest) -> Result<EnableReport> {
             }),
             algorithm: z.algorithm.clone(),
             disksize_bytes: z.disksize_bytes,
+            taken_over: taken_over.is_some(),
         }),
         persist: req.boot.name(),
         units: units_written,
@@ -397,7 +403,7 @@ fn plan_zram(
     mounts: &[crate::sys::MountInfo],
     mem: &crate::sys::MemInfo,
     algorithm: Option<&str>,
-) -> Result<ZramSetup> {
+) -> Result<(Option<ZramSetup>, Option<String>)> {
     use crate::sys::zram;
     if req.boot == Boot::Fstab {
         bail!(
@@ -405,7 +411,20 @@ fn plan_zram(
              use --boot systemd (its restore unit makes the device) or --boot none (nothing was changed)"
         );
     }
+    let label = zram::persist_label(dir);
     if let Some(m) = mounts.iter().rev().find(|m| m.mount_point == dir) {
+        // An enable killed between mounting its device on DIR and noting
+        // the device as persist's: DIR already shows generation 1 (and
+        // whatever was written since), so this run takes it over, as a
+        // rerun does with a tmpfs left on DIR.
+        if let Some(name) = mount::persisted_at(mounts, dir, Some(&zram_of(None, 0, &label)))
+            .and_then(mount::zram_name)
+            .filter(|n| zram::orphaned(n, &label))
+        {
+            let (_, algorithm) = zram::algorithms_of(&name);
+            let z = zram_of(algorithm, zram::disksize_of(&name), &label);
+            return Ok((Some(z), Some(name)));
+        }
         bail!(
             "{} is a mount already ({} from {}); --on zram mounts its own file system there: \
              unmount it first (nothing was changed)",
@@ -465,11 +484,25 @@ fn plan_zram(
             fmt_bytes(held)
         );
     }
-    Ok(ZramSetup {
-        algorithm: algorithm.map(str::to_string),
-        disksize_bytes: disksize,
-        label: zram::persist_label(dir),
-    })
+    let z = zram_of(algorithm.map(str::to_string), disksize, &label);
+    Ok((Some(z), None))
+}
+
+/// Note a device taken over (see [`plan_zram`]) as persist's, now that
+/// DIR is registered on it.
+fn take_over(name: Option<&str>, z: Option<&ZramSetup>) -> Result<()> {
+    match (name, z) {
+        (Some(name), Some(z)) => ZramDevice::note_as_persist(name, &z.label),
+        _ => Ok(()),
+    }
+}
+
+fn zram_of(algorithm: Option<String>, disksize_bytes: u64, label: &str) -> ZramSetup {
+    ZramSetup {
+        algorithm,
+        disksize_bytes,
+        label: label.to_string(),
+    }
 }
 
 /// Unmount DIR's zram file system (it holds nothing that is not in the
@@ -551,6 +584,14 @@ pub fn enable_text(out: &EnableReport) -> String {
         crate::units::noun(out.files, "file", "files"),
         fmt_bytes(out.bytes)
     );
+    if let Some(z) = out.zram.as_ref().filter(|z| z.taken_over) {
+        s.push_str(&format!(
+            "  took over /dev/{}: an earlier enable was stopped after mounting it on DIR; \
+             {} holds DIR's files as they were on it now\n",
+            z.device.as_deref().unwrap_or("zram?"),
+            gen_name(out.generation)
+        ));
+    }
     if !out.created_dirs.is_empty() {
         let made: Vec<String> = out.created_dirs.iter().map(|d| safe_path(d)).collect();
         s.push_str(&format!(

@@ -464,6 +464,15 @@ impl ZramDevice {
         })
     }
 
+    /// Note device `name` (checked to carry `label`) as a persisted
+    /// directory's, as [`ZramDevice::keep_for_persist`] does: for a device
+    /// an enable killed between its mount and that note left on DIR, which
+    /// a rerun of the enable takes over.
+    pub fn note_as_persist(name: &str, label: &str) -> Result<()> {
+        ZramDevice::take_back(name, label)?.keep_for_persist()?;
+        Ok(())
+    }
+
     /// Remove the device (it must not be mounted any more) and its note.
     pub fn remove(mut self) -> Result<()> {
         self.removed = true;
@@ -535,6 +544,18 @@ pub fn persist_label(dir: &Path) -> String {
     format!("tmpfsctl-p{:06x}", h & 0xff_ffff)
 }
 
+/// Whether device `name`'s note names a maker that is gone (killed before
+/// it finished) and the label `label`: a device no live process owns.
+pub fn orphaned(name: &str, label: &str) -> bool {
+    let Some((owner, ns, l)) = std::fs::read_to_string(Path::new(NOTE_DIR).join(name))
+        .ok()
+        .and_then(|t| parse_note(&t))
+    else {
+        return false;
+    };
+    l == label && super::proc::pid_namespace() == Some(ns) && !owner.alive(&Sysroot::live())
+}
+
 /// `zramN` for a device number (`st_dev`), from /sys/dev/block/MAJ:MIN/uevent.
 pub fn name_of_dev(dev: u64) -> Option<String> {
     let (maj, min) = (rustix::fs::major(dev), rustix::fs::minor(dev));
@@ -544,6 +565,20 @@ pub fn name_of_dev(dev: u64) -> Option<String> {
         .find_map(|l| l.strip_prefix("DEVNAME="))?
         .trim();
     name.starts_with("zram").then(|| name.to_string())
+}
+
+/// The back ends device `zramN` offers, and the one in use.
+pub fn algorithms_of(name: &str) -> (Vec<String>, Option<String>) {
+    read_trim(&sys_block(&Sysroot::live(), name, "comp_algorithm"))
+        .map(|t| parse_algorithms(&t))
+        .unwrap_or_default()
+}
+
+/// The size of device `zramN` (0: not set up).
+pub fn disksize_of(name: &str) -> u64 {
+    read_trim(&sys_block(&Sysroot::live(), name, "disksize"))
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0)
 }
 
 /// `mm_stat` of device `zramN`.
@@ -583,6 +618,7 @@ pub fn sweep() -> Vec<String> {
         return removed;
     }
     let root = Sysroot::live();
+    let mounted = root.mountinfo().map(|(m, _)| m).unwrap_or_default();
     for e in std::fs::read_dir(NOTE_DIR).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(index) = name
@@ -612,6 +648,12 @@ pub fn sweep() -> Vec<String> {
                 let _ = std::fs::remove_file(e.path());
                 continue;
             }
+        }
+        // Mounted: its files are in use (a persist enable killed after its
+        // mount: the rerun takes it over); removing it is not ours to do,
+        // and the kernel would refuse anyway.
+        if mounted.iter().any(|m| m.source == dev.to_string_lossy()) {
+            continue;
         }
         if hot_remove(index).is_ok() {
             removed.push(name);

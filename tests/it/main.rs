@@ -48,3 +48,4 @@ mod top_live;
 mod top_prom;
 mod unmount_busy;
 mod workspace;
+mod zram_devices;

@@ -7,70 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{bin, json, stderr, tmpfsctl};
 use crate::require_root;
-
-const NOTES: &str = "/run/tmpfsctl-zram";
-
-/// The algorithm to test with: lz4 where offered (this kernel and the Debian
-/// guest both have it), else the first the kernel lists; read from any zram
-/// device, or from one made for the asking when there is none.
-pub(crate) fn algorithm() -> String {
-    let all = offered();
-    if all.iter().any(|a| a == "lz4") {
-        "lz4".into()
-    } else {
-        all[0].clone()
-    }
-}
-
-/// Every back end this kernel's zram offers, read from any zram device, or
-/// from one made for the asking when there is none.
-pub(crate) fn offered() -> Vec<String> {
-    let text = zram_devices()
-        .iter()
-        .find_map(|d| std::fs::read_to_string(format!("/sys/block/{d}/comp_algorithm")).ok())
-        .unwrap_or_else(|| {
-            let n = std::fs::read_to_string("/sys/class/zram-control/hot_add")
-                .expect("the test machines have zram built in or loaded");
-            let t = std::fs::read_to_string(format!("/sys/block/zram{}/comp_algorithm", n.trim()))
-                .unwrap();
-            std::fs::write("/sys/class/zram-control/hot_remove", n.trim()).unwrap();
-            t
-        });
-    text.split_whitespace()
-        .map(|w| w.trim_matches(['[', ']']).to_string())
-        .collect()
-}
-
-pub(crate) fn zram_devices() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir("/sys/block")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("zram"))
-        .collect();
-    v.sort();
-    v
-}
-
-/// A device's sequence number: each device the kernel makes gets a new one,
-/// so a number handed out again (to a test running alongside) is told apart.
-pub(crate) fn diskseq(dev: &str) -> Option<String> {
-    std::fs::read_to_string(format!("/sys/block/{dev}/diskseq")).ok()
-}
-
-/// The devices whose note names `pid` as their maker.
-fn made_by(pid: u32) -> Vec<String> {
-    std::fs::read_dir(NOTES)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            std::fs::read_to_string(e.path())
-                .is_ok_and(|t| t.split_whitespace().next() == Some(&pid.to_string()))
-        })
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect()
-}
+use crate::zram_devices::{MadeBy, algorithm, diskseq, made_by};
 
 #[test]
 fn a_zram_target_reports_its_ram_cost_and_leaves_no_device() {
@@ -203,6 +140,7 @@ fn sigterm_mid_run_removes_the_device() {
     require_root!();
     let tmp = tempfile::tempdir().unwrap();
     let (child, dev) = spawn_until_device(tmp.path());
+    let _made = MadeBy(child.id());
     let seq = diskseq(&dev);
     assert!(seq.is_some());
     let pid = rustix::process::Pid::from_child(&child);
@@ -229,6 +167,7 @@ fn sigkill_leaves_a_device_that_the_next_run_removes() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut child, dev) = spawn_until_device(tmp.path());
     let pid = child.id();
+    let _made = MadeBy(pid);
     child.kill().unwrap(); // SIGKILL: no cleanup code runs
     child.wait().unwrap();
     let seq = diskseq(&dev);

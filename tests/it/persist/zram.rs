@@ -10,11 +10,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{World, populate, says, show, tree};
-use crate::bench::zram::{diskseq, offered};
 use crate::common::{findmnt_fstype, json, s};
 use crate::require_root;
-
-const NOTES: &str = "/run/tmpfsctl-zram";
+use crate::zram_devices::{
+    NOTES, PersistDevices, algorithm, diskseq, fs_label, made_by, offered, persist_label,
+    zram_devices,
+};
 
 fn findmnt(col: &str, p: &Path) -> String {
     let o = Command::new("findmnt")
@@ -67,14 +68,14 @@ fn lose_device(w: &World, dev: &str) {
     )
     .is_err()
     {
-        assert!(t.elapsed() < Duration::from_secs(5), "{dev} stays busy");
+        assert!(t.elapsed() < Duration::from_secs(30), "{dev} stays busy");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
 /// A bench run on a zram target: it makes a device, sweeping first.
 fn another_zram_run(w: &World) {
-    let alg = crate::bench::zram::algorithm();
+    let alg = algorithm();
     w.ok(&[
         "bench",
         "--quick",
@@ -92,6 +93,7 @@ fn zram_dir_syncs_restores_onto_a_new_device_and_disable_removes_it() {
     require_root!();
     for alg in offered() {
         let w = World::new();
+        let _made = PersistDevices::of(&w.dir);
         populate(&w.dir);
         let before = tree(&w.dir, true);
         let on = format!("zram:{alg}");
@@ -99,6 +101,12 @@ fn zram_dir_syncs_restores_onto_a_new_device_and_disable_removes_it() {
         let j = json(&o);
         let dev = device_of(&w.dir);
         assert_eq!(j["zram"]["device"], dev.as_str(), "{j}");
+        assert_eq!(j["zram"]["taken_over"], false, "{j}");
+        assert_eq!(
+            fs_label(&dev),
+            Some(persist_label(&w.dir)),
+            "the label that finds DIR's device again"
+        );
         assert_eq!(findmnt_fstype(&w.dir).as_deref(), Some("ext4"));
         let opts = findmnt("OPTIONS", &w.dir);
         for o in ["rw", "discard", "nosuid", "nodev"] {
@@ -182,6 +190,7 @@ fn a_full_zram_dir_gives_the_writer_enospc_never_io_errors() {
     require_root!();
     for alg in offered() {
         let w = World::new();
+        let _made = PersistDevices::of(&w.dir);
         let on = format!("zram:{alg}");
         w.enable_ok(&["--on", &on, "--size", "32M", "--boot", "none"]);
         let dev = device_of(&w.dir);
@@ -246,9 +255,10 @@ fn a_full_zram_dir_gives_the_writer_enospc_never_io_errors() {
 fn zram_enable_refuses_bad_input_before_making_anything() {
     require_root!();
     let w = World::new();
+    let _made = PersistDevices::of(&w.dir);
     std::fs::write(w.dir.join("a"), vec![1u8; 64 << 10]).unwrap();
     let devices = || {
-        let mut v = crate::bench::zram::zram_devices();
+        let mut v = zram_devices();
         v.sort();
         v
     };
@@ -288,25 +298,12 @@ fn zram_enable_refuses_bad_input_before_making_anything() {
     }
 }
 
-/// The zram devices whose note names `pid` as their maker.
-fn noted_for(pid: u32) -> Vec<String> {
-    std::fs::read_dir(NOTES)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            std::fs::read_to_string(e.path())
-                .is_ok_and(|t| t.split_whitespace().next() == Some(&pid.to_string()))
-        })
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect()
-}
-
 #[test]
 fn sigterm_or_kill_9_during_a_zram_enable_leaves_no_device() {
     require_root!();
     for sig in [rustix::process::Signal::TERM, rustix::process::Signal::KILL] {
         let w = World::new();
+        let _made = PersistDevices::of(&w.dir);
         // Enough files that filling the device takes a while.
         for i in 0..3000 {
             std::fs::write(w.dir.join(format!("f{i}")), vec![i as u8; 8192]).unwrap();
@@ -321,7 +318,7 @@ fn sigterm_or_kill_9_during_a_zram_enable_leaves_no_device() {
             .unwrap();
         let pid = child.id();
         let (dev, seq) = loop {
-            if let Some(d) = noted_for(pid).pop() {
+            if let Some(d) = made_by(pid).pop() {
                 let seq = diskseq(&d);
                 break (d, seq);
             }
@@ -352,7 +349,7 @@ fn sigterm_or_kill_9_during_a_zram_enable_leaves_no_device() {
                 "kill -9 left {dev} after the next run"
             );
         }
-        assert!(noted_for(pid).is_empty());
+        assert!(made_by(pid).is_empty());
     }
 }
 
@@ -360,6 +357,7 @@ fn sigterm_or_kill_9_during_a_zram_enable_leaves_no_device() {
 fn zram_units_verify_and_their_restore_makes_the_device_again() {
     require_root!();
     let w = World::new();
+    let _made = PersistDevices::of(&w.dir);
     std::fs::write(w.dir.join("a"), b"kept").unwrap();
     let units = w.root.path().join("units");
     let o = w.enable_units(&[
@@ -398,4 +396,98 @@ fn zram_units_verify_and_their_restore_makes_the_device_again() {
     assert!(o.status.success(), "{}", show(&o));
     assert!(!still_there(&dev, &seq));
     assert!(!main.exists(), "disable removes the units");
+}
+
+/// The tmpfsctl process strace runs (its only child).
+fn traced_child(strace: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{strace}/task/{strace}/children"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn kill_9_of_enable_just_after_its_mount_leaves_a_device_a_rerun_takes_over() {
+    require_root!();
+    let w = World::new();
+    let _made = PersistDevices::of(&w.dir);
+    populate(&w.dir);
+    let before = tree(&w.dir, true);
+    // strace holds enable for 30 s just after the move_mount that puts the
+    // device on DIR, before its note says the device is persist's: the
+    // window a kill -9 there hits.
+    let mut strace = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-o",
+            "/dev/null",
+            "-e",
+            "trace=move_mount",
+            "-e",
+        ])
+        .arg("inject=move_mount:delay_exit=30000000:when=1")
+        .arg(env!("CARGO_BIN_EXE_tmpfsctl"))
+        .args(["persist", "enable", s(&w.dir), "--store", s(&w.store)])
+        .args(["--yes", "--on", "zram", "--size", "64M", "--boot", "none"])
+        .env("TMPFSCTL_PERSIST_REGISTRY", &w.registry)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("strace (scripts/setup installs it)");
+    let t = Instant::now();
+    let (pid, dev) = loop {
+        if findmnt_fstype(&w.dir).is_some()
+            && let Some(pid) = traced_child(strace.id())
+        {
+            break (pid, device_of(&w.dir));
+        }
+        assert!(strace.try_wait().unwrap().is_none(), "enable ended first");
+        assert!(t.elapsed() < Duration::from_secs(60), "DIR never mounted");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(made_by(pid), [dev.as_str()], "the note still names enable");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    strace.wait().unwrap();
+    let seq = diskseq(&dev);
+    assert_eq!(tree(&w.dir, true), before, "DIR shows generation 1");
+    // Something written meanwhile, which a rerun must keep.
+    std::fs::write(w.dir.join("written-after-the-kill"), b"kept").unwrap();
+    // The next run's sweep leaves a mounted device alone (its files are in
+    // use), and quickly.
+    let t = Instant::now();
+    another_zram_run(&w);
+    assert!(still_there(&dev, &seq), "{dev} was removed under DIR");
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "the sweep waited on a mounted device"
+    );
+    // A rerun of enable takes the device over and finishes.
+    let o = w.enable_ok(&["--on", "zram", "--size", "64M", "--boot", "none", "--json"]);
+    let j = json(&o);
+    assert_eq!(j["zram"]["taken_over"], true, "{j}");
+    assert_eq!(j["zram"]["device"], dev.as_str(), "{j}");
+    assert!(
+        std::fs::read_to_string(Path::new(NOTES).join(&dev))
+            .unwrap()
+            .starts_with("persist "),
+        "noted as persist's now"
+    );
+    let text = w.ok(&["persist", "status", s(&w.dir)]);
+    says(&text.stdout, &format!("on /dev/{dev}"), &text);
+    // disable writes DIR back, the file written after the kill with it,
+    // and removes the device.
+    let o = w.ok(&["persist", "disable", s(&w.dir), "--yes", "--json"]);
+    assert_eq!(json(&o)["zram_removed"], dev.as_str(), "{}", show(&o));
+    assert!(!still_there(&dev, &seq));
+    assert_eq!(
+        std::fs::read(w.dir.join("written-after-the-kill")).unwrap(),
+        b"kept"
+    );
 }
