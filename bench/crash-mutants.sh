@@ -16,6 +16,7 @@
 #   bench/crash-mutants.sh                        # every row, ext4 and xfs
 #   bench/crash-mutants.sh none store-syncfs      # the rows named, in that order
 #   TMPFSCTL_CRASH_FS=ext4 bench/crash-mutants.sh # one file system
+#   FOCUS=1 bench/crash-mutants.sh fstab-dir-fsync   # only the states after the ACKs it can break
 #   TMPFSCTL_CRASH_PREFIXES=8 TMPFSCTL_CRASH_SUBSETS=4 TMPFSCTL_CRASH_SAMPLE=30 \
 #     bench/crash-mutants.sh                      # a reduced sample per row
 # "none" (nothing skipped) is the baseline row: what the suite finds with
@@ -25,26 +26,30 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=${TMPDIR:-/tmp}/tmpfsctl-crash-mutants
 target=$work/target
 
-# row|what TMPFSCTL_KNOCKOUT skips (CALL or CALL@WHAT, comma-separated).
+# row|what TMPFSCTL_KNOCKOUT skips (CALL or CALL@WHAT, comma-separated)|the
+# ACKs after which the states it can break lie (its step and the next
+# ones that check what it wrote; empty: every state). With FOCUS=1 only
+# those states are checked (TMPFSCTL_CRASH_ACKS): a row in minutes, not a
+# quarter of an hour.
 # The calls are named in the source as durable!("CALL", WHAT, ...); an
 # atomic write's WHAT is the file it writes.
-rows='none|
-store-syncfs|store-syncfs
-current-dir-fsync|current-dir-fsync
-last-sync-file-fsync|atomic-file-fsync@the store'"'"'s last-sync record
-last-sync-dir-fsync|atomic-dir-fsync@the store'"'"'s last-sync record
-current+last-sync-fsyncs|current-dir-fsync,atomic-file-fsync@the store'"'"'s last-sync record,atomic-dir-fsync@the store'"'"'s last-sync record
-live-index-file-fsync|atomic-file-fsync@the store'"'"'s live index
-live-index-dir-fsync|atomic-dir-fsync@the store'"'"'s live index
-fstab-file-fsync|atomic-file-fsync@--fstab
-fstab-dir-fsync|atomic-dir-fsync@--fstab
-fstab-backup-file-fsync|atomic-file-fsync@the backup of --fstab
-fstab-backup-dir-fsync|atomic-dir-fsync@the backup of --fstab
-fstab-backup-remove-dir-fsync|remove-dir-fsync@the backup of --fstab
-revert-syncfs-copy|revert-syncfs-copy
-revert-syncfs-end|revert-syncfs-end
-disable-syncfs-live|disable-syncfs-live
-disable-syncfs-load|disable-syncfs-load'
+rows='none||
+store-syncfs|store-syncfs|0-3
+current-dir-fsync|current-dir-fsync|
+last-sync-file-fsync|atomic-file-fsync@the store'"'"'s last-sync record|
+last-sync-dir-fsync|atomic-dir-fsync@the store'"'"'s last-sync record|
+current+last-sync-fsyncs|current-dir-fsync,atomic-file-fsync@the store'"'"'s last-sync record,atomic-dir-fsync@the store'"'"'s last-sync record|
+live-index-file-fsync|atomic-file-fsync@the store'"'"'s live index|0-2,9-11
+live-index-dir-fsync|atomic-dir-fsync@the store'"'"'s live index|0-2,9-11
+fstab-file-fsync|atomic-file-fsync@--fstab|7-10
+fstab-dir-fsync|atomic-dir-fsync@--fstab|7-10
+fstab-backup-file-fsync|atomic-file-fsync@the backup of --fstab|7-10
+fstab-backup-dir-fsync|atomic-dir-fsync@the backup of --fstab|7-10
+fstab-backup-remove-dir-fsync|remove-dir-fsync@the backup of --fstab|7-10
+revert-syncfs-copy|revert-syncfs-copy|8-10
+revert-syncfs-end|revert-syncfs-end|8-10
+disable-syncfs-live|disable-syncfs-live|6-8
+disable-syncfs-load|disable-syncfs-load|11-12'
 
 all=$(echo "$rows" | cut -d'|' -f1)
 names=${*:-$all}
@@ -90,12 +95,15 @@ cp "$exe" "$work/crash"
 # A loaded machine boots the guest slowly: wait longer than the suite's 900 s.
 export TMPFSCTL_GUEST_TIMEOUT_S=${TMPFSCTL_GUEST_TIMEOUT_S:-2400}
 for name in $names; do
-  knock=$(echo "$rows" | grep "^$name|" | head -1 | cut -d'|' -f2-)
+  knock=$(echo "$rows" | grep "^$name|" | head -1 | cut -d'|' -f2)
+  acks=""
+  [ "${FOCUS:-0}" = 1 ] && acks=$(echo "$rows" | grep "^$name|" | head -1 | cut -d'|' -f3)
   calls=$(where "$knock")
-  echo "== $name: ${knock:-(nothing skipped)} ${calls} ($(date +%T))" >&2
+  echo "== $name: ${knock:-(nothing skipped)} ${calls}${acks:+ states after ACKs $acks} ($(date +%T))" >&2
   log=$work/$name.log
   t0=$(date +%s)
-  if (cd "$here" && TMPFSCTL_CRASH_KNOCKOUT=$knock "$work/crash") > "$log" 2>&1; then
+  if (cd "$here" && if [ -n "$acks" ]; then export TMPFSCTL_CRASH_ACKS="$acks"; fi &&
+    TMPFSCTL_CRASH_KNOCKOUT=$knock "$work/crash") > "$log" 2>&1; then
     verdict="suite passed"
   elif grep -q 'crash states break the rule' "$log"; then
     verdict="suite failed"
@@ -105,7 +113,7 @@ for name in $names; do
   # Per file system: crash states checked / states breaking the rule.
   states=$(awk '/^crash states checked/{t=1} t && /^(ext4|xfs|btrfs) /{s = s $1 " " $(NF-3) "/" $(NF-2) "  "} END{print s}' "$log")
   skips=$(sed -n 's/^[a-z0-9]*: knockout .*: skips per step //p' "$log" | tr '\n' ' ')
-  echo "$name|${calls:--}|${states:--}|${skips:--}|$verdict, $(($(date +%s) - t0)) s" >> "$results"
+  echo "$name|${calls:--}|${states:--}${acks:+ (after ACKs $acks)}|${skips:--}|$verdict, $(($(date +%s) - t0)) s" >> "$results"
   echo "$name: ${states:--} $verdict" >&2
   # What broke: the rule each violation names, counted.
   grep '^VIOLATION' "$log" | sed 's/^VIOLATION [a-z0-9]* [^(]*(after ACK \([0-9]*\)): /ACK \1: /' |

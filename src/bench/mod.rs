@@ -6,6 +6,7 @@
 //! [`temp_file_workloads`], then call [`run_suite`] with [`Options`]; it
 //! returns a [`BenchReport`] and writes nothing but its scratch directories.
 
+mod alternation;
 mod bimodal;
 mod ceiling;
 mod chart;
@@ -146,7 +147,7 @@ fn run(ctx: &Context, req: &BenchRequest) -> Result<BenchOutcome> {
 
 /// The kinds of target bench makes for a run, as TARGET names them: the
 /// one list that parsing, making, the root check and the help line read.
-pub const KINDS: &[&dyn target::TargetKind] = &[&target::TmpfsKind, &zram::ZramKind];
+pub const KINDS: &[target::TargetKind] = &[target::TMPFS, zram::ZRAM];
 
 /// What a run made for itself: held until the run ends, then taken away
 /// (unmounted; for zram, the device removed) by drop.
@@ -161,8 +162,8 @@ fn mount_targets(
     specs: &[target::TargetSpec],
     workloads: &[Workload],
 ) -> Result<(Vec<PathBuf>, Vec<target::PrivateSpec>, Held)> {
-    let (nb, _) = need(workloads);
-    let size = nb + target::margin_bytes(nb) + (8 << 20);
+    let (mem, _) = ctx.sysroot.meminfo()?;
+    let size = alternation::private_bytes(workloads, mem.mem_available_bytes);
     let root = rustix::process::geteuid().is_root();
     let mut held: Held = Vec::new();
     let mut private = Vec::new();

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::alternation::{Alternation, interleave_fits};
 use super::engine::{self, CacheMode, Plan};
 use super::ratio::{fmt_ratio, ratio_pair};
 use super::report::target_name;
@@ -179,11 +180,8 @@ pub fn run_suite_on(
         ceiling: &ceiling,
         host: &host,
     };
-    let mut results = Vec::new();
-    for w in workloads {
-        results.extend(run.workload(w, &w.label)?);
-        pb.inc(1);
-    }
+    let interleave = interleave_fits(&infos, workloads, mem.mem_available_bytes);
+    let results = run.run(workloads, interleave)?;
     pb.finish_and_clear();
     for s in scratches {
         s.remove()?;
@@ -217,133 +215,6 @@ pub fn run_suite_on(
     report.warnings = warnings(&report);
     report.warnings.extend(super::notes::notes(&report));
     Ok(report)
-}
-
-/// What every workload of a suite is measured with.
-struct Alternation<'a> {
-    /// The suite's one progress bar: workloads done of all, with an ETA.
-    pb: &'a ProgressBar,
-    targets: &'a [Target],
-    scratches: &'a [Scratch],
-    plan: &'a Plan,
-    pair: Option<(usize, usize)>,
-    opts: &'a Options,
-    ceiling: &'a Ceiling,
-    host: &'a HostInfo,
-}
-
-impl Alternation<'_> {
-    /// One workload on every target: prepare a session per target, run
-    /// them in turns until [`done`], then the latency pass and the results.
-    /// `what` names the workload in progress messages.
-    fn workload(&self, w: &Workload, what: &str) -> Result<Vec<BenchResult>> {
-        let (checked, opts) = (self.targets, self.opts);
-        let what = |t: &Target| format!("{what} on {}", t.shown);
-        let mut sessions = Vec::new();
-        let pb = self.pb;
-        for (t, s) in checked.iter().zip(self.scratches) {
-            pb.set_message(format!("{}: preparing", what(t)));
-            sessions.push(engine::Session::start(
-                w,
-                s.path(),
-                t.info.ram_backed,
-                self.plan,
-                &opts.stop,
-            )?);
-        }
-        // The targets take turns run by run, A B B A A B ...: both are
-        // measured across the same stretch of time, so a burst of other
-        // activity hits both (and the per-run ratio), and neither always runs
-        // right after the other.
-        pb.set_message(what(&checked[0]));
-        let mut round = 0u32;
-        let looped = Instant::now();
-        while !done(&sessions, round, self.pair, opts, looped.elapsed()) {
-            let order: Vec<usize> = if round.is_multiple_of(2) {
-                (0..sessions.len()).collect()
-            } else {
-                (0..sessions.len()).rev().collect()
-            };
-            for i in order {
-                pb.set_message(format!("{}: run {}", what(&checked[i]), round + 1));
-                sessions[i].run_once()?;
-            }
-            round += 1;
-        }
-        let mut results = Vec::new();
-        for ((t, sess), s) in checked.iter().zip(sessions).zip(self.scratches) {
-            // Before finish, which removes the workload's files.
-            let zram = t
-                .info
-                .zram
-                .as_ref()
-                .and_then(|_| super::zram::cost_at(s.path()));
-            pb.set_message(format!("{}: latency pass", what(t)));
-            let m = sess.finish()?;
-            results.push(BenchResult {
-                zram,
-                ..to_result(w, t, &m, self.ceiling, self.host)
-            });
-        }
-        Ok(results)
-    }
-}
-
-/// Whether a workload's alternation may stop: the minimums are met (see
-/// [`minimums_met`]); then, for the compared pair, only after an even number
-/// of rounds (as many A-first as B-first) and once the ratio is as precise
-/// as asked, max_time has passed, or a session reached max_runs.
-fn done(
-    sessions: &[engine::Session],
-    rounds: u32,
-    pair: Option<(usize, usize)>,
-    opts: &Options,
-    elapsed: Duration,
-) -> bool {
-    let progress: Vec<(u32, Duration)> =
-        sessions.iter().map(|s| (s.runs(), s.measured())).collect();
-    if !minimums_met(&progress, opts) {
-        return false;
-    }
-    let Some((a, b)) = pair else { return true };
-    precise_enough(
-        sessions[a].run_ns(),
-        sessions[b].run_ns(),
-        rounds,
-        opts,
-        elapsed,
-    )
-}
-
-/// Every target has --min-runs runs, and the workload has run --min-time:
-/// on its slowest target, since the targets run in lockstep. Asking it of
-/// every target made the slow one repeat until the fast one had filled
-/// --min-time with its short runs (advise: 34 rounds of a 0.5 s disk run to
-/// give tmpfs its 300 ms); the ratio's own precision decides beyond this.
-fn minimums_met(progress: &[(u32, Duration)], opts: &Options) -> bool {
-    progress.iter().all(|(n, _)| *n >= opts.min_runs.max(1))
-        && progress
-            .iter()
-            .any(|(n, t)| *t >= opts.min_time || *n >= opts.max_runs)
-}
-
-/// The precision half of [`done`], on the run times of the two compared targets.
-fn precise_enough(a: &[u64], b: &[u64], rounds: u32, opts: &Options, elapsed: Duration) -> bool {
-    // --max-runs is a hard bound, even on an odd round count.
-    if opts.ratio_precision_percent <= 0.0 || a.len().max(b.len()) >= opts.max_runs as usize {
-        return true;
-    }
-    if !rounds.is_multiple_of(2) {
-        return false;
-    }
-    if elapsed >= opts.max_time {
-        return true;
-    }
-    // Work per run is fixed per session, so 1/time is the rate up to a
-    // constant factor, which leaves the relative interval unchanged.
-    let rate = |ns: &[u64]| -> Vec<f64> { ns.iter().map(|&n| 1.0 / n.max(1) as f64).collect() };
-    stats::PairedRatio::of(&rate(a), &rate(b))
-        .is_none_or(|p| p.uncertainty_percent() <= opts.ratio_precision_percent)
 }
 
 /// A bar over the suite's workloads: what runs, done/total and an ETA from
@@ -405,7 +276,7 @@ pub fn tier(w: &Workload, ram_backed: bool, cache_state: &str, host: &HostInfo) 
     }
 }
 
-fn to_result(
+pub(super) fn to_result(
     w: &Workload,
     t: &Target,
     m: &engine::Measured,
@@ -739,61 +610,4 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
         });
     }
     out
-}
-
-#[cfg(test)]
-mod stop_tests {
-    use super::*;
-
-    #[test]
-    fn minimums_are_runs_on_every_target_and_time_on_the_slowest() {
-        let o = Options::default(); // 5 runs, 500 ms, max 40 runs
-        let ms = Duration::from_millis;
-        // The disk has its 500 ms, tmpfs only 90 ms: enough.
-        assert!(minimums_met(&[(5, ms(90)), (5, ms(600))], &o));
-        // Too few runs on one target.
-        assert!(!minimums_met(&[(4, ms(900)), (5, ms(600))], &o));
-        // Nobody has run 500 ms yet ...
-        assert!(!minimums_met(&[(6, ms(90)), (6, ms(400))], &o));
-        // ... unless max_runs says stop.
-        assert!(minimums_met(&[(40, ms(90)), (40, ms(400))], &o));
-        // One target alone: its own figures.
-        assert!(minimums_met(&[(5, ms(500))], &o));
-        assert!(!minimums_met(&[(5, ms(499))], &o));
-    }
-
-    #[test]
-    fn alternation_runs_until_the_ratio_is_precise() {
-        let o = Options::default();
-        let t = Duration::from_millis(100);
-        // 10 runs each, ratio exactly 2 in every block: precise, stop.
-        let a = [50u64; 10];
-        let b = [100u64; 10];
-        assert!(precise_enough(&a, &b, 10, &o, t));
-        // Only after as many A-first as B-first rounds.
-        assert!(!precise_enough(&a[..9], &b[..9], 9, &o, t));
-        // Ratio 2 in rounds 0-4, 3 in rounds 5-9: far from 5%, go on ...
-        let b2: Vec<u64> = (0..10).map(|i| if i < 5 { 100 } else { 150 }).collect();
-        assert!(!precise_enough(&a, &b2, 10, &o, t));
-        // ... until max_time ...
-        assert!(precise_enough(&a, &b2, 10, &o, o.max_time));
-        // ... or max_runs ...
-        let many_a = vec![50u64; o.max_runs as usize];
-        let many_b: Vec<u64> = (0..o.max_runs)
-            .map(|i| if i < o.max_runs / 2 { 100 } else { 150 })
-            .collect();
-        assert!(precise_enough(&many_a, &many_b, o.max_runs, &o, t));
-        // (--max-runs bounds even an odd count) ...
-        let odd = Options {
-            max_runs: 9,
-            ..Options::default()
-        };
-        assert!(precise_enough(&a[..9], &b2[..9], 9, &odd, t));
-        // ... and never with --ratio-precision 0.
-        let off = Options {
-            ratio_precision_percent: 0.0,
-            ..Options::default()
-        };
-        assert!(precise_enough(&a, &b2, 9, &off, t));
-    }
 }

@@ -372,25 +372,28 @@ impl Drop for PrivateTmpfs {
 #[derive(Debug, Clone)]
 pub enum TargetSpec {
     Dir(PathBuf),
-    Made(Arc<dyn MakeSpec>),
+    Made(Made),
 }
 
 /// A kind of target made for the run, named `NAME` or `NAME:ARG` on the
 /// command line. Parsing, making, the root check and TARGET's help line all
 /// come from the registry of kinds, [`super::KINDS`]: a new kind is its own
 /// file and its line there.
-pub trait TargetKind: Sync {
+pub struct TargetKind {
     /// The name before the colon.
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
     /// Its part of TARGET's help line: `NAME:ARG for …`.
-    fn help(&self) -> &'static str;
+    pub help: &'static str,
     /// What making it takes, for the refusal without root ("mounting a
     /// private tmpfs").
-    fn doing(&self) -> &'static str;
+    pub doing: &'static str,
     /// What follows `NAME:` (`None`: the bare name), checked before
     /// anything is made; `Ok(None)`: the bare name is a directory.
-    fn parse(&self, arg: Option<&str>) -> Result<Option<Arc<dyn MakeSpec>>>;
+    pub parse: fn(Option<&str>) -> Result<Option<Made>>,
 }
+
+/// A target a kind will make, as its `parse` hands it back.
+pub type Made = Arc<dyn MakeSpec>;
 
 /// A target to make, checked. Made on the main thread before any benchmark
 /// thread starts (the private mount namespace needs it); taken away when
@@ -410,7 +413,7 @@ pub fn help() -> String {
     let mut s = String::from("Directories to compare");
     for k in super::KINDS {
         s.push_str(", or ");
-        s.push_str(k.help());
+        s.push_str(k.help);
     }
     s.push_str(
         " (default: a private tmpfs when root, else /dev/shm, vs the disk under /var/tmp or $HOME)",
@@ -420,7 +423,7 @@ pub fn help() -> String {
 
 /// What making any kind takes, for the refusal without root.
 pub fn doings() -> String {
-    let d: Vec<&str> = super::KINDS.iter().map(|k| k.doing()).collect();
+    let d: Vec<&str> = super::KINDS.iter().map(|k| k.doing).collect();
     d.join(" or ")
 }
 
@@ -434,8 +437,8 @@ impl TargetSpec {
                 Some((n, r)) => (n, Some(r)),
                 None => (s, None),
             };
-            if let Some(k) = super::KINDS.iter().find(|k| k.name() == name)
-                && let Some(m) = k.parse(rest)?
+            if let Some(k) = super::KINDS.iter().find(|k| k.name == name)
+                && let Some(m) = (k.parse)(rest)?
             {
                 return Ok(TargetSpec::Made(m));
             }
@@ -445,28 +448,15 @@ impl TargetSpec {
 }
 
 /// The private tmpfs kind: `tmpfs:OPTIONS`.
-pub struct TmpfsKind;
-
-impl TargetKind for TmpfsKind {
-    fn name(&self) -> &'static str {
-        "tmpfs"
-    }
-
-    fn help(&self) -> &'static str {
-        "tmpfs:OPTIONS for a private tmpfs mounted for the run with the kernel's options (root; e.g. tmpfs:huge=within_size tmpfs:huge=never)"
-    }
-
-    fn doing(&self) -> &'static str {
-        "mounting a private tmpfs"
-    }
-
-    fn parse(&self, arg: Option<&str>) -> Result<Option<Arc<dyn MakeSpec>>> {
-        match arg {
-            Some(opts) => Ok(Some(Arc::new(TmpfsOptions::parse(opts)?))),
-            None => Ok(None),
-        }
-    }
-}
+pub const TMPFS: TargetKind = TargetKind {
+    name: "tmpfs",
+    help: "tmpfs:OPTIONS for a private tmpfs mounted for the run with the kernel's options (root; e.g. tmpfs:huge=within_size tmpfs:huge=never)",
+    doing: "mounting a private tmpfs",
+    parse: |arg| match arg {
+        Some(opts) => Ok(Some(Arc::new(TmpfsOptions::parse(opts)?))),
+        None => Ok(None),
+    },
+};
 
 impl MakeSpec for TmpfsOptions {
     fn shown(&self) -> String {

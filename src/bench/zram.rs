@@ -11,7 +11,7 @@ use anyhow::{Context as _, Result};
 
 use super::leftover::{self, Kind};
 use super::report::{ZramCost, ZramTargetInfo};
-use super::target::{MOUNT_BASE, MakeSpec, PrivateSpec, TargetKind, enter_private_namespace};
+use super::target::{MOUNT_BASE, Made, MakeSpec, PrivateSpec, TargetKind, enter_private_namespace};
 use crate::sys::zram::{self, MmStat, Spec, ZramDevice};
 use crate::units::fmt_bytes;
 
@@ -19,40 +19,31 @@ use crate::units::fmt_bytes;
 pub const LABEL: &str = "tmpfsctl-bench";
 
 /// The zram kind of target: `zram` or `zram:ALG`.
-pub struct ZramKind;
+pub const ZRAM: TargetKind = TargetKind {
+    name: "zram",
+    help: "zram[:ALG] for a zram device made for the run (root; ext4 without a journal, mounted with discard, removed at the end; ALG one of /sys/block/zram*/comp_algorithm, e.g. zram:lz4; its RAM cost is reported as mem_used_total)",
+    doing: "making a zram device",
+    parse: parse_spec,
+};
 
 /// A zram target, checked: the back end, or `None` for the kernel's default.
 #[derive(Debug)]
 struct ZramSpec(Option<String>);
 
-impl TargetKind for ZramKind {
-    fn name(&self) -> &'static str {
-        "zram"
-    }
-
-    fn help(&self) -> &'static str {
-        "zram[:ALG] for a zram device made for the run (root; ext4 without a journal, mounted with discard, removed at the end; ALG one of /sys/block/zram*/comp_algorithm, e.g. zram:lz4; its RAM cost is reported as mem_used_total)"
-    }
-
-    fn doing(&self) -> &'static str {
-        "making a zram device"
-    }
-
-    fn parse(&self, arg: Option<&str>) -> Result<Option<Arc<dyn MakeSpec>>> {
-        let Some(alg) = arg else {
-            return Ok(Some(Arc::new(ZramSpec(None))));
-        };
-        anyhow::ensure!(
-            !alg.is_empty()
-                && alg.len() <= 32
-                && alg
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
-            "target zram:{}: not a zram algorithm name; write zram or zram:ALG with ALG one of the names in /sys/block/zram*/comp_algorithm (e.g. zram:lz4)",
-            crate::term::safe(alg)
-        );
-        Ok(Some(Arc::new(ZramSpec(Some(alg.to_string())))))
-    }
+fn parse_spec(arg: Option<&str>) -> Result<Option<Made>> {
+    let Some(alg) = arg else {
+        return Ok(Some(Arc::new(ZramSpec(None))));
+    };
+    anyhow::ensure!(
+        !alg.is_empty()
+            && alg.len() <= 32
+            && alg
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+        "target zram:{}: not a zram algorithm name; write zram or zram:ALG with ALG one of the names in /sys/block/zram*/comp_algorithm (e.g. zram:lz4)",
+        crate::term::safe(alg)
+    );
+    Ok(Some(Arc::new(ZramSpec(Some(alg.to_string())))))
 }
 
 impl MakeSpec for ZramSpec {

@@ -26,7 +26,7 @@ tmpfsctl bench --compare before.json after.json\n  \
 tmpfsctl bench --show run.json --html run.html   # a saved run as a page\n\n\
 Methodology: data is random; writes include fsync/O_DSYNC when the label says so; disk reads labelled \
 cold are evicted (posix_fadvise, checked with mincore) or O_DIRECT, else labelled warm; the targets run in \
-alternation (A B, B A, ...), >= --min-runs runs each and >= --min-time on the slowest (op-counted runs last about --min-time / 10, \
+alternation (A B, B A, ...) and, where all their files fit at once, the workloads take turns round by round, >= --min-runs runs each and >= --min-time on the slowest (op-counted runs last about --min-time / 10, \
 after an untimed warm-up), then on until the ratio's 95% interval is within --ratio-precision or --max-time has passed; \
 the ratio is the median of per-run ratios with the running-order effect taken out; latency is a separate pass; every \
 figure is compared with memcpy measured in the same run, and memcpy is measured again at the end to catch a host whose \

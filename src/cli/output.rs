@@ -1,9 +1,9 @@
 //! The output flags every report shares: one flag per structured format,
 //! flattened into each command's arguments where its `--json` stood. Each
-//! command keeps its own help line for them ([`json_help`]: the schema
-//! version it writes, what the flag replaces). A new structured format is a field
-//! here and its line in `chosen`, beside the `Format` it names in
-//! `command.rs`.
+//! command keeps its own help line for `--json` and what it conflicts with
+//! ([`json_help`]: the schema version it writes, what the flag replaces).
+//! A new structured format is a field here, its line in `chosen` and its
+//! name in `FLAGS`, beside the `Format` it names in `command.rs`.
 
 use crate::command::{Format, Output};
 
@@ -38,19 +38,55 @@ impl Structured {
     }
 }
 
-/// Set `--json`'s help line (and what it conflicts with) for one command:
-/// `#[command(mut_args(json_help("…", &[])))]`. In place, not by
-/// `mut_arg`, which moves the argument last: completions list arguments in
-/// the order they were defined.
+/// The flags of [`Structured`], by clap id.
+const FLAGS: &[&str] = &["json"];
+
+/// Set `--json`'s help line for one command, and what every structured
+/// flag conflicts with there: `#[command(mut_args(json_help("…", &[])))]`.
+/// In place, not by `mut_arg`, which moves the argument last: completions
+/// list arguments in the order they were defined.
 pub fn json_help(
     help: &'static str,
     conflicts: &'static [&'static str],
 ) -> impl FnMut(clap::Arg) -> clap::Arg {
     move |a| {
-        if a.get_id() == "json" {
-            a.help(help).conflicts_with_all(conflicts)
+        let a = if a.get_id() == "json" {
+            a.help(help)
+        } else {
+            a
+        };
+        if FLAGS.contains(&a.get_id().as_str()) {
+            a.conflicts_with_all(conflicts)
         } else {
             a
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_structured_flag_takes_stdout_and_says_which_it_was() {
+        let none = Structured::default();
+        assert_eq!(none.chosen(), None);
+        assert!(!none.any());
+        assert_eq!(none.on(Output::default()), Output::default());
+        let json = Structured { json: true };
+        assert_eq!(json.chosen(), Some(("--json", Format::JSON)));
+        assert!(json.any());
+        assert_eq!(
+            json.on(Output::default()),
+            Output::default().or_when(true, "--json", Format::JSON)
+        );
+    }
+
+    #[test]
+    fn every_structured_flag_is_in_flags() {
+        use clap::{Args, Command};
+        let cmd = Structured::augment_args(Command::new("t"));
+        let ids: Vec<&str> = cmd.get_arguments().map(|a| a.get_id().as_str()).collect();
+        assert_eq!(ids, FLAGS);
     }
 }

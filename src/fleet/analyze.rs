@@ -90,9 +90,11 @@ pub struct FleetReport {
     pub charts: ChartData,
 }
 
-/// Two buffers a thread sorts its columns in, one after the other: their
+/// The buffers a thread sorts its columns in, one after the other: their
 /// pages are faulted in once, not once a column (at 1 M hosts that was
-/// 16 MB of fresh zeroed memory per column).
+/// 16 MB of fresh zeroed memory per column). `scratch` stays empty while
+/// the columns' values differ in 32 bits or fewer (see
+/// [`stats::sort_column_with`]).
 #[derive(Default)]
 struct Columns {
     col: Vec<u64>,
@@ -410,10 +412,12 @@ fn tmp_column(f: &Fleet, o: &AnalyzeOptions, cols: &mut Columns) -> Part {
             .map(|i| (tmp_sorted[i], (i + 1) as f64 / n as f64))
             .collect();
     }
+    let at_target = (n > 0).then(|| stats::percentile(tmp_sorted, o.target_percent));
+    // The sorted column is done with: its buffer takes the shares of RAM.
     let recommendation = fit::recommend_with(
         f,
-        tmp_sorted,
-        &mut cols.scratch,
+        at_target,
+        &mut cols.col,
         o.target_percent,
         o.headroom_percent,
     );

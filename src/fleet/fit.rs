@@ -276,14 +276,17 @@ fn rank_value<T: Copy + PartialOrd>(v: &mut [T], target_percent: f64) -> Option<
 pub fn recommend(f: &Fleet, target_percent: f64, headroom_percent: f64) -> Recommendation {
     let mut used: Vec<u64> = f.rows.iter().map(|r| r.tmp_used).collect();
     used.sort_unstable();
-    recommend_with(f, &used, &mut Vec::new(), target_percent, headroom_percent)
+    let at_target = (!used.is_empty()).then(|| super::stats::percentile(&used, target_percent));
+    recommend_with(f, at_target, &mut used, target_percent, headroom_percent)
 }
 
-/// [`recommend`] given every host's /tmp figure sorted (`tmp_sorted`) and a
-/// buffer to reuse for the shares of RAM.
+/// [`recommend`] given the /tmp figure at the target's rank
+/// (`percentile(tmp_sorted, target_percent)`, None for no host) and a
+/// buffer to reuse for the shares of RAM (the sorted /tmp column's own,
+/// once that figure is taken from it: no second column-sized buffer).
 pub(crate) fn recommend_with(
     f: &Fleet,
-    tmp_sorted: &[u64],
+    tmp_at_target: Option<u64>,
     scratch: &mut Vec<u64>,
     target_percent: f64,
     headroom_percent: f64,
@@ -305,11 +308,7 @@ pub(crate) fn recommend_with(
     let step = PERCENT_STEPS.iter().copied().find(|&s| s >= need - 1e-9);
     let pct_size = step.unwrap_or(MAX_PERCENT_OF_RAM);
 
-    let need_b = if tmp_sorted.is_empty() {
-        0
-    } else {
-        (super::stats::percentile(tmp_sorted, target_percent) as f64 * grow).ceil() as u64
-    };
+    let need_b = tmp_at_target.map_or(0, |t| (t as f64 * grow).ceil() as u64);
     let size_b = need_b
         .max(16 << 20)
         .checked_next_power_of_two()

@@ -40,8 +40,6 @@ pub fn is_damage(e: &anyhow::Error) -> bool {
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct LoadReport {
-    pub generation: u64,
-    pub entries: u64,
     pub files: u64,
     pub bytes: u64,
     /// Files whose object in this generation is damaged, loaded from an
@@ -160,11 +158,7 @@ pub fn load_with(
 ) -> Result<(LoadReport, LiveIndex)> {
     let mut lost: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
     let (entries, _) = store.manifest(g)?;
-    let mut rep = LoadReport {
-        generation: g,
-        entries: entries.len() as u64,
-        ..Default::default()
-    };
+    let mut rep = LoadReport::default();
     let mut live = LiveIndex::default();
     let mut parents = Parents {
         root: dst,

@@ -19,7 +19,8 @@
 //! systems, a comma-separated list of ext4, xfs and btrfs (default ext4,xfs).
 //! TMPFSCTL_CRASH_KNOCKOUT (with a build that has the crash-knockout
 //! feature, see bench/crash-mutants.sh) names durability calls the guest's
-//! tmpfsctl skips.
+//! tmpfsctl skips; TMPFSCTL_CRASH_ACKS=N-M,K checks only the states whose
+//! last ACK is one of those steps.
 
 // Tests fail by panicking: unwrap/expect are how they say so.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -212,3 +212,39 @@ fn systemd_dropin_is_written_verified_and_removed() {
     assert!(!units.join(format!("{name}.d")).exists());
     assert_eq!(findmnt_fstype(&dir), None);
 }
+
+/// DIR already mounted as asked, only its fstab line left to write: apply
+/// still asks first, so without --yes and no terminal to ask on it writes
+/// nothing.
+#[test]
+fn an_apply_left_only_an_fstab_line_to_write_still_asks_first() {
+    require_root!();
+    let t = scratch("mounts");
+    let dir = t.path().join("scratch");
+    std::fs::create_dir(&dir).unwrap();
+    let fstab = t.path().join("fstab");
+    std::fs::write(&fstab, DEBIAN_FSTAB).unwrap();
+    let _c = Cleanup(dir.clone());
+    apply_live(&dir, "16M");
+    let out = tmpfsctl(&["apply", s(&dir), "--fstab", s(&fstab), "--size", "16M"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("pass --yes"),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read(&fstab).unwrap(), DEBIAN_FSTAB);
+    // Asked with --yes, the line is what it adds.
+    let out = tmpfsctl(&[
+        "apply",
+        s(&dir),
+        "--fstab",
+        s(&fstab),
+        "--size",
+        "16M",
+        "--yes",
+        "--json",
+    ]);
+    ok(&out);
+    assert_eq!(json(&out)["mounted"], false, "{out:?}");
+    assert_ne!(std::fs::read(&fstab).unwrap(), DEBIAN_FSTAB);
+}
