@@ -22,6 +22,7 @@ use crate::command::{self, Context};
 use crate::fleet::{self, FitParams, HostFit, HostRecord};
 use crate::mounts::{self, plan};
 use crate::sys;
+use crate::sys::zram_estimate::Estimate;
 use crate::units::Size;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -67,6 +68,9 @@ pub struct Advice {
     /// The kernel's tmpfs options beyond size=: what was measured, what is recommended.
     pub options: OptionAdvice,
     pub bench: Option<BenchReport>,
+    /// What DIR's files would cost in zram, estimated in this process (no
+    /// root, no device): a bounded sample, page by page.
+    pub zram_estimate: Option<Estimate>,
     /// What could not be done (e.g. no RAM target to measure), in words.
     pub notes: Vec<String>,
 }
@@ -405,6 +409,12 @@ pub fn gather(ctx: &Context, args: &AdviseRequest) -> Result<Advice> {
         commands,
         options,
         bench: report,
+        // No root and no device needed: what zram would cost is estimated
+        // from DIR's own files, so it is said wherever zram cannot be made.
+        zram_estimate: Some(sys::zram_estimate::estimate(
+            &dir,
+            if args.quick { 16 << 20 } else { 64 << 20 },
+        )),
         notes,
     })
 }

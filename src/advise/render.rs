@@ -8,6 +8,7 @@ use crate::command::{self, ExitCode, Format, Report};
 use crate::render::color::{self, Tone};
 use crate::render::html::page;
 use crate::render::html_escape as esc;
+use crate::sys::zram_estimate::Estimate;
 use crate::units::{fmt_bytes, fmt_count};
 
 /// Green when nothing needs doing, yellow when a change is recommended,
@@ -137,10 +138,40 @@ fn sections(a: &Advice) -> Vec<(String, Vec<String>)> {
         ));
         out.push(("Apply would refuse".into(), why));
     }
+    if let Some(z) = a.zram_estimate.as_ref().filter(|z| z.pages > 0) {
+        out.push(("In zram (estimated, no device made)".into(), zram_lines(z)));
+    }
     if !a.notes.is_empty() {
         out.push(("Notes".into(), a.notes.clone()));
     }
     out
+}
+
+fn zram_lines(z: &Estimate) -> Vec<String> {
+    use crate::units::fmt_bytes;
+    let pct = |n: u64| 100.0 * n as f64 / z.pages as f64;
+    vec![
+        format!(
+            "{} of DIR's files ({} {}{}) would cost {} of RAM in zram with {}: {:.2}x data per byte of RAM",
+            fmt_bytes(z.bytes_sampled),
+            z.files_sampled,
+            crate::units::noun(z.files_sampled, "file", "files"),
+            if z.truncated { ", a sample" } else { "" },
+            fmt_bytes(z.ram_bytes),
+            z.algorithm,
+            z.data_per_ram_ratio.unwrap_or(0.0)
+        ),
+        format!(
+            "{:.0}% of its 4 KiB pages do not compress (stored whole), {:.0}% are zero pages (cost nothing); tmpfs would cost {}",
+            pct(z.huge_pages),
+            pct(z.same_pages),
+            fmt_bytes(z.bytes_sampled)
+        ),
+        format!(
+            "Computed here with {} page by page; file-system metadata is not counted, so trees of small files cost more; `sudo tmpfsctl bench zram:{} tmpfs` measures a real device's speed",
+            z.computed_with, z.algorithm
+        ),
+    ]
 }
 
 fn huge_title(h: &super::HugeAdvice) -> String {

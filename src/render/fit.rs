@@ -142,10 +142,15 @@ pub fn wrap(text: &str, w: usize) -> String {
                 cur = piece;
                 continue;
             }
-            // Too long for any line: break it after `/` or `,`.
-            for seg in segments(&piece) {
-                if width(&cur) + width(seg) > w && !cur.is_empty() {
+            // Too long for any line: break it after `/` or `,`. Its first
+            // segment, if it stays on the current line, keeps the space
+            // that parted it from the word before.
+            for (i, seg) in segments(&piece).into_iter().enumerate() {
+                let space = usize::from(i == 0 && sep == 1);
+                if width(&cur) + space + width(seg) > w && !cur.is_empty() {
                     lines.push(std::mem::take(&mut cur));
+                } else if space == 1 {
+                    cur.push(' ');
                 }
                 let mut rest = seg;
                 while width(rest) > w {
@@ -393,6 +398,12 @@ mod tests {
         );
         assert_eq!(wrap("short", 80), "short");
         assert_eq!(wrap("abcdefgh", 3), "abc\ndef\ngh");
+        // A path too long for any line, broken after its first segments on
+        // the line it starts on, keeps the space before it.
+        assert_eq!(
+            wrap("holds 0 B: /tmp/abcdefgh/ijklmnop/qrstuvwx", 20),
+            "holds 0 B: /tmp/\nabcdefgh/ijklmnop/\nqrstuvwx"
+        );
         for l in wrap("/tmp/st/a-very-long-component-name/x", 12).lines() {
             assert!(width(l) <= 12, "{l:?}");
         }

@@ -33,6 +33,7 @@ pub(crate) mod tmpfiles;
 pub(crate) mod tmpfs;
 pub(crate) mod unmount;
 pub(crate) mod zram;
+pub(crate) mod zram_estimate;
 
 use std::path::{Path, PathBuf};
 

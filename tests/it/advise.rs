@@ -551,3 +551,85 @@ fn progress_only_on_a_terminal() {
     assert!(!err.contains("ETA") && !err.contains('\r'), "{err}");
     assert!(!err.contains("measuring 1 of"), "{err}");
 }
+
+/// What DIR's own files would cost in zram, estimated without root and
+/// without a device: text logs compress, random data is stored whole,
+/// zero pages cost nothing, and every byte of a small DIR is sampled.
+#[test]
+fn advise_estimates_the_zram_cost_of_dirs_own_files_without_root() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+    let d = tempfile::Builder::new()
+        .prefix("tmpfsctl-it-zram-est-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let log: String = (0..40_000)
+        .map(|i| {
+            format!(
+                "2026-11-27T21:{:02}:{:02} web-{:02} nginx[{}]: GET /api/v1/items status=200 in {} ms\n",
+                i % 60,
+                (i * 7) % 60,
+                i % 12,
+                1000 + i % 5000,
+                i % 900
+            )
+        })
+        .collect();
+    std::fs::write(d.path().join("app.log"), &log).unwrap();
+    let mut random = vec![0u8; 1 << 20];
+    std::io::Read::read_exact(
+        &mut std::fs::File::open("/dev/urandom").unwrap(),
+        &mut random,
+    )
+    .unwrap();
+    std::fs::write(d.path().join("blob"), &random).unwrap();
+    std::fs::write(d.path().join("zeros"), vec![0u8; 1 << 20]).unwrap();
+    for p in ["app.log", "blob", "zeros"] {
+        std::fs::set_permissions(d.path().join(p), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let mut cmd = crate::common::bin();
+    if rustix::process::geteuid().is_root() {
+        // As nobody: the estimate needs no root.
+        cmd.uid(65534).gid(65534);
+    }
+    let out = cmd
+        .args(["advise", "--no-bench", "--json"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    let z = &v["zram_estimate"];
+    let total = (log.len() + (2 << 20)) as u64;
+    assert_eq!(z["bytes_sampled"], total, "{z}");
+    assert_eq!(z["files_sampled"], 3, "{z}");
+    assert_eq!(z["algorithm"], "lz4", "{z}");
+    assert_eq!(
+        z["same_pages"], 256,
+        "the zero file's pages cost nothing: {z}"
+    );
+    assert!(
+        z["huge_pages"].as_u64().unwrap() >= 256,
+        "random pages stored whole: {z}"
+    );
+    let ram = z["ram_bytes"].as_u64().unwrap();
+    // The random MiB costs its size; the log well under its size.
+    assert!(
+        ram > 1 << 20 && ram < (1 << 20) + log.len() as u64 / 2,
+        "{z}"
+    );
+    let ratio = z["data_per_ram_ratio"].as_f64().unwrap();
+    assert!((ratio - total as f64 / ram as f64).abs() < 1e-9, "{z}");
+    let text = tmpfsctl(&["advise", "--no-bench", d.path().to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("In zram (estimated, no device made)"),
+        "{text}"
+    );
+    assert!(text.contains("lz4_flex"), "says what computed it: {text}");
+}

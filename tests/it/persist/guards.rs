@@ -159,6 +159,12 @@ fn racers(dir: &Path, target: &Path) -> Vec<libc::pid_t> {
             assert!(pid >= 0, "fork failed");
             if pid == 0 {
                 unsafe {
+                    // The child lives on without exec, so close-on-exec
+                    // never closes what it inherited: a file another test
+                    // thread had open for writing at the fork would stay
+                    // open here, and that test's enable would refuse it as
+                    // an open writer. It needs no descriptor at all.
+                    libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
                     if libc::setgroups(0, std::ptr::null()) != 0
                         || libc::setgid(65534) != 0
                         || libc::setuid(65534) != 0
