@@ -92,6 +92,12 @@ exe=$(cd "$here" && CARGO_TARGET_DIR=$target nice -n 10 cargo test --release --l
   sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | grep '/crash-' | tail -1)
 [ -x "$exe" ] || { echo "no crash test binary built" >&2; exit 2; }
 cp "$exe" "$work/crash"
+# The guest's package, made once from that build: each suite run would
+# package it again into the same target dir, and two runs at once (two
+# rows in parallel) raced there and one guest's `dpkg -i` failed.
+deb=$(cd "$here" && CARGO_TARGET_DIR=$target nice -n 10 scripts/package --no-build | tail -1)
+cp "$deb" "$work/tmpfsctl.deb"
+export TMPFSCTL_BOOT_DEB="$work/tmpfsctl.deb"
 # A loaded machine boots the guest slowly: wait longer than the suite's 900 s.
 export TMPFSCTL_GUEST_TIMEOUT_S=${TMPFSCTL_GUEST_TIMEOUT_S:-2400}
 for name in $names; do
@@ -116,8 +122,9 @@ for name in $names; do
   echo "$name|${calls:--}|${states:--}${acks:+ (after ACKs $acks)}|${skips:--}|$verdict, $(($(date +%s) - t0)) s" >> "$results"
   echo "$name: ${states:--} $verdict" >&2
   # What broke: the rule each violation names, counted.
-  grep '^VIOLATION' "$log" | sed 's/^VIOLATION [a-z0-9]* [^(]*(after ACK \([0-9]*\)): /ACK \1: /' |
-    cut -c1-160 | sort | uniq -c | sort -rn | head -8 > "$work/$name.why" || true
+  # (Where the crash point was is left out, so like violations count as one.)
+  grep '^VIOLATION' "$log" | sed 's/^VIOLATION [a-z0-9]* .*(after ACK \([0-9]*\)): /after ACK \1: /' |
+    cut -c1-120 | sort | uniq -c | sort -rn | head -8 > "$work/$name.why" || true
 done
 echo
 echo "crash-state mutants: tree $rev (+$dirty locally changed files), ${TMPFSCTL_CRASH_FS:-ext4 and xfs}, $((($(date +%s) - started) / 60)) min"

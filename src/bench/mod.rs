@@ -150,8 +150,15 @@ fn run(ctx: &Context, req: &BenchRequest) -> Result<BenchOutcome> {
 pub const KINDS: &[target::TargetKind] = &[target::TMPFS, zram::ZRAM];
 
 /// What a run made for itself: held until the run ends, then taken away
-/// (unmounted; for zram, the device removed) by drop.
-type Held = Vec<Box<dyn Send>>;
+/// (unmounted; for zram, the device removed) by drop, the last made first.
+#[derive(Default)]
+struct Held(Vec<Box<dyn Send>>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        while self.0.pop().is_some() {}
+    }
+}
 
 /// The target directories, making the targets of the kinds (the default
 /// pair when none is named), and what describes each one made. Called on
@@ -165,7 +172,7 @@ fn mount_targets(
     let (mem, _) = ctx.sysroot.meminfo()?;
     let size = alternation::private_bytes(workloads, mem.mem_available_bytes);
     let root = rustix::process::geteuid().is_root();
-    let mut held: Held = Vec::new();
+    let mut held = Held::default();
     let mut private = Vec::new();
     let mut targets = Vec::new();
     if specs.is_empty() {
@@ -178,7 +185,7 @@ fn mount_targets(
                 options: None,
                 zram: None,
             });
-            held.push(Box::new(t));
+            held.0.push(Box::new(t));
         } else {
             targets.push(PathBuf::from("/dev/shm"));
         }
@@ -204,7 +211,7 @@ fn mount_targets(
                 let (made, guard) = m.make(ctx, size)?;
                 targets.push(made.path.clone());
                 private.push(made);
-                held.push(guard);
+                held.0.push(guard);
             }
         }
     }

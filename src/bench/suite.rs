@@ -553,7 +553,7 @@ pub(crate) fn warnings(r: &BenchReport) -> Vec<Warning> {
         uncertain,
         &format!(
             "the RAM/disk ratio of these workloads is uncertain by more than {RATIO_UNCERTAIN_PERCENT:.0}% (95% rerun interval, from the per-run ratios and their drift): a rerun may well land anywhere in it. \
-             The per-run times of the disk vary on their own (shared or throttled virtual disk, flushes, other I/O: `FIO=1 bench/agreement.sh` probes the disk with fio between runs) or the CPU was busy; \
+             The per-run times of the disk vary on their own (shared or throttled virtual disk, flushes, other I/O: fio run a few times on it, e.g. `fio --name=probe --directory=DIR --rw=randwrite --bs=4k --sync=dsync --size=8M`, shows whether its speed moves on its own) or the CPU was busy; \
              trust the order of magnitude, or raise --max-time (default 3s per workload) for a narrower interval"
         ),
     );

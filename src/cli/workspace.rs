@@ -10,35 +10,39 @@ use crate::command::{Format, Output};
 use crate::units::{Size, parse_size};
 use crate::workspace::{Keep, RunRequest, ScratchOptions};
 
+// The prose is one line per paragraph (the `\` continuations join the
+// source lines): clap wraps it to the terminal, so it never breaks at 95
+// columns on a wide one nor runs ragged on a narrow one.
 const AFTER_HELP_RUN: &str = "\
 Examples:
   tmpfsctl run -- make -j8 test
   tmpfsctl run --size 2G --cd -- sh -c 'git clone ~/src/app . && cargo build'
   tmpfsctl run --json fd:3 -- ./job.sh 3>summary.json
 
-The scratch: as root, a tmpfs in a private mount namespace (nobody else sees it, the kernel
-enforces --size, and it disappears with tmpfsctl, even a SIGKILLed one).
-CMD and everything it starts run in a cgroup of their own: what is still running when CMD
-exits (a daemon) is killed and named, and all of it dies if tmpfsctl is killed. Mounts CMD
-made inside the scratch are detached, never emptied; symlinks are removed, never followed.
-Unprivileged, the same inside a user namespace when the kernel allows it (setuid programs such
-as sudo do not work in there); otherwise a 0700 directory under $XDG_RUNTIME_DIR or /dev/shm
-whose size cap is only watched (soft).
-Default --size: 50% of MemAvailable at start. Sizes use binary units (512M = 512 MiB);
-N% is a share of MemTotal, as for tmpfs. A size above MemTotal + SwapTotal
-is refused unless --force; 0 and 0% are refused (tmpfs reads them as no cap).
-The scratch holds one inode per 4 KiB of --size (at least 64; --size 1M: 256): an empty
-file pins about 1 KiB of kernel memory that size= does not count, so a scratch pins at
-most about 1.27 x --size. A plain directory goes under $XDG_RUNTIME_DIR only if it is
-yours with mode 0700, else under /run/tmpfsctl-scratch (root) or /dev/shm.
-Peak usage is sampled every 10 ms (one statfs) while usage changes or the scratch is over 90%
-full, backing off to every 250 ms while it stays idle, plus once when CMD exits. A file
-written and deleted between two samples can be missed: within 10 ms while usage moves, within
-250 ms after an idle spell (which is also how late a burst that fills an idle scratch can be
-reported full; CMD gets its ENOSPC at once either way).
-Exit status: CMD's; 128+N if CMD was killed by signal N; 127/126 if CMD cannot be found/run;
-2 if tmpfsctl itself fails before CMD starts. SIGINT, SIGTERM and SIGHUP sent to tmpfsctl are
-passed to CMD (a ^C from the terminal reaches CMD directly and is not sent twice).";
+The scratch: as root, a tmpfs in a private mount namespace (nobody else sees it, the \
+kernel enforces --size, and it disappears with tmpfsctl, even a SIGKILLed one). CMD and \
+everything it starts run in a cgroup of their own: what is still running when CMD exits (a \
+daemon) is killed and named, and all of it dies if tmpfsctl is killed. Mounts CMD made \
+inside the scratch are detached, never emptied; symlinks are removed, never followed. \
+Unprivileged, the same inside a user namespace when the kernel allows it (setuid programs \
+such as sudo do not work in there); otherwise a 0700 directory under $XDG_RUNTIME_DIR or \
+/dev/shm whose size cap is only watched (soft).\n\n\
+Default --size: 50% of MemAvailable at start. Sizes use binary units (512M = 512 MiB); N% \
+is a share of MemTotal, as for tmpfs. A size above MemTotal + SwapTotal is refused unless \
+--force; 0 and 0% are refused (tmpfs reads them as no cap). The scratch holds one inode \
+per 4 KiB of --size (at least 64; --size 1M: 256): an empty file pins about 1 KiB of \
+kernel memory that size= does not count, so a scratch pins at most about 1.27 x --size. A \
+plain directory goes under $XDG_RUNTIME_DIR only if it is yours with mode 0700, else under \
+/run/tmpfsctl-scratch (root) or /dev/shm.\n\n\
+Peak usage is sampled every 10 ms (one statfs) while usage changes or the scratch is over \
+90% full, backing off to every 250 ms while it stays idle, plus once when CMD exits. A \
+file written and deleted between two samples can be missed: within 10 ms while usage \
+moves, within 250 ms after an idle spell (which is also how late a burst that fills an \
+idle scratch can be reported full; CMD gets its ENOSPC at once either way).\n\n\
+Exit status: CMD's; 128+N if CMD was killed by signal N; 127/126 if CMD cannot be \
+found/run; 2 if tmpfsctl itself fails before CMD starts. SIGINT, SIGTERM and SIGHUP sent \
+to tmpfsctl are passed to CMD (a ^C from the terminal reaches CMD directly and is not sent \
+twice).";
 
 const AFTER_HELP_SHELL: &str = "\
 Examples:
@@ -46,9 +50,9 @@ Examples:
   tmpfsctl shell --size 4G --keep
   tmpfsctl shell -- -c 'make -j8 && make check'
 
-Starts $SHELL (or /bin/sh) in the scratch; `cd -` goes back to where you were. Everything in
-the scratch is gone when the shell exits, unless --keep. See `tmpfsctl run --help` for how the
-scratch is made and what the exit status means.";
+Starts $SHELL (or /bin/sh) in the scratch; `cd -` goes back to where you were. Everything \
+in the scratch is gone when the shell exits, unless --keep. See `tmpfsctl run --help` for \
+how the scratch is made and what the exit status means.";
 
 // Options shared by `run` and `shell`. (A plain comment: as a doc comment it
 // would replace their about, their arguments being defined late.)

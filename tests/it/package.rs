@@ -131,3 +131,40 @@ fn the_package_has_a_licence_a_short_synopsis_and_lintian_has_nothing_to_fix() {
         .collect();
     assert!(bad.is_empty(), "lintian:\n{text}");
 }
+
+#[test]
+fn nothing_the_binary_prints_points_at_a_script_the_package_does_not_ship() {
+    // The package ships the binary, man pages, completions and docs/; the
+    // scripts in bench/ stay in the repository, so a warning that sends a
+    // user there sends them nowhere.
+    let mut stack = vec![repo().join("src")];
+    let mut found = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                if line.trim_start().starts_with("//") {
+                    continue;
+                }
+                for (i, _) in line.match_indices("bench/") {
+                    let name: String = line[i + 6..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c))
+                        .collect();
+                    if name.ends_with(".sh") || name.ends_with(".py") {
+                        found.push(format!("{}:{}: bench/{name}", p.display(), n + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}

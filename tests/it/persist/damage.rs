@@ -480,3 +480,61 @@ fn a_restore_of_a_sound_store_says_what_it_loaded_and_warns_of_nothing() {
     assert_eq!(j["generation"], 2, "{j}");
     assert_eq!(j["skipped"], serde_json::json!([]), "{j}");
 }
+
+/// A file put back with the same size and mtime but a new inode (a copy
+/// made with `cp -p`, say) can only be told by its content: status hashes
+/// it, and counts it as changed exactly when a byte differs.
+#[test]
+fn a_file_whose_stat_only_says_maybe_is_compared_by_content() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("same"), b"the stored bytes").unwrap();
+    std::fs::write(w.dir.join("other"), b"the stored bytes").unwrap();
+    w.enable();
+    let changed = || {
+        let st = json(&w.run(&["persist", "status", s(&w.dir), "--json"]));
+        let d = &st["dirs"][0];
+        (d["changed_files"].as_u64(), d["changed_bytes"].as_u64())
+    };
+    // Each replaced by a new file of its size and mtime: first one with the
+    // stored bytes, then one with a byte flipped.
+    for (name, bytes, want) in [
+        ("same", b"the stored bytes", (Some(0), Some(0))),
+        ("other", b"the stored byteS", (Some(1), Some(16))),
+    ] {
+        let p = w.dir.join(name);
+        let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+        let tmp = w.dir.join(format!("{name}.new"));
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&tmp)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        std::fs::rename(&tmp, &p).unwrap();
+        assert_eq!(changed(), want, "after replacing {name}");
+    }
+}
+
+/// A store emptied by hand (no pointer, no generation) holds nothing to
+/// fall back to: the next sync starts it again and claims no lost pointer.
+#[test]
+fn a_sync_into_a_store_emptied_by_hand_claims_no_lost_current() {
+    require_root!();
+    let w = World::new();
+    std::fs::write(w.dir.join("f"), b"kept in RAM").unwrap();
+    w.enable();
+    std::fs::remove_file(w.store.join("current")).unwrap();
+    for g in gens(&w.store) {
+        std::fs::remove_dir_all(w.store.join(g)).unwrap();
+    }
+    let o = w.sync();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("current"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(stored(&w.store, "f"), b"kept in RAM");
+}

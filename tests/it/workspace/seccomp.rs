@@ -142,5 +142,9 @@ fn with_unshare_refused_cmd_still_gets_a_pid_namespace_mapped_to_the_caller() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    // The per-user places this uid's runs made (the anchor the refused
+    // unshare never used, the directory base): nothing is left for a
+    // uid that has no other use here.
     let _ = std::fs::remove_dir_all(base);
+    let _ = std::fs::remove_dir(format!("/dev/shm/tmpfsctl-{CALLER}"));
 }

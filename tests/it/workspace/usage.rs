@@ -374,3 +374,40 @@ fn a_nearly_full_scratch_is_sampled_fast() {
         "near full for 2 s: only {samples} samples: {j}"
     );
 }
+
+#[test]
+fn run_and_shell_help_prose_follows_the_terminal_width() {
+    for cmd in ["run", "shell"] {
+        let help = |cols: &str| {
+            let out = bin()
+                .args([cmd, "--help"])
+                .env("COLUMNS", cols)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0));
+            String::from_utf8(out.stdout).unwrap()
+        };
+        // Wide: a paragraph's lines run to the width, not to a break typed
+        // into the source at ~95 columns.
+        let wide = help("200");
+        let prose: Vec<&str> = wide
+            .split("\n\n")
+            .filter(|p| !p.starts_with(' ') && !p.contains("Usage:") && !p.contains(":\n"))
+            .collect();
+        assert!(!prose.is_empty(), "{wide}");
+        for p in &prose {
+            let lines: Vec<&str> = p.lines().collect();
+            for l in &lines[..lines.len() - 1] {
+                assert!(
+                    l.chars().count() > 150,
+                    "{cmd} --help at 200 columns breaks a paragraph early: {l:?}\n{wide}"
+                );
+            }
+        }
+        // Narrow: nothing past the width.
+        let narrow = help("70");
+        for l in narrow.lines() {
+            assert!(l.chars().count() <= 70, "{cmd} --help at 70 columns: {l:?}");
+        }
+    }
+}
