@@ -2,42 +2,14 @@
 //! cache=unsafe after the guest turned background writeback off): what the
 //! timer synced comes back, what was written after it does not, a sync cut
 //! off half way leaves nothing mixed, and `persist status` says when the
-//! last sync was. The same guest first keeps a directory on zram across
-//! five reboots (the boots are the costly part: one scenario shares them).
+//! last sync was.
 
 use crate::guest;
 
 const SCRIPT: &str = r#"
 D=/srv/pl
-Z=/srv/z
-zdev() { findmnt -no SOURCE $Z | sed 's,^/dev/,,'; }
-# Boots 1-6: /srv/z on zram (the guest kernel's module, lz4), five reboots,
-# each with a file written a second before it.
-if [ $n -le 6 ]; then
-  if [ $n = 1 ]; then
-    mkdir -p $Z/sub; echo base > $Z/base; head -c 1048576 /dev/urandom > $Z/sub/rand
-    seq 1 20000 > $Z/sub/log
-    tmpfsctl persist enable $Z --on zram:lz4 --size 32M --interval 1h --yes > $O/zram-enable.txt 2>&1 || say "zram enable failed"
-  else
-    got=$(cat $Z/last 2>/dev/null); want=$(cat $P/want-z)
-    if [ "$got" = "$want" ]; then echo "$n kept" >> $O/zram-reboots; else echo "$n lost (found: '$got')" >> $O/zram-reboots; fi
-  fi
-  echo "$n $(findmnt -no FSTYPE,OPTIONS $Z) $(cat /sys/block/$(zdev)/comp_algorithm 2>&1)" >> $O/zram-mounts
-  if [ $n -le 5 ]; then
-    v="written at boot $n, $(date +%s.%N)"
-    echo "$v" > $P/want-z; sync -f $P/want-z
-    echo "$v" > $Z/last
-    sleep 1
-    reboot_now
-  fi
-fi
 case $n in
-6)
-  # The power cut for /srv/z too: the timer's sync comes back, what was
-  # written after it does not.
-  echo "changed before the timer" > $Z/base
-  systemctl start tmpfsctl-persist-sync-srv-z.service || say "the zram timer's sync failed"
-  tree $Z > $O/tree-z-synced
+1)
   mkdir -p $D/sub
   for i in 1 2 3; do echo "early $i" > $D/early-$i; done
   head -c 8388608 /dev/urandom > $D/sub/big
@@ -54,8 +26,6 @@ case $n in
   echo 360000 > /proc/sys/vm/dirty_expire_centisecs
   echo "changed before the timer" | md5sum | cut -d' ' -f1 > $O/md5-early-1
   echo late > $D/late-1; echo "changed after the sync" > $D/early-2; rm $D/early-3
-  echo late > $Z/late; rm $Z/sub/log
-  tree $Z > $O/tree-z-late
   head -c 67108864 /dev/urandom > $D/sub/big
   tree $D > $O/tree-late
   sync -f $O/tree-late
@@ -67,57 +37,11 @@ case $n in
   plug ;;
 *)
   tree $D > $O/tree-after
-  tree $Z > $O/tree-z-after
-  findmnt -no FSTYPE,OPTIONS $Z > $O/zram-after
-  cat /sys/block/$(zdev)/comp_algorithm > $O/zram-after-alg 2>&1
   tmpfsctl persist status $D --json > $O/status-after.json 2>&1
   tmpfsctl persist status $D > $O/status-after.txt 2>&1
   power_off ;;
 esac
 "#;
-
-/// `persist enable --on zram:lz4` in the guest (zram a module there, made
-/// by the restore unit at every boot): a file written a second before each
-/// of five reboots is back after it, on a new device each time, an ext4
-/// mounted with discard; after the power cut, the timer's generation.
-fn zram_came_back_after_five_reboots_and_the_cut(run: &guest::Run, ctx: &str) {
-    let reboots = run.read("zram-reboots");
-    let kept = reboots.lines().filter(|l| l.ends_with(" kept")).count();
-    let mounts = run.read("zram-mounts");
-    eprintln!("persist on zram: {kept} of 5 reboots kept the file\n{reboots}{mounts}");
-    assert_eq!(
-        kept,
-        5,
-        "zram: files written 1 s before reboot were lost:\n{reboots}\n{}\n{ctx}",
-        run.try_read("zram-enable.txt").unwrap_or_default()
-    );
-    assert_eq!(mounts.lines().count(), 6, "{mounts}\n{ctx}");
-    for l in mounts.lines() {
-        assert!(
-            l.contains(" ext4 ") && l.contains("discard") && l.contains("[lz4]"),
-            "not an ext4 with discard on an lz4 zram device: {l}\n{ctx}"
-        );
-    }
-    let (synced, late, after) = (
-        run.read("tree-z-synced"),
-        run.read("tree-z-late"),
-        run.read("tree-z-after"),
-    );
-    assert!(
-        synced.lines().count() == 4 && late.lines().count() == 4 && synced != late,
-        "zram trees before the cut:\n{synced}\n{late}\n{ctx}"
-    );
-    assert_eq!(
-        after, synced,
-        "after the power cut /srv/z does not hold the timer's generation:\n{after}\ntimer's:\n{synced}\n{ctx}"
-    );
-    assert!(
-        run.read("zram-after").contains("discard") && run.read("zram-after-alg").contains("[lz4]"),
-        "after the cut: {} {}\n{ctx}",
-        run.read("zram-after"),
-        run.read("zram-after-alg")
-    );
-}
 
 #[test]
 fn power_loss_brings_back_exactly_a_whole_synced_generation() {
@@ -126,7 +50,6 @@ fn power_loss_brings_back_exactly_a_whole_synced_generation() {
     let run = guest::qemu("powerloss", &format!("{}\n{SCRIPT}", crate::TREE), 2);
     let ctx = run.context();
     assert_eq!(run.boots, 2, "the guest was not powered on again\n{ctx}");
-    zram_came_back_after_five_reboots_and_the_cut(&run, &ctx);
     let (synced, late, after) = (
         run.read("tree-synced"),
         run.read("tree-late"),
