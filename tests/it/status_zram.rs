@@ -58,12 +58,16 @@ impl HandMade {
 impl Drop for HandMade {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(self.dir.path()).status();
-        for _ in 0..40 {
+        // udev's probe after the umount can hold the device open for
+        // seconds on a loaded machine (hot_remove says EBUSY meanwhile):
+        // 2 s left a device behind; wait up to 30 s.
+        for _ in 0..600 {
             if std::fs::write("/sys/class/zram-control/hot_remove", &self.index).is_ok() {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
+        eprintln!("{} could not be removed: remove it by hand", self.name);
     }
 }
 
