@@ -139,7 +139,10 @@ fn sections(a: &Advice) -> Vec<(String, Vec<String>)> {
         out.push(("Apply would refuse".into(), why));
     }
     if let Some(z) = a.zram_estimate.as_ref().filter(|z| z.pages > 0) {
-        out.push(("In zram (estimated, no device made)".into(), zram_lines(z)));
+        out.push((
+            "In zram (estimated, no device made)".into(),
+            zram_lines(z, &a.dir),
+        ));
     }
     if !a.notes.is_empty() {
         out.push(("Notes".into(), a.notes.clone()));
@@ -147,13 +150,14 @@ fn sections(a: &Advice) -> Vec<(String, Vec<String>)> {
     out
 }
 
-fn zram_lines(z: &Estimate) -> Vec<String> {
+fn zram_lines(z: &Estimate, dir: &str) -> Vec<String> {
     use crate::units::fmt_bytes;
     let pct = |n: u64| 100.0 * n as f64 / z.pages as f64;
     vec![
         format!(
-            "{} of DIR's files ({} {}{}) would cost {} of RAM in zram with {}: {:.2}x data per byte of RAM",
+            "{} of {}'s files ({} {}{}) would cost {} of RAM in zram with {}: {:.2}x data per byte of RAM",
             fmt_bytes(z.bytes_sampled),
+            crate::term::safe(dir),
             z.files_sampled,
             crate::units::noun(z.files_sampled, "file", "files"),
             if z.truncated { ", a sample" } else { "" },
@@ -168,7 +172,7 @@ fn zram_lines(z: &Estimate) -> Vec<String> {
             fmt_bytes(z.bytes_sampled)
         ),
         format!(
-            "Computed here with {} page by page; file-system metadata is not counted, so trees of small files cost more; `sudo tmpfsctl bench zram:{} tmpfs` measures a real device's speed",
+            "Computed here with {} page by page; file-system metadata is not counted, so trees of small files cost more; `sudo tmpfsctl bench zram:{} tmpfs:huge=never` measures a real device's speed",
             z.computed_with, z.algorithm
         ),
     ]

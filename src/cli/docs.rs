@@ -159,7 +159,26 @@ mod tests {
                 &page[..200.min(page.len())]
             );
             assert!(page.contains(".SH"), "{p:?}");
+            // man-pages(7): every page shows how it is used, and its
+            // synopsis names each option's value, not the option alone.
+            assert!(page.contains(".SH EXAMPLES"), "{p:?} has no EXAMPLES");
+            let synopsis = page
+                .split(".SH SYNOPSIS")
+                .nth(1)
+                .and_then(|s| s.split(".SH").next())
+                .unwrap_or_else(|| panic!("{p:?} has no SYNOPSIS"));
+            if p == ["run".to_string()] {
+                assert!(synopsis.contains("\\-\\-size SIZE]"), "{synopsis}");
+                assert!(synopsis.contains("\\-\\-keep[=DIR]]"), "{synopsis}");
+            }
         }
+        let top = String::from_utf8(render_man(&[]).unwrap()).unwrap();
+        assert!(top.contains(".SH EXAMPLES"), "tmpfsctl(1) has no EXAMPLES");
+        let run = String::from_utf8(render_man(&["run".to_string()]).unwrap()).unwrap();
+        assert!(
+            run.contains("/run/tmpfsctl (root)"),
+            "run's FILES names where the tmpfs is mounted"
+        );
         let e = find(&["nosuch".into()]).unwrap_err().to_string();
         assert!(e.contains("nosuch") && e.contains("apply"), "{e}");
     }

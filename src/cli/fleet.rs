@@ -77,6 +77,8 @@ pub struct CollectArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  tmpfsctl fleet analyze fleet.jsonl\n  \
+tmpfsctl fleet analyze --prometheus http://prometheus:9090 --html fleet.html")]
 pub struct FleetArgs {
     #[command(subcommand)]
     pub command: FleetCommand,

@@ -87,6 +87,11 @@ const FILES: &[(&str, &[&str], &str)] = &[
         "The registry (registry.json) and, by default, each persisted directory's store.",
     ),
     (
+        "/run/tmpfsctl (root), $XDG_RUNTIME_DIR/tmpfsctl, /dev/shm/tmpfsctl-UID",
+        &["run", "shell"],
+        "Where the private tmpfs is mounted, in CMD's own mount namespace: a 0700 directory of the caller's, checked on every run (CMD sees it as $TMPDIR).",
+    ),
+    (
         "/run/tmpfsctl-scratch/, /dev/shm/tmpfsctl-UID-scratch/",
         &["run", "shell"],
         "Where a scratch that is a plain directory goes when it cannot be a private tmpfs.",
@@ -225,7 +230,9 @@ pub fn render(cmd: clap::Command, path: &[String]) -> Result<Vec<u8>> {
     let (version, date) = version_and_date();
     // The footer shows source, date and NAME(1) on one 80-column line: a
     // short source and the date on its own keep them apart.
-    let man = clap_mangen::Man::new(cmd.clone())
+    // clap_mangen's synopsis names options without their values
+    // (`[-s|--size]`); a usage of our own says `[-s|--size SIZE]`.
+    let man = clap_mangen::Man::new(cmd.clone().override_usage(synopsis(&cmd)))
         .date(date)
         .source(version)
         .manual("User Commands");
@@ -299,6 +306,63 @@ pub fn render(cmd: clap::Command, path: &[String]) -> Result<Vec<u8>> {
     out.push_str(&see_also(path, &subs));
     buf.extend_from_slice(out.as_bytes());
     Ok(buf)
+}
+
+/// One line: the command's name, then every option in the order --help
+/// lists them, each with its value (`[--keep[=DIR]]` where the value is
+/// optional), then the operands and the subcommand.
+fn synopsis(cmd: &clap::Command) -> String {
+    let mut line = cmd.get_bin_name().unwrap_or(cmd.get_name()).to_string();
+    let mut operands = String::new();
+    for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let value = || {
+            a.get_value_names()
+                .map(|v| v.join(" "))
+                .unwrap_or_else(|| a.get_id().as_str().to_uppercase())
+        };
+        let takes = a.get_action().takes_values();
+        let optional_value = a.get_num_args().is_some_and(|n| n.min_values() == 0);
+        let many = a.get_num_args().is_some_and(|n| n.max_values() > 1)
+            || matches!(a.get_action(), clap::ArgAction::Append);
+        if a.is_positional() {
+            let v = value();
+            operands.push(' ');
+            operands.push_str(&match (a.is_required_set(), many) {
+                (true, true) => format!("{v}..."),
+                (true, false) => v,
+                (false, true) => format!("[{v}...]"),
+                (false, false) => format!("[{v}]"),
+            });
+            continue;
+        }
+        let text = {
+            let names = match (a.get_short(), a.get_long()) {
+                (Some(s), Some(l)) => format!("-{s}|--{l}"),
+                (Some(s), None) => format!("-{s}"),
+                (None, Some(l)) => format!("--{l}"),
+                (None, None) => continue,
+            };
+            let v = if !takes {
+                String::new()
+            } else if optional_value {
+                format!("[={}]", value())
+            } else {
+                format!(" {}", value())
+            };
+            if a.is_required_set() {
+                format!("{names}{v}")
+            } else {
+                format!("[{names}{v}]")
+            }
+        };
+        line.push(' ');
+        line.push_str(&text);
+    }
+    line.push_str(&operands);
+    if cmd.has_subcommands() {
+        line.push_str(" COMMAND");
+    }
+    line
 }
 
 fn see_also(path: &[String], subs: &[(String, String)]) -> String {

@@ -29,7 +29,10 @@ use clap::{Parser, Subcommand};
     long_about = "tmpfsctl answers the usual tmpfs questions with measurements that do not lie \
 (no dd-from-/dev/zero timing the page cache, no one-off du snapshots), then acts on the answer.\n\n\
 Start with `tmpfsctl status` to see what is RAM-backed here.",
-    after_help = "Exit codes: 0 ok, 1 the command ran and reports a problem you asked about, 2 error.\n\
+    after_help = "Examples:\n  tmpfsctl status                # what is RAM-backed here, and how full\n  \
+tmpfsctl advise                # what to change, measured on this machine\n  \
+tmpfsctl bench --quick         # this machine's tmpfs against its disk\n\n\
+Exit codes: 0 ok, 1 the command ran and reports a problem you asked about, 2 error.\n\
 Sizes accept 512M, 2G (binary units, like tmpfs) and 50% (of RAM)."
 )]
 pub struct Cli {

@@ -127,6 +127,8 @@ pub struct EnableArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  sudo tmpfsctl persist sync /var/log\n  \
+sudo tmpfsctl persist sync /var/log --keep 4   # keep four generations from now on")]
 pub struct SyncArgs {
     /// The persisted directory to copy to its store
     pub dir: PathBuf,
@@ -144,6 +146,8 @@ pub struct SyncArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  sudo tmpfsctl persist restore /var/log\n  \
+sudo tmpfsctl persist restore /var/log --generation 3 --force   # an older generation, replacing DIR's content")]
 pub struct RestoreArgs {
     /// The persisted directory to load from its store
     pub dir: PathBuf,
@@ -164,6 +168,10 @@ pub struct RestoreArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  tmpfsctl persist status\n  tmpfsctl persist status /var/log --json\n  \
+tmpfsctl persist status --prom /var/lib/prometheus/node-exporter/tmpfsctl-persist.prom"
+)]
 pub struct StatusArgs {
     /// One persisted directory [default: all in the registry]
     pub dir: Option<PathBuf>,
@@ -198,6 +206,7 @@ pub struct VerifyArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  sudo tmpfsctl persist disable /var/log --yes")]
 pub struct DisableArgs {
     /// The persisted directory to put back on disk with its final tree
     pub dir: PathBuf,
