@@ -13,9 +13,10 @@ use anyhow::Result;
 use indicatif::ProgressBar;
 
 use super::engine::{self, Plan};
+use super::options::{Options, need};
 use super::report::{BenchResult, Ceiling, HostInfo, TargetInfo};
+use super::result::to_result;
 use super::stats;
-use super::suite::{Options, to_result};
 use super::target::{Scratch, Target, margin_bytes};
 use super::workload::Workload;
 
@@ -186,7 +187,7 @@ pub(super) fn need_all(workloads: &[Workload]) -> (u64, u64) {
 /// workload's files at once when that fits in half the available RAM (so
 /// the workloads can take turns), else for the largest.
 pub(super) fn private_bytes(workloads: &[Workload], mem_available: u64) -> u64 {
-    let (one, _) = super::suite::need(workloads);
+    let (one, _) = need(workloads);
     let (all, _) = need_all(workloads);
     let nb = if workloads.len() > 1 && all + margin_bytes(all) <= mem_available / 2 {
         all
@@ -331,7 +332,6 @@ mod stop_tests {
 #[cfg(test)]
 mod turn_tests {
     use super::*;
-    use crate::bench::suite::need;
     use crate::bench::workload::{Preset, Scale, preset};
 
     #[test]

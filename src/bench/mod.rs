@@ -16,6 +16,7 @@ mod html;
 mod html_table;
 mod leftover;
 mod notes;
+mod options;
 mod output;
 pub use notes::{SMALL_PAGES_WHY, large_folios};
 pub use output::CHARTS;
@@ -23,6 +24,7 @@ pub use render::QUICK_NOTE;
 mod ratio;
 mod render;
 pub mod report;
+mod result;
 pub mod stats;
 mod stock;
 pub mod suite;
@@ -40,8 +42,9 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 
+pub use options::{Options, need};
 pub use report::{BenchReport, SCHEMA_VERSION};
-pub use suite::{Options, need, run_suite_with};
+pub use suite::run_suite_with;
 pub use workload::{CacheWant, Op, Preset, Scale, Sync, Workload, preset, temp_file_workloads};
 
 use crate::command::{Context, Request};

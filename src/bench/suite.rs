@@ -2,94 +2,22 @@
 //! ceiling, run every workload on every target, then label the results.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::alternation::{Alternation, interleave_fits};
-use super::engine::{self, CacheMode, Plan};
+use super::engine::{self, Plan};
+use super::options::{Options, need};
 use super::ratio::{fmt_ratio, ratio_pair};
 use super::report::target_name;
 use super::report::*;
-use super::stats::{self, HIGH_RSD};
+use super::result::CPU_WAIT_FLAG_PERCENT;
+use super::stats;
 use super::target::{self, Scratch, Target};
-use super::workload::{Op, Sync, Workload};
+use super::workload::{Op, Workload};
 use crate::command::Context;
-
-/// How to run a suite (everything except what and where).
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// At least this many measured runs per workload and target.
-    pub min_runs: u32,
-    /// Keep running until one target (the slowest, in lockstep) has this much
-    /// measured time (bounded by max_runs).
-    pub min_time: Duration,
-    pub max_runs: u32,
-    /// After min_runs and min_time, keep alternating (in A B B A blocks)
-    /// until the ratio's 95% interval is within this many percent of it ...
-    /// (0 = stop at min_runs/min_time).
-    pub ratio_precision_percent: f64,
-    /// ... or a workload's alternation has run this long (wall time), or max_runs.
-    pub max_time: Duration,
-    /// One untimed run first (streaming workloads; op-counted ones use their probe run).
-    pub warmup: bool,
-    /// A separate pass with a clock read around every op, for p50/p99/p99.9.
-    pub latency: bool,
-    /// memcpy ceiling buffer; None = well beyond the last-level cache.
-    pub ceiling_buffer_bytes: Option<u64>,
-    pub ceiling_runs: u32,
-    /// Per-run time bound for op-counted workloads (fio's --runtime).
-    pub runtime: Option<Duration>,
-    /// Progress bars on stderr (the CLI sets this only when stderr is a terminal).
-    pub progress: bool,
-    /// Set by a signal handler (or a caller) to stop early; scratch is then removed.
-    pub stop: Arc<AtomicBool>,
-    /// A smoke test (`--quick`): recorded in the report, which marks every
-    /// figure as not meaningful.
-    pub quick: bool,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            min_runs: 5,
-            min_time: Duration::from_millis(500),
-            max_runs: 40,
-            ratio_precision_percent: DEFAULT_RATIO_PRECISION_PERCENT,
-            max_time: Duration::from_secs(3),
-            warmup: true,
-            latency: true,
-            ceiling_buffer_bytes: None,
-            ceiling_runs: 3,
-            runtime: None,
-            progress: false,
-            stop: Arc::new(AtomicBool::new(false)),
-            quick: false,
-        }
-    }
-}
-
-/// Default of [`Options::ratio_precision_percent`]: half the 10% within which
-/// back-to-back suites should agree, as the interval is of one suite's ratio.
-pub const DEFAULT_RATIO_PRECISION_PERCENT: f64 = 5.0;
-
-/// Peak bytes and inodes the workloads need on each target.
-pub fn need(workloads: &[Workload]) -> (u64, u64) {
-    let b = workloads
-        .iter()
-        .map(|w| w.footprint_bytes())
-        .max()
-        .unwrap_or(0);
-    let i = workloads
-        .iter()
-        .map(|w| w.footprint_inodes())
-        .max()
-        .unwrap_or(0);
-    (b, i)
-}
 
 /// As [`run_suite`]; `private` lists targets that are tmpfs mounts made for this run.
 pub fn run_suite_with(
@@ -246,155 +174,6 @@ fn bar(show: bool, msg: String) -> ProgressBar {
     pb
 }
 
-/// Where a result's data most likely sat (see [`BenchResult::tier`]).
-pub fn tier(w: &Workload, ram_backed: bool, cache_state: &str, host: &HostInfo) -> &'static str {
-    if matches!(w.op, Op::SmallFiles | Op::Metadata) {
-        return "n/a";
-    }
-    let disk_io = if w.op.is_read() {
-        cache_state == "cold"
-    } else {
-        w.sync.durable() || w.direct
-    };
-    if !ram_backed && disk_io {
-        return "device";
-    }
-    // A disk target's data that did not come from the device came from the
-    // page cache, whatever CPU cache also held it: that is the tier to name.
-    if !ram_backed {
-        return "page-cache";
-    }
-    let ws = w.size_bytes / w.threads.max(1) as u64;
-    if host.l2_bytes.is_some_and(|l| ws <= l) {
-        "cpu-cache"
-    } else if host.llc_bytes.is_some_and(|l| ws <= l) {
-        "llc"
-    } else if ram_backed {
-        "ram"
-    } else {
-        "page-cache"
-    }
-}
-
-pub(super) fn to_result(
-    w: &Workload,
-    t: &Target,
-    m: &engine::Measured,
-    ceiling: &Ceiling,
-    host: &HostInfo,
-) -> BenchResult {
-    let (ops, bytes) = engine::run_volume(&m.effective, m.ops_per_run);
-    let by_bytes = w.reports_bytes();
-    let samples: Vec<f64> = m
-        .run_ns
-        .iter()
-        .map(|&ns| (if by_bytes { bytes } else { ops }) as f64 * 1e9 / ns as f64)
-        .collect();
-    let s = stats::summarize(&samples);
-    let bytes_per_s = (bytes > 0).then_some(if by_bytes {
-        s.median
-    } else {
-        s.median * w.bs_bytes as f64
-    });
-    let mut flags = Vec::new();
-    let (cache_state, cache_method) = match &m.cache_mode {
-        CacheMode::NotApplicable(why) => ("n/a".to_string(), why.to_string()),
-        CacheMode::Direct => ("cold".into(), "O_DIRECT (bypasses the page cache)".into()),
-        CacheMode::Evict => (
-            "cold".into(),
-            format!(
-                "posix_fadvise(DONTNEED) before each run; mincore showed {:.1}% resident",
-                m.resident.unwrap_or(0.0) * 100.0
-            ),
-        ),
-        CacheMode::Warm => {
-            flags.push("page_cache_read".to_string());
-            if w.cache == super::workload::CacheWant::Cold {
-                flags.push("warm_not_cold".to_string());
-            }
-            (
-                "warm".into(),
-                format!(
-                    "served from the page cache ({:.0}% resident)",
-                    m.resident.unwrap_or(1.0) * 100.0
-                ),
-            )
-        }
-    };
-    if !t.info.ram_backed
-        && !w.op.is_read()
-        && w.op != Op::Metadata
-        && w.sync == Sync::None
-        && !w.direct
-    {
-        flags.push("not_durable_page_cache".into());
-    }
-    let ceiling_fraction = bytes_per_s.map(|b| b / ceiling.memcpy_bytes_per_s);
-    if ceiling_fraction.is_some_and(|f| f > 1.0) {
-        flags.push("above_memory_ceiling".into());
-    }
-    if s.rsd_percent > HIGH_RSD * 100.0 {
-        flags.push("high_spread".into());
-    }
-    if s.outliers > 0 {
-        flags.push("outliers".into());
-    }
-    if m.engine == engine::Engine::PsyncThreads {
-        flags.push("iodepth_emulated_with_threads".into());
-    }
-    let cpu_wait_percent = (!m.cpu_wait.is_empty()).then(|| {
-        let mut v: Vec<f64> = m.cpu_wait.iter().map(|x| x * 100.0).collect();
-        v.sort_by(|a, b| a.total_cmp(b));
-        stats::median(&v)
-    });
-    if cpu_wait_percent.is_some_and(|p| p > CPU_WAIT_FLAG_PERCENT) {
-        flags.push("cpu_contention".into());
-    }
-    let latency = m
-        .latency
-        .as_ref()
-        .filter(|h| !h.is_empty())
-        .map(|h| Latency {
-            p50: h.value_at_quantile(0.5),
-            p99: h.value_at_quantile(0.99),
-            p999: h.value_at_quantile(0.999),
-            max: h.max(),
-            mean: h.mean(),
-            samples: h.len(),
-        });
-    let tier = tier(w, t.info.ram_backed, &cache_state, host).to_string();
-    BenchResult {
-        tier,
-        workload: w.id.clone(),
-        label: w.label.clone(),
-        target: t.shown.clone(),
-        unit: if by_bytes { "bytes_per_s" } else { "ops_per_s" }.into(),
-        throughput_bytes_per_s: bytes_per_s,
-        ops_per_s: (!by_bytes).then_some(s.median),
-        median: s.median,
-        min: s.min,
-        max: s.max,
-        spread_percent: s.spread_percent,
-        rsd_percent: s.rsd_percent,
-        outliers: s.outliers,
-        runs: m.run_ns.len() as u32,
-        samples,
-        bytes_per_run: bytes,
-        ops_per_run: ops,
-        latency_ns: latency,
-        cache_state,
-        cache_method,
-        engine: m.engine.name().into(),
-        ceiling_fraction,
-        cpu_wait_percent,
-        flags,
-        zram: None,
-    }
-}
-
-/// Share of a run spent waiting for a CPU above which a result is flagged:
-/// the figure then measures the competition as much as the target.
-pub const CPU_WAIT_FLAG_PERCENT: f64 = 10.0;
 /// The end-of-run memcpy figure this far from the first is flagged.
 pub const MEMORY_MOVED_PERCENT: f64 = 10.0;
 /// A ratio whose 95% interval reaches further than this from it is flagged.

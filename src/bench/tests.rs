@@ -269,7 +269,7 @@ fn tiers_follow_cache_sizes_and_durability() {
         ("iozone-reread-64k-4k", false, "warm", "page-cache"),
     ] {
         assert_eq!(
-            suite::tier(get(id), ram_backed, cache_state, &host),
+            result::tier(get(id), ram_backed, cache_state, &host),
             want,
             "{id}, ram-backed {ram_backed}, {cache_state}"
         );
