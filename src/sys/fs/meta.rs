@@ -109,3 +109,49 @@ impl Created {
         Obj::Proc(self.proc_path())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsFd;
+
+    use super::*;
+
+    /// Each of the three checks refuses on its own: a name that now holds
+    /// another type, another user's entry, or a second name for it.
+    #[test]
+    fn created_refuses_a_name_that_no_longer_holds_what_was_made() {
+        let t = tempfile::tempdir().unwrap();
+        let dir =
+            rustix::fs::open(t.path(), OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).unwrap();
+        let made = |name: &CStr| {
+            rustix::fs::mknodat(dir.as_fd(), name, FileType::Fifo, Mode::RUSR, 0).unwrap();
+        };
+        let open = |name: &CStr, ft| Created::open(dir.as_fd(), name, ft).map(|_| ());
+        made(c"p");
+        assert_eq!(open(c"p", FileType::Fifo), Ok(()));
+        assert_eq!(open(c"p", FileType::RegularFile), Err(Errno::STALE));
+        made(c"linked");
+        rustix::fs::linkat(
+            dir.as_fd(),
+            c"linked",
+            dir.as_fd(),
+            c"second",
+            AtFlags::empty(),
+        )
+        .unwrap();
+        assert_eq!(open(c"linked", FileType::Fifo), Err(Errno::STALE));
+        // Another user's entry: only root can make one here.
+        if rustix::process::geteuid().is_root() {
+            made(c"theirs");
+            rustix::fs::chownat(
+                dir.as_fd(),
+                c"theirs",
+                Some(Uid::from_raw(65534)),
+                None,
+                AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .unwrap();
+            assert_eq!(open(c"theirs", FileType::Fifo), Err(Errno::STALE));
+        }
+    }
+}
