@@ -285,13 +285,14 @@ fn zram_enable_refuses_bad_input_before_making_anything() {
         assert!(findmnt_fstype(&w.dir).is_none(), "{args:?}");
         assert!(!w.registry.exists(), "{args:?}");
         assert!(!w.store.exists(), "{args:?}: a store was made");
-        // Another test may make a device meanwhile; none of ours is new.
+        // Other tests make persist devices meanwhile (each labelled for
+        // its own DIR): only one labelled for this DIR would be ours.
+        let label = persist_label(&w.dir);
         let made: Vec<String> = devices()
             .into_iter()
             .filter(|d| !before.contains(d))
             .filter(|d| {
-                std::fs::read_to_string(Path::new(NOTES).join(d))
-                    .is_ok_and(|t| t.contains("tmpfsctl-p"))
+                std::fs::read_to_string(Path::new(NOTES).join(d)).is_ok_and(|t| t.contains(&label))
             })
             .collect();
         assert!(made.is_empty(), "{args:?}: made {made:?}");
