@@ -490,10 +490,10 @@ impl Drop for ZramDevice {
 
 /// Remove device N and then its note. udev probes a new file system for a
 /// moment after mkfs and an unmount, holding the device open (EBUSY), and
-/// on a loaded machine that moment can last seconds: tries over ten seconds.
+/// on a loaded machine that moment lasted over ten seconds: tries for thirty.
 fn hot_remove(index: u32) -> Result<()> {
     let mut last = None;
-    for _ in 0..200 {
+    for _ in 0..600 {
         match write_sys(
             Path::new("/sys/class/zram-control/hot_remove"),
             &index.to_string(),
